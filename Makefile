@@ -1,0 +1,35 @@
+# vnetlab — `make demo` runs the main job, `make test` passes the tests. Both need root.
+# `make deps` installs the system packages the lab uses when they are missing.
+
+CARGO ?= cargo
+# command:package pairs the lab runs
+DEPS := ip:iproute2 tc:iproute2 ethtool:ethtool nft:nftables sysctl:procps iperf3:iperf3 sockperf:sockperf
+BIN := target/release/vnetlab
+
+.PHONY: all deps build test demo clean
+
+all: build
+
+deps:
+	@missing=""; for d in $(DEPS); do c=$${d%%:*}; p=$${d##*:}; \
+	  command -v $$c >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing:$$missing"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  else echo "vnetlab needs these packages:$$missing (install them with your package manager)"; exit 1; fi; \
+	fi
+	@command -v $(CARGO) >/dev/null 2>&1 || { echo "vnetlab needs Rust (cargo): see https://rustup.rs"; exit 1; }
+
+build: deps
+	$(CARGO) build --release
+
+test: deps
+	$(CARGO) test --release -- --test-threads=2
+
+demo: build
+	./scripts/demo.sh $(BIN)
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,342 @@
+//! The lab commands: up, down, status, exec, probe, cleanup.
+
+use clap::Args;
+
+use super::{input, need_root, print_json, running, CmdResult, Fail};
+use crate::lab::topology::{self, Delay, Gro, Loss, Mode, Rate, Topology, TopologyFile};
+use crate::lab::{build, exec as lexec, probe as lprobe, state, status as lstatus};
+
+#[derive(Args)]
+pub struct UpArgs {
+    /// Lab name: 1–6 lowercase letters/digits [default: lab]
+    #[arg(long)]
+    name: Option<String>,
+    /// Read the topology from a TOML file (same keys as these flags; see README)
+    #[arg(long, short = 'f')]
+    file: Option<String>,
+    /// How guests' NICs reach the wire: native, bridge, nat, macvlan, sriov [default: bridge]
+    #[arg(long)]
+    mode: Option<Mode>,
+    /// Number of guests [default: 1]
+    #[arg(long)]
+    guests: Option<u32>,
+    /// MTU of every lab interface [default: 1500]
+    #[arg(long)]
+    mtu: Option<u32>,
+    /// Where receive GRO runs: off, host (physical side), guest (virtual side), both [default: both]
+    #[arg(long)]
+    gro: Option<Gro>,
+    /// TSO/GSO on the guests' and host ports: on or off [default: on]
+    #[arg(long, value_parser = topology::parse_on_off)]
+    tso: Option<bool>,
+    /// Wire rate, e.g. 1gbit (paper 1's GNIC) or 10gbit [default: unshaped]
+    #[arg(long)]
+    wire_rate: Option<Rate>,
+    /// One-way wire delay, e.g. 5ms
+    #[arg(long)]
+    wire_delay: Option<Delay>,
+    /// Wire packet loss, e.g. 0.1%
+    #[arg(long)]
+    wire_loss: Option<Loss>,
+    /// Segment to MTU frames at both wire ends (no TSO/GSO across the wire): on or off [default: on]
+    #[arg(long, value_parser = topology::parse_on_off)]
+    wire_segment: Option<bool>,
+    /// Private IPv4 range for the lab [default: 10.213.0.0/16]
+    #[arg(long)]
+    subnet: Option<crate::lab::addr::Subnet>,
+    /// Pin: the client to its own CPU, guests round-robin over the rest (cpuset cgroups)
+    #[arg(long)]
+    pin: bool,
+    /// SR-IOV physical function to take VFs from (mode sriov)
+    #[arg(long)]
+    pf: Option<String>,
+    /// Print the iproute2/tc/ethtool/nft commands instead of running them
+    #[arg(long)]
+    dry_run: bool,
+    /// Print the lab record as JSON
+    #[arg(long)]
+    json: bool,
+}
+
+impl UpArgs {
+    fn topology(&self) -> Result<Topology, String> {
+        let flags_given = self.mode.is_some()
+            || self.guests.is_some()
+            || self.mtu.is_some()
+            || self.gro.is_some()
+            || self.tso.is_some()
+            || self.wire_rate.is_some()
+            || self.wire_delay.is_some()
+            || self.wire_loss.is_some()
+            || self.wire_segment.is_some()
+            || self.subnet.is_some()
+            || self.pin
+            || self.pf.is_some();
+        let mut t = match &self.file {
+            Some(f) => {
+                if flags_given {
+                    return Err("--file describes the whole lab: put the other settings in the file (only --name may be given with it)".into());
+                }
+                let text = std::fs::read_to_string(f).map_err(|e| format!("cannot read {f}: {e}"))?;
+                TopologyFile::parse(&text, f)?.into_topology()
+            }
+            None => {
+                let d = Topology::default();
+                Topology {
+                    name: d.name,
+                    mode: self.mode.unwrap_or(d.mode),
+                    guests: self.guests.unwrap_or(d.guests),
+                    mtu: self.mtu.unwrap_or(d.mtu),
+                    gro: self.gro.unwrap_or(d.gro),
+                    tso: self.tso.unwrap_or(d.tso),
+                    subnet: self.subnet.unwrap_or(d.subnet),
+                    wire: topology::Wire {
+                        rate: self.wire_rate,
+                        delay: self.wire_delay,
+                        loss: self.wire_loss,
+                        segment: self.wire_segment.unwrap_or(true),
+                    },
+                    pin: self.pin,
+                    pf: self.pf.clone(),
+                }
+            }
+        };
+        if let Some(n) = &self.name {
+            t.name = n.clone();
+        }
+        t.validate()?;
+        Ok(t)
+    }
+}
+
+pub fn up(a: UpArgs) -> CmdResult {
+    let t = input(a.topology())?;
+    if a.dry_run {
+        let p = input(build::prepare(&t))?;
+        for line in crate::lab::plan::shell(&p) {
+            println!("{line}");
+        }
+        return Ok(());
+    }
+    need_root("vnetlab up")?;
+    let plan = input(build::prepare(&t))?;
+    running(build::build(&plan, !a.json))?;
+    let r = plan.record;
+    if a.json {
+        print_json(&r);
+        return Ok(());
+    }
+    println!("lab {} is up: mode {}, {} guest(s), subnet {}", t.name, t.mode, t.guests, t.subnet);
+    for e in &r.endpoints {
+        println!("  {:<7} {:<16} {:<15} {}", e.name, e.netns, e.address.to_string(), e.iface);
+    }
+    for n in &r.notes {
+        println!("  note: {n}");
+    }
+    println!("next: vnetlab status | vnetlab exec --lab {} g1 -- CMD | vnetlab down {}", t.name, t.name);
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct DownArgs {
+    /// The lab to remove (default: the only lab)
+    lab: Option<String>,
+    /// Print what would be removed instead of removing it
+    #[arg(long)]
+    dry_run: bool,
+}
+
+pub fn down(a: DownArgs) -> CmdResult {
+    let lab = input(state::resolve(a.lab.as_deref()))?;
+    if a.dry_run {
+        for l in input(build::teardown_plan(&lab))? {
+            println!("{l}");
+        }
+        return Ok(());
+    }
+    need_root("vnetlab down")?;
+    if !state::journal_path(&lab).exists() {
+        return Err(Fail::Input(input(build::teardown_plan(&lab)).err().map(|_| format!("no lab named '{lab}'")).unwrap_or_default()));
+    }
+    running(build::down(&lab))?;
+    eprintln!("lab {lab} removed");
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct StatusArgs {
+    /// Only this lab
+    lab: Option<String>,
+    /// One JSON document on stdout
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn status(a: StatusArgs) -> CmdResult {
+    let s = input(lstatus::status(a.lab.as_deref()))?;
+    if a.json {
+        print_json(&s);
+        return Ok(());
+    }
+    if s.labs.is_empty() && s.broken.is_empty() {
+        println!("no labs (make one with `vnetlab up`)");
+    }
+    for l in &s.labs {
+        println!(
+            "lab {}  mode {}  subnet {}  {}  cpu accounting: {}",
+            l.name,
+            l.mode,
+            l.subnet,
+            if l.complete { "complete" } else { "INCOMPLETE (run `vnetlab down`)" },
+            l.cgroups
+        );
+        println!("  {:<7} {:<15} {:<16} {:<13} {:>5} {:<5} {:<4} {:<4} {:<4} {}", "part", "namespace", "address", "interface", "mtu", "state", "gro", "tso", "gso", "host port / qdisc");
+        let row = |e: &lstatus::EndpointStatus| {
+            let i = e.interface.as_ref();
+            let off = |k: &str| i.and_then(|i| i.offloads.get(k)).map(|v| v.split(' ').next().unwrap_or("").to_string()).unwrap_or("-".into());
+            let extra = match (&e.host_port, i.and_then(|i| i.qdisc.clone())) {
+                (Some(p), _) => format!("{} gro {} tso {}", p.name, p.offloads.get("gro").map(String::as_str).unwrap_or("-"), p.offloads.get("tso").map(String::as_str).unwrap_or("-")),
+                (None, Some(q)) => format!("qdisc {q}"),
+                _ => String::new(),
+            };
+            println!(
+                "  {:<7} {:<15} {:<16} {:<13} {:>5} {:<5} {:<4} {:<4} {:<4} {}",
+                e.name,
+                e.namespace,
+                e.address,
+                i.map(|i| i.name.as_str()).unwrap_or("(missing)"),
+                i.map(|i| i.mtu).unwrap_or(0),
+                i.map(|i| i.state.as_str()).unwrap_or("-"),
+                off("gro"),
+                off("tso"),
+                off("gso"),
+                extra
+            );
+        };
+        row(&l.host);
+        row(&l.client);
+        for g in &l.guests {
+            row(g);
+        }
+        for i in &l.host_interfaces {
+            println!(
+                "  host interface {} ({}): mtu {} gro {} tso {}{}",
+                i.name,
+                i.kind,
+                i.mtu,
+                i.offloads.get("gro").map(String::as_str).unwrap_or("-"),
+                i.offloads.get("tso").map(String::as_str).unwrap_or("-"),
+                i.qdisc.as_ref().map(|q| format!(" qdisc {q}")).unwrap_or_default()
+            );
+        }
+        for n in &l.notes {
+            println!("  note: {n}");
+        }
+    }
+    for b in &s.broken {
+        println!("lab {b}: interrupted before it was recorded; `vnetlab cleanup` removes it");
+    }
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct ExecArgs {
+    /// The lab (default: the only lab)
+    #[arg(long)]
+    lab: Option<String>,
+    /// Where to run: g1…gN, client or host
+    target: String,
+    /// The command and its arguments, after `--`
+    #[arg(last = true, required = true)]
+    cmd: Vec<String>,
+}
+
+pub fn exec(a: ExecArgs) -> CmdResult {
+    need_root("vnetlab exec")?;
+    let lab = input(state::resolve(a.lab.as_deref()))?;
+    let r = input(state::load(&lab))?;
+    let ep = input(r.endpoint(&a.target))?;
+    Err(Fail::Run(lexec::exec(ep, &a.cmd)))
+}
+
+#[derive(Args)]
+pub struct ProbeArgs {
+    /// The lab (default: the only lab)
+    #[arg(long)]
+    lab: Option<String>,
+    /// From where (g1…, client, host); with TO. Without both: every guest ↔ client and g1 ↔ g2
+    from: Option<String>,
+    to: Option<String>,
+    /// One JSON document on stdout
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn probe(a: ProbeArgs) -> CmdResult {
+    need_root("vnetlab probe")?;
+    let lab = input(state::resolve(a.lab.as_deref()))?;
+    let r = input(state::load(&lab))?;
+    let pairs = match (&a.from, &a.to) {
+        (Some(f), Some(t)) => vec![(f.clone(), t.clone())],
+        (None, None) => lprobe::default_pairs(&r),
+        _ => return Err(Fail::Input("give both FROM and TO, or neither".into())),
+    };
+    let mut results = Vec::new();
+    for (f, t) in pairs {
+        let (fe, te) = (input(r.endpoint(&f))?, input(r.endpoint(&t))?);
+        results.push(lprobe::tcp(&r, fe, te));
+    }
+    let failed = results.iter().filter(|x| !x.ok).count();
+    if a.json {
+        print_json(&serde_json::json!({ "lab": lab, "probes": results }));
+    } else {
+        for x in &results {
+            match &x.error {
+                None => println!("{:>7} → {:<7} TCP ok   {:>7.3} ms  via {}", x.from, x.to, x.ms, x.target),
+                Some(e) => println!("{:>7} → {:<7} FAILED   {e}", x.from, x.to),
+            }
+        }
+    }
+    if failed > 0 {
+        return Err(Fail::Run(format!("{failed} of {} probes failed", results.len())));
+    }
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct CleanupArgs {
+    /// Print what would be removed instead of removing it
+    #[arg(long)]
+    dry_run: bool,
+}
+
+pub fn cleanup(a: CleanupArgs) -> CmdResult {
+    if !a.dry_run {
+        need_root("vnetlab cleanup")?;
+    }
+    let labs = state::labs();
+    let mut errors = Vec::new();
+    for lab in &labs {
+        if a.dry_run {
+            for l in input(build::teardown_plan(lab))? {
+                println!("{l}");
+            }
+            continue;
+        }
+        match build::teardown(lab) {
+            Ok(()) => eprintln!("removed lab {lab}"),
+            Err(e) => errors.push(format!("{lab}: {e}")),
+        }
+    }
+    if labs.is_empty() {
+        eprintln!("no journals: nothing to remove");
+    }
+    let strays: Vec<String> = build::netns_list().into_iter().filter(|n| n.starts_with("vl")).collect();
+    if !strays.is_empty() && !a.dry_run {
+        eprintln!("left alone (no journal names them): {}", strays.join(" "));
+    }
+    if !errors.is_empty() {
+        return Err(Fail::Run(errors.join("; ")));
+    }
+    Ok(())
+}

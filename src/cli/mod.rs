@@ -1,0 +1,98 @@
+//! Command-line interface: parse, call a stage, print. Errors are one line; bad input exits 2.
+
+mod lab_cmds;
+
+use clap::{Parser, Subcommand};
+
+/// How a command failed: bad input (exit 2) or a failure while doing the work (exit 1).
+pub enum Fail {
+    Input(String),
+    Run(String),
+}
+
+pub type CmdResult = Result<(), Fail>;
+
+pub fn input<T>(r: Result<T, String>) -> Result<T, Fail> {
+    r.map_err(Fail::Input)
+}
+pub fn running<T>(r: Result<T, String>) -> Result<T, Fail> {
+    r.map_err(Fail::Run)
+}
+
+#[derive(Parser)]
+#[command(
+    name = "vnetlab",
+    version,
+    about = "Build the virtual-NIC datapaths of hypervisors on this host, measure them, plan VDI capacity",
+    long_about = "vnetlab builds, on one Linux host, the datapaths hypervisors give a VM's NIC (native, bridge, nat, \
+macvlan, sriov), as network namespaces joined by veth pairs, bridges and NAT. Every object is named vl… and \
+journaled before it is made; `down` and `cleanup` remove exactly those. Building labs needs root (CAP_NET_ADMIN)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Build a lab and leave it running
+    Up(lab_cmds::UpArgs),
+    /// Remove a lab (everything its journal names)
+    Down(lab_cmds::DownArgs),
+    /// List labs, with interfaces, MTU and offloads read back from the kernel
+    Status(lab_cmds::StatusArgs),
+    /// Run a command inside a guest, the client or the host of a lab (its namespace and cgroup)
+    Exec(lab_cmds::ExecArgs),
+    /// Check TCP reachability between a lab's endpoints
+    Probe(lab_cmds::ProbeArgs),
+    /// Remove everything any journal names (labs whose process died, interrupted runs)
+    Cleanup(lab_cmds::CleanupArgs),
+}
+
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind::*;
+            if matches!(e.kind(), DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand) {
+                let _ = e.print();
+                return if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 };
+            }
+            let first = e.to_string();
+            let first = first.lines().next().unwrap_or("bad arguments").trim_start_matches("error: ");
+            eprintln!("vnetlab: {first} (see --help)");
+            return 2;
+        }
+    };
+    let r = match cli.cmd {
+        Cmd::Up(a) => lab_cmds::up(a),
+        Cmd::Down(a) => lab_cmds::down(a),
+        Cmd::Status(a) => lab_cmds::status(a),
+        Cmd::Exec(a) => lab_cmds::exec(a),
+        Cmd::Probe(a) => lab_cmds::probe(a),
+        Cmd::Cleanup(a) => lab_cmds::cleanup(a),
+    };
+    match r {
+        Ok(()) => 0,
+        Err(Fail::Input(m)) => {
+            eprintln!("vnetlab: {m}");
+            2
+        }
+        Err(Fail::Run(m)) => {
+            eprintln!("vnetlab: {m}");
+            1
+        }
+    }
+}
+
+/// Refuses early when not root, naming the fix.
+pub fn need_root(what: &str) -> CmdResult {
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(Fail::Input(format!("{what} needs root (CAP_NET_ADMIN): run it as root, e.g. with sudo")));
+    }
+    Ok(())
+}
+
+pub fn print_json<T: serde::Serialize>(v: &T) {
+    println!("{}", serde_json::to_string_pretty(v).unwrap());
+}

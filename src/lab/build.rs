@@ -1,0 +1,354 @@
+//! Builds a planned lab for real and tears labs down: journals each object before making it,
+//! stops and removes what was made on SIGINT/SIGTERM or any failure, and removes exactly what a
+//! journal names, in reverse.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::hostcmd::{self, HostCmd};
+use super::journal::{self, Entry, Journal};
+use super::plan::{self, Plan, SriovPf, Step};
+use super::state;
+use super::topology::{Mode, Topology};
+use super::{cgroup, names::Names};
+
+/// Everything `up` checks before it makes anything; errors are one line and leave nothing.
+pub fn prepare(t: &Topology) -> Result<Plan, String> {
+    t.validate()?;
+    let names = Names::new(&t.name);
+    if state::journal_path(&t.name).exists() {
+        return Err(format!("lab '{}' already exists: remove it with `vnetlab down {}` or pick another --name", t.name, t.name));
+    }
+    let prefix = names.ns_prefix();
+    if let Some(ns) = netns_list().into_iter().find(|n| n.starts_with(&prefix)) {
+        return Err(format!("namespace {ns} already exists and no journal names it: pick another --name (or remove it yourself with `ip netns del {ns}`)"));
+    }
+    let routes = hostcmd::read(&["ip", "-j", "-4", "route", "show", "table", "all"])?;
+    if let Some(r) = super::addr::overlapping_route(&routes, &t.subnet)? {
+        return Err(format!("subnet {} overlaps the host route {r}: pick another range with --subnet", t.subnet));
+    }
+    let sriov = match (t.mode, &t.pf) {
+        (Mode::Sriov, Some(pf)) => Some(inspect_pf(pf)?),
+        _ => None,
+    };
+    plan::plan(t, &cgroup::detect(), &cgroup::online_cpus(), sriov.as_ref())
+}
+
+/// Reads what an SR-IOV PF offers, or says plainly that it is not one.
+pub fn inspect_pf(pf: &str) -> Result<SriovPf, String> {
+    let dev = Path::new("/sys/class/net").join(pf);
+    if pf.contains('/') || !dev.exists() {
+        return Err(format!("--pf {pf}: there is no such network interface; name the SR-IOV physical function (see `ip link`), or use --mode macvlan, vnetlab's stand-in for a VF"));
+    }
+    let read = |f: &str| std::fs::read_to_string(dev.join("device").join(f)).ok().and_then(|s| s.trim().parse::<u32>().ok());
+    match (read("sriov_totalvfs"), read("sriov_numvfs")) {
+        (Some(total), Some(num)) if total > 0 => Ok(SriovPf { pf: pf.into(), numvfs: num, totalvfs: total }),
+        _ => Err(format!("--pf {pf}: {pf} is not an SR-IOV NIC (it has no virtual functions), so this host cannot build mode sriov; use --mode macvlan, vnetlab's stand-in for a VF")),
+    }
+}
+
+/// The host's network namespaces by name.
+pub fn netns_list() -> Vec<String> {
+    std::fs::read_dir("/run/netns")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .collect()
+}
+
+/// Builds the plan. On failure or a signal, removes what it made and returns the reason.
+pub fn build(p: &Plan, progress: bool) -> Result<(), String> {
+    let progress = progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let lab = p.record.topology.name.clone();
+    std::fs::create_dir_all(state::dir()).map_err(|e| format!("cannot make {}: {e}", state::dir().display()))?;
+    let mut j = Journal::create(&state::journal_path(&lab))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut sig_ids = Vec::new();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        sig_ids.push(signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|e| e.to_string())?);
+    }
+    let result = (|| {
+        std::fs::write(state::record_path(&lab), serde_json::to_string_pretty(&p.record).unwrap())
+            .map_err(|e| format!("cannot write the lab record: {e}"))?;
+        let mut log = std::fs::File::create(state::log_path(&lab)).map_err(|e| e.to_string())?;
+        let start = Instant::now();
+        let total = p.steps.len();
+        // Independent per-interface commands (ethtool) run a few at a time.
+        let mut i = 0;
+        while i < total {
+            if stop.load(Ordering::SeqCst) {
+                return Err("interrupted".to_string());
+            }
+            if progress {
+                eprint!("\rbuilding lab {lab}: step {}/{total}", i + 1);
+            }
+            match &p.steps[i] {
+                Step::Run { cmd: HostCmd::Ethtool { .. }, .. } => {
+                    let mut k = i;
+                    while k < total && matches!(&p.steps[k], Step::Run { cmd: HostCmd::Ethtool { .. }, creates } if creates.is_empty()) {
+                        k += 1;
+                    }
+                    let cmds: Vec<&HostCmd> = p.steps[i..k]
+                        .iter()
+                        .map(|s| match s { Step::Run { cmd, .. } => cmd, _ => unreachable!() })
+                        .collect();
+                    for c in &cmds {
+                        let _ = writeln!(log, "{}", c.shell());
+                    }
+                    run_parallel(&cmds, 4)?;
+                    i = k.max(i + 1);
+                    continue;
+                }
+                Step::Run { creates, cmd } => {
+                    j.record(creates)?;
+                    let _ = writeln!(log, "{}", cmd.shell());
+                    cmd.run()?;
+                }
+                Step::MoveVf { pf, vf, netns, name } => {
+                    let ifname = vf_ifname(pf, *vf)?;
+                    j.record(&[Entry::Vf { pf: pf.clone(), ifname: ifname.clone(), netns: netns.clone(), lab_name: name.clone() }])?;
+                    let cmd = HostCmd::ip(None, vec![format!("link set dev {ifname} netns {netns} name {name}")]);
+                    let _ = writeln!(log, "{}", cmd.shell());
+                    cmd.run()?;
+                }
+            }
+            i += 1;
+        }
+        j.record(&[Entry::Complete])?;
+        if progress {
+            eprintln!("\rbuilt lab {lab}: {total} steps in {:.2} s", start.elapsed().as_secs_f64());
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        if progress {
+            eprintln!();
+        }
+        let undo = teardown(&lab);
+        for id in sig_ids {
+            signal_hook::low_level::unregister(id);
+        }
+        return Err(match undo {
+            Ok(()) => format!("{e}; removed what was made"),
+            Err(u) => format!("{e}; removing what was made also failed: {u} (run `vnetlab cleanup`)"),
+        });
+    }
+    for id in sig_ids {
+        signal_hook::low_level::unregister(id);
+    }
+    Ok(())
+}
+
+fn run_parallel(cmds: &[&HostCmd], width: usize) -> Result<(), String> {
+    let chunk = cmds.len().div_ceil(width).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = cmds
+            .chunks(chunk)
+            .map(|part| s.spawn(move || part.iter().try_for_each(|c| c.run())))
+            .collect();
+        handles.into_iter().try_for_each(|h| h.join().unwrap_or_else(|_| Err("a worker panicked".into())))
+    })
+}
+
+fn vf_ifname(pf: &str, vf: u32) -> Result<String, String> {
+    let dir = format!("/sys/class/net/{pf}/device/virtfn{vf}/net");
+    std::fs::read_dir(&dir)
+        .ok()
+        .and_then(|mut d| d.next())
+        .and_then(|e| e.ok())
+        .and_then(|e| e.file_name().to_str().map(str::to_string))
+        .ok_or_else(|| format!("VF {vf} of {pf} has no network interface (is it bound to vfio-pci or another driver?)"))
+}
+
+/// One thing `down` does, derived from a journal entry.
+#[derive(Debug, PartialEq)]
+pub enum Undo {
+    /// Kill the lab's processes (in its cgroups and namespaces).
+    KillProcesses,
+    DelNetns(Vec<String>),
+    ReturnVf { netns: String, lab_name: String, ifname: String },
+    NumVfs { pf: String, previous: u32 },
+    RmCgroup { path: std::path::PathBuf, shared: bool },
+}
+
+impl Undo {
+    pub fn shell(&self) -> String {
+        match self {
+            Undo::KillProcesses => "# kill every process in the lab's cgroups and namespaces".into(),
+            Undo::DelNetns(v) => v.iter().map(|n| format!("ip netns del {n}")).collect::<Vec<_>>().join("\n"),
+            Undo::ReturnVf { netns, lab_name, ifname } => format!("ip -n {netns} link set dev {lab_name} netns 1 name {ifname}"),
+            Undo::NumVfs { pf, previous } => format!("echo {previous} > /sys/class/net/{pf}/device/sriov_numvfs"),
+            Undo::RmCgroup { path, shared } => {
+                format!("rmdir {}{}", path.display(), if *shared { "  # if no other lab uses it" } else { "" })
+            }
+        }
+    }
+}
+
+/// The undo steps for a journal: its entries in reverse; objects inside a lab namespace go with it.
+pub fn undo_steps(entries: &[Entry]) -> Result<Vec<Undo>, String> {
+    let namespaces: HashSet<&String> =
+        entries.iter().filter_map(|e| if let Entry::Netns { name } = e { Some(name) } else { None }).collect();
+    let mut out = vec![Undo::KillProcesses];
+    for e in entries.iter().rev() {
+        match e {
+            Entry::Complete => {}
+            Entry::InNetns { netns, object } => {
+                if !namespaces.contains(netns) {
+                    return Err(format!("journal names {object} in {netns}, a namespace the lab did not make"));
+                }
+            }
+            Entry::Netns { name } => match out.last_mut() {
+                Some(Undo::DelNetns(v)) => v.push(name.clone()),
+                _ => out.push(Undo::DelNetns(vec![name.clone()])),
+            },
+            Entry::Vf { ifname, netns, lab_name, .. } => {
+                out.push(Undo::ReturnVf { netns: netns.clone(), lab_name: lab_name.clone(), ifname: ifname.clone() })
+            }
+            Entry::NumVfs { pf, previous } => out.push(Undo::NumVfs { pf: pf.clone(), previous: *previous }),
+            Entry::Cgroup { path, shared } => out.push(Undo::RmCgroup { path: path.clone(), shared: *shared }),
+        }
+    }
+    Ok(out)
+}
+
+/// What `down LAB` would run (for --dry-run).
+pub fn teardown_plan(lab: &str) -> Result<Vec<String>, String> {
+    let jpath = state::journal_path(lab);
+    if !jpath.exists() {
+        return Err(no_such_lab(lab));
+    }
+    Ok(undo_steps(&journal::read(&jpath)?)?.iter().map(Undo::shell).collect())
+}
+
+fn no_such_lab(lab: &str) -> String {
+    let known = state::labs();
+    if known.is_empty() {
+        format!("no lab named '{lab}': there are no labs")
+    } else {
+        format!("no lab named '{lab}': the labs are {}", known.join(", "))
+    }
+}
+
+/// Removes everything the lab's journal names, in reverse, then the journal itself.
+pub fn teardown(lab: &str) -> Result<(), String> {
+    let jpath = state::journal_path(lab);
+    let entries = if jpath.exists() { journal::read(&jpath)? } else { vec![] };
+    let mut errors = Vec::new();
+    for u in undo_steps(&entries)? {
+        let r = match &u {
+            Undo::KillProcesses => {
+                for e in &entries {
+                    if let Entry::Cgroup { path, shared: false } = e {
+                        let _ = cgroup::kill_all(path);
+                    }
+                }
+                let ns: HashSet<String> =
+                    entries.iter().filter_map(|e| if let Entry::Netns { name } = e { Some(name.clone()) } else { None }).collect();
+                kill_in_netns(&ns);
+                Ok(())
+            }
+            Undo::DelNetns(names) => {
+                let present: Vec<&String> = names.iter().filter(|n| Path::new("/run/netns").join(n).exists()).collect();
+                if !present.is_empty() {
+                    let lines: Vec<String> = present.iter().map(|n| format!("netns del {n}")).collect();
+                    let mut c = std::process::Command::new("ip");
+                    c.args(["-force", "-batch", "-"]);
+                    let _ = hostcmd::run(&mut c, Some(&(lines.join("\n") + "\n")), hostcmd::TIMEOUT);
+                }
+                match present.iter().find(|n| Path::new("/run/netns").join(n).exists()) {
+                    Some(n) => Err(format!("namespace {n} could not be removed")),
+                    None => Ok(()),
+                }
+            }
+            Undo::ReturnVf { netns, lab_name, ifname } => {
+                if Path::new("/run/netns").join(netns).exists() {
+                    let cmd = HostCmd::ip(Some(netns), vec![format!("link set dev {lab_name} netns 1 name {ifname}")]);
+                    cmd.run().or_else(|e| if e.contains("Cannot find device") { Ok(()) } else { Err(e) })
+                } else {
+                    Ok(())
+                }
+            }
+            Undo::NumVfs { pf, previous } => {
+                let p = format!("/sys/class/net/{pf}/device/sriov_numvfs");
+                (HostCmd::Write { path: p.into(), value: previous.to_string() }).run()
+            }
+            Undo::RmCgroup { path, shared } => cgroup::remove(path, *shared),
+        };
+        if let Err(e) = r {
+            errors.push(e);
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors.join("; "));
+    }
+    for p in [jpath, state::record_path(lab), state::log_path(lab)] {
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(())
+}
+
+/// `vnetlab down LAB`.
+pub fn down(lab: &str) -> Result<(), String> {
+    if !state::journal_path(lab).exists() {
+        return Err(no_such_lab(lab));
+    }
+    teardown(lab)
+}
+
+/// SIGKILLs every process living in one of these (lab) namespaces.
+fn kill_in_netns(names: &HashSet<String>) {
+    let targets: HashSet<(u64, u64)> = names
+        .iter()
+        .filter_map(|n| std::fs::metadata(Path::new("/run/netns").join(n)).ok())
+        .map(|m| (m.dev(), m.ino()))
+        .collect();
+    if targets.is_empty() {
+        return;
+    }
+    let me = std::process::id() as i32;
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+        if pid == me {
+            continue;
+        }
+        if let Ok(m) = std::fs::metadata(e.path().join("ns/net")) {
+            if targets.contains(&(m.dev(), m.ino())) {
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn undo_runs_in_reverse_and_skips_what_goes_with_a_namespace() {
+        let es = vec![
+            Entry::Cgroup { path: "/cg/vnetlab".into(), shared: true },
+            Entry::Cgroup { path: "/cg/vnetlab/vlx".into(), shared: false },
+            Entry::Netns { name: "vlx-host".into() },
+            Entry::Netns { name: "vlx-client".into() },
+            Entry::InNetns { netns: "vlx-host".into(), object: "link vlxw".into() },
+            Entry::Vf { pf: "p".into(), ifname: "p_0".into(), netns: "vlx-host".into(), lab_name: "vlxw".into() },
+            Entry::Complete,
+        ];
+        let u = undo_steps(&es).unwrap();
+        assert_eq!(u[0], Undo::KillProcesses);
+        assert!(matches!(&u[1], Undo::ReturnVf { ifname, .. } if ifname == "p_0"));
+        assert_eq!(u[2], Undo::DelNetns(vec!["vlx-client".into(), "vlx-host".into()]));
+        assert_eq!(u[3], Undo::RmCgroup { path: "/cg/vnetlab/vlx".into(), shared: false });
+        assert_eq!(u[4], Undo::RmCgroup { path: "/cg/vnetlab".into(), shared: true });
+        assert_eq!(u.len(), 5);
+        let foreign = vec![Entry::InNetns { netns: "other".into(), object: "link eth0".into() }];
+        assert!(undo_steps(&foreign).is_err());
+    }
+}

@@ -1,0 +1,195 @@
+//! The one place the host network is changed: iproute2, tc, ethtool, nft and sysctl commands,
+//! run with a timeout (or printed, with `--dry-run`) and recorded in the lab's command log.
+
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long any one host command may take before it is killed and reported.
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum HostCmd {
+    /// `ip [-n NS] -batch -`, one command per line (a single line runs without -batch).
+    Ip { netns: Option<String>, lines: Vec<String> },
+    /// `tc [-n NS] -batch -`.
+    Tc { netns: Option<String>, lines: Vec<String> },
+    /// `ip netns exec NS ethtool ARGS`.
+    Ethtool { netns: String, args: Vec<String> },
+    /// `ip netns exec NS nft -f -` with a script.
+    Nft { netns: String, script: String },
+    /// `ip netns exec NS sysctl -qw KEY=VALUE`.
+    Sysctl { netns: String, key: String, value: String },
+    /// Writes a sysfs or cgroup file.
+    Write { path: PathBuf, value: String },
+    /// Creates a folder (a cgroup).
+    Mkdir { path: PathBuf },
+}
+
+impl HostCmd {
+    pub fn ip(netns: Option<&str>, lines: Vec<String>) -> HostCmd {
+        HostCmd::Ip { netns: netns.map(str::to_string), lines }
+    }
+
+    /// The command as a shell line (what `--dry-run` prints and the log records).
+    pub fn shell(&self) -> String {
+        fn batch(tool: &str, netns: &Option<String>, lines: &[String]) -> String {
+            let n = netns.as_ref().map(|n| format!(" -n {n}")).unwrap_or_default();
+            match lines {
+                [one] => format!("{tool}{n} {one}"),
+                _ => format!("{tool}{n} -batch - <<'EOF'\n{}\nEOF", lines.join("\n")),
+            }
+        }
+        match self {
+            HostCmd::Ip { netns, lines } => batch("ip", netns, lines),
+            HostCmd::Tc { netns, lines } => batch("tc", netns, lines),
+            HostCmd::Ethtool { netns, args } => format!("ip netns exec {netns} ethtool {}", args.join(" ")),
+            HostCmd::Nft { netns, script } => format!("ip netns exec {netns} nft -f - <<'EOF'\n{}EOF", script),
+            HostCmd::Sysctl { netns, key, value } => format!("ip netns exec {netns} sysctl -qw {key}={value}"),
+            HostCmd::Write { path, value } => format!("echo {value} > {}", path.display()),
+            HostCmd::Mkdir { path } => format!("mkdir {}", path.display()),
+        }
+    }
+
+    /// Runs the command; the error is one line with the command's own complaint.
+    pub fn run(&self) -> Result<(), String> {
+        let ns_exec = |netns: &str, tool: &str, args: &[String]| {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", netns, tool]).args(args);
+            c
+        };
+        let (mut cmd, input) = match self {
+            HostCmd::Ip { netns, lines } | HostCmd::Tc { netns, lines } => {
+                let tool = if matches!(self, HostCmd::Ip { .. }) { "ip" } else { "tc" };
+                let mut c = Command::new(tool);
+                if let Some(n) = netns {
+                    c.args(["-n", n]);
+                }
+                c.args(["-batch", "-"]);
+                (c, Some(lines.join("\n") + "\n"))
+            }
+            HostCmd::Ethtool { netns, args } => (ns_exec(netns, "ethtool", args), None),
+            HostCmd::Nft { netns, script } => {
+                (ns_exec(netns, "nft", &["-f".into(), "-".into()]), Some(script.clone()))
+            }
+            HostCmd::Sysctl { netns, key, value } => {
+                (ns_exec(netns, "sysctl", &["-qw".into(), format!("{key}={value}")]), None)
+            }
+            HostCmd::Write { path, value } => {
+                return std::fs::write(path, value).map_err(|e| format!("writing {value} to {}: {e}", path.display()))
+            }
+            HostCmd::Mkdir { path } => {
+                return std::fs::create_dir(path).map_err(|e| format!("creating {}: {e}", path.display()))
+            }
+        };
+        let out = run(&mut cmd, input.as_deref(), TIMEOUT)?;
+        if out.status == 0 {
+            Ok(())
+        } else {
+            let first = self.shell().lines().next().unwrap_or_default().to_string();
+            Err(format!("`{first}` failed: {}", one_line(&out.stderr)))
+        }
+    }
+}
+
+/// The result of a finished child.
+pub struct Output {
+    pub status: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs a child with input, collecting output, killing it after `timeout`. The child dies with
+/// vnetlab (PR_SET_PDEATHSIG), so a killed `up` leaves no command still building.
+pub fn run(cmd: &mut Command, input: Option<&str>, timeout: Duration) -> Result<Output, String> {
+    let name = cmd.get_program().to_string_lossy().into_owned();
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {name}: {e} (is it installed? `make deps` installs it)"))?;
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = so.read_to_string(&mut s);
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = se.read_to_string(&mut s);
+        s
+    });
+    if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
+        let _ = stdin.write_all(text.as_bytes());
+    }
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
+            break st;
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("{name} did not finish within {}s and was killed", timeout.as_secs()));
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    };
+    Ok(Output {
+        status: status.code().unwrap_or(128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(0)),
+        stdout: t_out.join().unwrap_or_default(),
+        stderr: t_err.join().unwrap_or_default(),
+    })
+}
+
+/// Runs a read-only command and returns its stdout, or a one-line error.
+pub fn read(args: &[&str]) -> Result<String, String> {
+    let mut c = Command::new(args[0]);
+    c.args(&args[1..]);
+    let out = run(&mut c, None, TIMEOUT)?;
+    if out.status != 0 {
+        return Err(format!("`{}` failed: {}", args.join(" "), one_line(&out.stderr)));
+    }
+    Ok(out.stdout)
+}
+
+pub fn one_line(s: &str) -> String {
+    let t: Vec<&str> = s.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    t.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_lines_show_the_exact_commands() {
+        let c = HostCmd::ip(Some("vlx-host"), vec!["link set vlxw up".into()]);
+        assert_eq!(c.shell(), "ip -n vlx-host link set vlxw up");
+        let c = HostCmd::ip(None, vec!["netns add a".into(), "netns add b".into()]);
+        assert_eq!(c.shell(), "ip -batch - <<'EOF'\nnetns add a\nnetns add b\nEOF");
+        let c = HostCmd::Ethtool { netns: "n".into(), args: vec!["-K".into(), "d".into(), "gro".into(), "off".into()] };
+        assert_eq!(c.shell(), "ip netns exec n ethtool -K d gro off");
+    }
+
+    #[test]
+    fn run_times_out_and_reports() {
+        let mut c = Command::new("sleep");
+        c.arg("5");
+        let e = run(&mut c, None, Duration::from_millis(100)).err().unwrap();
+        assert!(e.contains("did not finish"), "{e}");
+        let mut c = Command::new("sh");
+        c.args(["-c", "cat; echo oops >&2; exit 3"]);
+        let o = run(&mut c, Some("hi"), TIMEOUT).unwrap();
+        assert_eq!((o.status, o.stdout.as_str(), o.stderr.trim()), (3, "hi", "oops"));
+    }
+}

@@ -1,0 +1,441 @@
+//! The planner: turns a `Topology` into the ordered steps that build it (each naming the
+//! objects it makes, for the journal) and the `LabRecord` later commands use. Pure: it reads
+//! nothing from the host, so `--dry-run` and the unit tests see exactly what `up` would run.
+
+use std::net::Ipv4Addr;
+
+use super::addr::{self, NAT_PORTS_PER_GUEST, NAT_PORT_BASE};
+use super::cgroup::{self, Hierarchy};
+use super::hostcmd::HostCmd;
+use super::journal::Entry;
+use super::names::{guest_name, Names};
+use super::state::{Endpoint, LabRecord, NatReach};
+use super::topology::{Mode, Topology};
+
+pub enum Step {
+    /// Journal `creates`, then run `cmd`.
+    Run { creates: Vec<Entry>, cmd: HostCmd },
+    /// Move VF number `vf` of `pf` into `netns`, renamed `name` (its current name is read at build time).
+    MoveVf { pf: String, vf: u32, netns: String, name: String },
+}
+
+/// What the builder read about an SR-IOV PF before planning.
+pub struct SriovPf {
+    pub pf: String,
+    pub numvfs: u32,
+    pub totalvfs: u32,
+}
+
+pub struct Plan {
+    pub record: LabRecord,
+    pub steps: Vec<Step>,
+}
+
+/// SR-IOV needs one VF per guest, one for the client and one for the host's own port.
+pub fn sriov_vfs_needed(guests: u32) -> u32 {
+    guests + 2
+}
+
+pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &[usize], sriov: Option<&SriovPf>) -> Result<Plan, String> {
+    t.validate()?;
+    if matches!(t.mode, Mode::Emulated | Mode::Paravirt) {
+        // The userspace device models (issue 6) plug in here: a guest tap, a host tap on the
+        // bridge and a backend process between them.
+        return Err(format!(
+            "mode {} needs vnetlab's userspace vNIC device model, which is not built yet: use bridge, nat, macvlan or native",
+            t.mode
+        ));
+    }
+    let n = Names::new(&t.name);
+    let a = addr::allocate(t.mode, &t.subnet, t.guests);
+    let (h, c) = (n.host_ns(), n.client_ns());
+    let native = t.mode == Mode::Native;
+    let guest_ns = |i: u32| if native { h.clone() } else { n.guest_ns(i) };
+    let guests: Vec<u32> = (1..=t.guests).collect();
+    let mut steps = Vec::new();
+    let mut notes = Vec::new();
+    let run = |creates: Vec<Entry>, cmd: HostCmd| Step::Run { creates, cmd };
+    let inns = |ns: &str, obj: String| Entry::InNetns { netns: ns.to_string(), object: obj };
+
+    // 1. Cgroups: host, client, g1… (pinned with --pin).
+    let mut parts = vec![("host".to_string(), None), ("client".to_string(), None)];
+    if t.pin {
+        let (host_cpus, client_cpu, guest_cpus) = cgroup::pin_layout(cpus, t.guests);
+        if cpus.len() < 2 {
+            notes.push("--pin: this host has one CPU, so the client shares it with the host".into());
+        }
+        parts = vec![("host".into(), Some(host_cpus)), ("client".into(), Some(client_cpu))];
+        parts.extend(guests.iter().map(|&i| (guest_name(i), Some(guest_cpus[i as usize - 1].clone()))));
+    } else {
+        parts.extend(guests.iter().map(|&i| (guest_name(i), None)));
+    }
+    let cgp = cgroup::plan(cg, &n.cgroup(), &parts)?;
+    if let Hierarchy::None { why } = cg {
+        notes.push(format!("no per-part CPU accounting: {why}"));
+    }
+    steps.extend(cgp.steps.into_iter().map(|(e, cmd)| run(e, cmd)));
+    let folders = |part: &str| cgp.folders.iter().find(|(p, _)| p == part).map(|(_, f)| f.clone()).unwrap();
+    let cpus_of = |part: &str| parts.iter().find(|(p, _)| p == part).and_then(|(_, c)| c.clone());
+
+    // 2. Namespaces and the links between them, made straight inside the lab's namespaces.
+    let mut creates = Vec::new();
+    let mut lines = Vec::new();
+    let mut namespaces = vec![h.clone(), c.clone()];
+    if !native {
+        namespaces.extend(guests.iter().map(|&i| n.guest_ns(i)));
+    }
+    for ns in &namespaces {
+        creates.push(Entry::Netns { name: ns.clone() });
+        lines.push(format!("netns add {ns}"));
+    }
+    let (wh, wc) = (n.wire_host(), n.wire_client());
+    if t.mode != Mode::Sriov {
+        creates.push(inns(&h, format!("link {wh}")));
+        creates.push(inns(&c, format!("link {wc}")));
+        lines.push(format!("link add {wh} netns {h} type veth peer name {wc} netns {c}"));
+    }
+    if matches!(t.mode, Mode::Bridge | Mode::Nat) {
+        for &i in &guests {
+            let (port, gif, gns) = (n.guest_port(i), n.guest_if(i), n.guest_ns(i));
+            creates.push(inns(&h, format!("link {port}")));
+            creates.push(inns(&gns, format!("link {gif}")));
+            lines.push(format!("link add {port} netns {h} type veth peer name {gif} netns {gns}"));
+        }
+    }
+    steps.push(run(creates, HostCmd::ip(None, lines)));
+
+    // 2b. SR-IOV: VFs into the host (its port), the client and each guest.
+    if let Some(s) = sriov {
+        let need = sriov_vfs_needed(t.guests);
+        if s.totalvfs < need {
+            return Err(format!(
+                "{} offers {} VFs and this lab needs {need} (one per guest, one for the client, one for the host): use fewer guests",
+                s.pf, s.totalvfs
+            ));
+        }
+        if s.numvfs < need {
+            if s.numvfs != 0 {
+                return Err(format!(
+                    "{} has {} VFs enabled, fewer than the {need} this lab needs; vnetlab will not change VFs already in use: set sriov_numvfs to 0 or to {need} or more",
+                    s.pf, s.numvfs
+                ));
+            }
+            let path = format!("/sys/class/net/{}/device/sriov_numvfs", s.pf).into();
+            steps.push(run(
+                vec![Entry::NumVfs { pf: s.pf.clone(), previous: s.numvfs }],
+                HostCmd::Write { path, value: need.to_string() },
+            ));
+        }
+        steps.push(Step::MoveVf { pf: s.pf.clone(), vf: 0, netns: h.clone(), name: wh.clone() });
+        steps.push(Step::MoveVf { pf: s.pf.clone(), vf: 1, netns: c.clone(), name: wc.clone() });
+        for &i in &guests {
+            steps.push(Step::MoveVf { pf: s.pf.clone(), vf: i + 1, netns: n.guest_ns(i), name: n.guest_if(i) });
+        }
+    }
+
+    // 3. The host: its port on the wire, the bridge (bridge, nat), macvlans (macvlan), addresses.
+    let mtu = t.mtu;
+    let wlen = a.wire.len;
+    let mut creates = Vec::new();
+    let mut lines = vec!["link set lo up".to_string(), format!("link set {wh} mtu {mtu}")];
+    let br = n.bridge();
+    let host_iface = match t.mode {
+        Mode::Bridge | Mode::Nat => {
+            creates.push(inns(&h, format!("link {br}")));
+            lines.push(format!("link add {br} type bridge"));
+            for &i in &guests {
+                let port = n.guest_port(i);
+                lines.push(format!("link set {port} mtu {mtu}"));
+                lines.push(format!("link set {port} master {br}"));
+                lines.push(format!("link set {port} up"));
+            }
+            if t.mode == Mode::Bridge {
+                lines.push(format!("link set {wh} master {br}"));
+                lines.push(format!("addr add {}/{wlen} dev {br}", a.host));
+            } else {
+                lines.push(format!("addr add {}/{wlen} dev {wh}", a.host));
+                lines.push(format!("addr add {}/{} dev {br}", a.host_inner.unwrap(), a.guest_net.len));
+            }
+            lines.push(format!("link set {br} mtu {mtu}"));
+            lines.push(format!("link set {br} up"));
+            if t.mode == Mode::Bridge { br.clone() } else { wh.clone() }
+        }
+        Mode::Macvlan => {
+            for &i in &guests {
+                let gif = n.guest_if(i);
+                creates.push(inns(&h, format!("link {gif}")));
+                lines.push(format!("link add {gif} link {wh} type macvlan mode bridge"));
+                lines.push(format!("link set {gif} netns {}", n.guest_ns(i)));
+            }
+            lines.push(format!("addr add {}/{wlen} dev {wh}", a.host));
+            wh.clone()
+        }
+        _ => {
+            lines.push(format!("addr add {}/{wlen} dev {wh}", a.host));
+            wh.clone()
+        }
+    };
+    lines.push(format!("link set {wh} up"));
+    steps.push(run(creates, HostCmd::ip(Some(&h), lines)));
+
+    // 4. The client.
+    let lines = vec![
+        "link set lo up".to_string(),
+        format!("link set {wc} mtu {mtu}"),
+        format!("addr add {}/{wlen} dev {wc}", a.client),
+        format!("link set {wc} up"),
+    ];
+    steps.push(run(vec![], HostCmd::ip(Some(&c), lines)));
+
+    // 5. The guests (in native mode they are processes on the host: nothing to make).
+    if !native {
+        for (k, &i) in guests.iter().enumerate() {
+            let gif = n.guest_if(i);
+            let mut lines = vec![
+                "link set lo up".to_string(),
+                format!("link set {gif} mtu {mtu}"),
+                format!("addr add {}/{} dev {gif}", a.guests[k], a.guest_net.len),
+                format!("link set {gif} up"),
+            ];
+            if t.mode == Mode::Nat {
+                lines.push(format!("route add {} via {}", a.wire, a.host_inner.unwrap()));
+            }
+            steps.push(run(vec![], HostCmd::ip(Some(&n.guest_ns(i)), lines)));
+        }
+    }
+
+    // 6. Wire shaping: rate (tbf), delay and loss (netem), on both ends' egress.
+    let w = &t.wire;
+    if w.rate.is_some() || w.delay.is_some() || w.loss.is_some() {
+        for (ns, dev) in [(&h, &wh), (&c, &wc)] {
+            steps.push(run(vec![inns(ns, format!("qdisc root dev {dev}"))], HostCmd::Tc { netns: Some(ns.clone()), lines: shaping(dev, t) }));
+        }
+    }
+
+    // 7. Offloads: GRO where --gro puts it, TSO/GSO per --tso, none across the wire.
+    let onoff = |b: bool| if b { "on" } else { "off" };
+    let wire_tso = if w.segment { false } else { t.tso };
+    let mut eth = vec![(h.clone(), wh.clone(), t.gro.host(), wire_tso), (c.clone(), wc.clone(), true, wire_tso)];
+    if matches!(t.mode, Mode::Bridge | Mode::Nat) {
+        eth.push((h.clone(), br.clone(), t.gro.host(), t.tso));
+        for &i in &guests {
+            eth.push((h.clone(), n.guest_port(i), t.gro.host(), t.tso));
+        }
+    }
+    if !native {
+        for &i in &guests {
+            eth.push((n.guest_ns(i), n.guest_if(i), t.gro.guest(), t.tso));
+        }
+    }
+    for (ns, dev, gro, tso) in eth {
+        let args = ["-K", &dev, "gro", onoff(gro), "tso", onoff(tso), "gso", onoff(tso)];
+        steps.push(run(vec![], HostCmd::Ethtool { netns: ns, args: args.iter().map(|s| s.to_string()).collect() }));
+    }
+
+    // 8. NAT: forwarding and masquerade out of the wire; port blocks forwarded to each guest.
+    if t.mode == Mode::Nat {
+        steps.push(run(vec![], HostCmd::Sysctl { netns: h.clone(), key: "net.ipv4.ip_forward".into(), value: "1".into() }));
+        let table = n.nft_table();
+        let mut s = format!("table ip {table} {{\n  chain post {{\n    type nat hook postrouting priority srcnat; policy accept;\n");
+        s += &format!("    ip saddr {} oifname \"{wh}\" masquerade\n  }}\n", a.guest_net);
+        s += "  chain pre {\n    type nat hook prerouting priority dstnat; policy accept;\n";
+        for (k, _) in guests.iter().enumerate() {
+            let [lo, hi] = nat_ports(k as u32);
+            s += &format!("    iifname \"{wh}\" ip daddr {} meta l4proto {{ tcp, udp }} th dport {lo}-{hi} dnat to {}\n", a.host, a.guests[k]);
+        }
+        s += "  }\n}\n";
+        steps.push(run(vec![inns(&h, format!("nft table ip {table}"))], HostCmd::Nft { netns: h.clone(), script: s }));
+    }
+
+    // The record other commands use.
+    let mut endpoints = vec![
+        Endpoint { name: "host".into(), netns: h.clone(), address: a.host, iface: host_iface.clone(), cgroups: folders("host"), cpus: cpus_of("host"), reach_from_client: None },
+        Endpoint { name: "client".into(), netns: c.clone(), address: a.client, iface: wc.clone(), cgroups: folders("client"), cpus: cpus_of("client"), reach_from_client: None },
+    ];
+    for (k, &i) in guests.iter().enumerate() {
+        let g = guest_name(i);
+        let (address, iface): (Ipv4Addr, String) = if native { (a.host, host_iface.clone()) } else { (a.guests[k], n.guest_if(i)) };
+        let reach = (t.mode == Mode::Nat).then(|| NatReach { address: a.host, ports: nat_ports(k as u32) });
+        endpoints.push(Endpoint { name: g.clone(), netns: guest_ns(i), address, iface, cgroups: folders(&g), cpus: cpus_of(&g), reach_from_client: reach });
+    }
+    if t.mode == Mode::Sriov && (w.rate.is_some() || w.delay.is_some() || w.loss.is_some()) {
+        notes.push("sriov: wire shaping applies to the host's and the client's VFs, not between guests (the NIC switches those)".into());
+    }
+    let record = LabRecord { topology: t.clone(), addressing: a, endpoints, cgroups: cg.describe(), notes };
+    Ok(Plan { record, steps })
+}
+
+/// The forwarded port block of the k-th guest (0-based) behind NAT.
+pub fn nat_ports(k: u32) -> [u16; 2] {
+    let lo = NAT_PORT_BASE + (k as u16) * NAT_PORTS_PER_GUEST;
+    [lo, lo + NAT_PORTS_PER_GUEST - 1]
+}
+
+/// tc lines for one wire end: netem (delay, loss) at the root with tbf (rate) below it.
+fn shaping(dev: &str, t: &Topology) -> Vec<String> {
+    let w = &t.wire;
+    let tbf = |parent: &str| {
+        let r = w.rate.unwrap().0;
+        // A burst of at least one timer tick at the rate, and room for a 64 KB super-frame.
+        let burst = (r / 8 / 250).max(2 * 65536 + 2 * t.mtu as u64);
+        format!("qdisc add dev {dev} {parent} tbf rate {}bit burst {burst} latency 50ms", r)
+    };
+    if w.delay.is_none() && w.loss.is_none() {
+        return vec![tbf("root handle 1:")];
+    }
+    let mut netem = format!("qdisc add dev {dev} root handle 1: netem limit 100000");
+    if let Some(d) = w.delay {
+        netem += &format!(" delay {}us", d.0);
+    }
+    if let Some(l) = w.loss {
+        netem += &format!(" loss {}%", l.0);
+    }
+    let mut v = vec![netem];
+    if w.rate.is_some() {
+        v.push(tbf("parent 1: handle 2:"));
+    }
+    v
+}
+
+/// Every command the plan runs, as shell text (for --dry-run).
+pub fn shell(p: &Plan) -> Vec<String> {
+    p.steps
+        .iter()
+        .map(|s| match s {
+            Step::Run { cmd, .. } => cmd.shell(),
+            Step::MoveVf { pf, vf, netns, name } => format!(
+                "ip link set dev $(ls /sys/class/net/{pf}/device/virtfn{vf}/net) netns {netns} name {name}"
+            ),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::topology::{Delay, Rate};
+
+    fn plan_of(t: &Topology) -> Plan {
+        let cg = Hierarchy::V1 { cpuacct: "/nonexistent/cpuacct".into(), cpuset: None };
+        plan(t, &cg, &[0, 1], None).unwrap()
+    }
+
+    fn created(p: &Plan) -> Vec<Entry> {
+        p.steps.iter().flat_map(|s| match s { Step::Run { creates, .. } => creates.clone(), _ => vec![] }).collect()
+    }
+
+    #[test]
+    fn every_created_object_is_journaled_and_named_vl() {
+        for mode in [Mode::Native, Mode::Bridge, Mode::Nat, Mode::Macvlan] {
+            let t = Topology { mode, guests: 3, ..Default::default() };
+            let p = plan_of(&t);
+            let text = shell(&p).join("\n");
+            let made = created(&p);
+            for word in text.split_whitespace() {
+                if word.starts_with("vl") && !word.contains('/') {
+                    let w = word.trim_matches('"');
+                    assert!(
+                        made.iter().any(|e| serde_json::to_string(e).unwrap().contains(w)),
+                        "{mode}: {w} is used but not journaled"
+                    );
+                }
+            }
+            for line in text.lines() {
+                if let Some(rest) = line.strip_prefix("ip -batch - <<'EOF'") {
+                    assert!(rest.is_empty());
+                }
+                assert!(!line.contains("eth0"), "{line}");
+            }
+        }
+    }
+
+    #[test]
+    fn bridge_lab_puts_guests_and_wire_on_one_bridge() {
+        let p = plan_of(&Topology { guests: 2, ..Default::default() });
+        let text = shell(&p).join("\n");
+        assert!(text.contains("link set vllabw master vllabbr"));
+        assert!(text.contains("link set vllabg2h master vllabbr"));
+        assert!(text.contains("ip -n vllab-g2 -batch"));
+        assert!(text.contains("addr add 10.213.0.4/16 dev vllabg2"));
+        assert!(!text.contains("route add default"));
+        let g2 = p.record.endpoint("g2").unwrap();
+        assert_eq!((g2.netns.as_str(), g2.iface.as_str()), ("vllab-g2", "vllabg2"));
+        // The wire carries MTU frames: no TSO/GSO on either end.
+        assert!(text.contains("ethtool -K vllabc gro on tso off gso off"));
+    }
+
+    #[test]
+    fn nat_lab_masquerades_and_forwards_ports() {
+        let p = plan_of(&Topology { mode: Mode::Nat, guests: 2, ..Default::default() });
+        let text = shell(&p).join("\n");
+        assert!(text.contains("masquerade"));
+        assert!(text.contains("th dport 20100-20199 dnat to 10.213.128.3"));
+        assert!(text.contains("route add 10.213.0.0/17 via 10.213.128.1"));
+        assert!(text.contains("net.ipv4.ip_forward=1"));
+        assert_eq!(p.record.endpoint("g1").unwrap().reach_from_client.as_ref().unwrap().ports, [20000, 20099]);
+    }
+
+    #[test]
+    fn native_guests_live_on_the_host() {
+        let p = plan_of(&Topology { mode: Mode::Native, guests: 2, ..Default::default() });
+        let g1 = p.record.endpoint("g1").unwrap();
+        assert_eq!(g1.netns, "vllab-host");
+        assert!(!shell(&p).join("\n").contains("vllab-g1"));
+    }
+
+    #[test]
+    fn macvlan_hangs_guests_off_the_wire() {
+        let p = plan_of(&Topology { mode: Mode::Macvlan, guests: 2, ..Default::default() });
+        let text = shell(&p).join("\n");
+        assert!(text.contains("link add vllabg1 link vllabw type macvlan mode bridge"));
+        assert!(text.contains("link set vllabg1 netns vllab-g1"));
+        assert!(!text.contains("type bridge"));
+    }
+
+    #[test]
+    fn wire_shaping_uses_netem_and_tbf() {
+        let mut t = Topology::default();
+        t.wire.rate = Some(Rate(1_000_000_000));
+        let text = shell(&plan_of(&t)).join("\n");
+        assert!(text.contains("qdisc add dev vllabw root handle 1: tbf rate 1000000000bit"), "{text}");
+        t.wire.delay = Some(Delay(5000));
+        let text = shell(&plan_of(&t)).join("\n");
+        assert!(text.contains("root handle 1: netem limit 100000 delay 5000us"));
+        assert!(text.contains("qdisc add dev vllabc parent 1: handle 2: tbf"));
+    }
+
+    #[test]
+    fn gro_goes_where_asked() {
+        use crate::lab::topology::Gro;
+        let t = Topology { gro: Gro::Guest, ..Default::default() };
+        let text = shell(&plan_of(&t)).join("\n");
+        assert!(text.contains("ethtool -K vllabw gro off"));
+        assert!(text.contains("ethtool -K vllabg1 gro on"));
+        let t = Topology { gro: Gro::Host, tso: false, ..Default::default() };
+        let text = shell(&plan_of(&t)).join("\n");
+        assert!(text.contains("ethtool -K vllabw gro on"));
+        assert!(text.contains("ethtool -K vllabg1 gro off tso off gso off"));
+    }
+
+    #[test]
+    fn sriov_needs_enough_vfs_and_leaves_used_ones_alone() {
+        let cg = Hierarchy::None { why: "test".into() };
+        let t = Topology { mode: Mode::Sriov, guests: 2, pf: Some("enp1s0f0".into()), ..Default::default() };
+        let pf = SriovPf { pf: "enp1s0f0".into(), numvfs: 0, totalvfs: 16 };
+        let p = plan(&t, &cg, &[0], Some(&pf)).unwrap();
+        let text = shell(&p).join("\n");
+        assert!(text.contains("echo 4 > /sys/class/net/enp1s0f0/device/sriov_numvfs"));
+        assert!(text.contains("virtfn3/net) netns vllab-g2 name vllabg2"));
+        let busy = SriovPf { numvfs: 2, ..pf };
+        assert!(plan(&t, &cg, &[0], Some(&busy)).err().unwrap().contains("will not change"));
+        let small = SriovPf { pf: "x".into(), numvfs: 0, totalvfs: 3 };
+        assert!(plan(&t, &cg, &[0], Some(&small)).err().unwrap().contains("offers 3 VFs"));
+    }
+
+    #[test]
+    fn device_model_modes_say_they_are_not_built() {
+        let cg = Hierarchy::None { why: "test".into() };
+        let e = plan(&Topology { mode: Mode::Emulated, ..Default::default() }, &cg, &[0], None).err().unwrap();
+        assert!(e.contains("not built yet"));
+    }
+}

@@ -1,0 +1,123 @@
+//! Reachability checks between lab endpoints: a TCP connect and echo from one namespace to
+//! another, done in-process by two threads that each enter one endpoint's namespace.
+
+use serde::Serialize;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::state::{Endpoint, LabRecord};
+
+pub const TIMEOUT: Duration = Duration::from_secs(3);
+
+#[derive(Serialize, Debug)]
+pub struct ProbeResult {
+    pub from: String,
+    pub to: String,
+    /// Where the connection went (behind NAT: the host's forwarded port).
+    pub target: String,
+    pub ok: bool,
+    pub ms: f64,
+    pub error: Option<String>,
+}
+
+fn enter_netns(ns: &str) -> Result<(), String> {
+    let f = std::fs::File::open(Path::new("/run/netns").join(ns)).map_err(|e| format!("namespace {ns}: {e}"))?;
+    let r = unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&f), libc::CLONE_NEWNET) };
+    if r != 0 {
+        return Err(format!("cannot enter namespace {ns}: {}", std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// Connects from `from` to `to` over TCP and checks an echo.
+pub fn tcp(lab: &LabRecord, from: &Endpoint, to: &Endpoint) -> ProbeResult {
+    let via_nat = from.name == "client" && to.reach_from_client.is_some();
+    let (listen_ns, to_addr) = (to.netns.clone(), to.address);
+    let port_range = to.reach_from_client.as_ref().filter(|_| via_nat).map(|r| r.ports);
+    let (tx, rx) = mpsc::channel::<Result<u16, String>>();
+    let server = std::thread::spawn(move || -> Result<(), String> {
+        let bind = || -> Result<TcpListener, String> {
+            enter_netns(&listen_ns)?;
+            let ports: Vec<u16> = match port_range {
+                Some([lo, hi]) => (lo..=hi).collect(),
+                None => vec![0],
+            };
+            ports
+                .iter()
+                .find_map(|&p| TcpListener::bind(SocketAddr::from((to_addr, p))).ok())
+                .ok_or_else(|| format!("cannot listen on {to_addr}"))
+        };
+        let l = match bind() {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = tx.send(Err(e.clone()));
+                return Err(e);
+            }
+        };
+        let _ = tx.send(Ok(l.local_addr().unwrap().port()));
+        l.set_nonblocking(true).unwrap();
+        let start = Instant::now();
+        let (mut s, _) = loop {
+            match l.accept() {
+                Ok(c) => break c,
+                Err(_) if start.elapsed() < TIMEOUT => std::thread::sleep(Duration::from_millis(1)),
+                Err(_) => return Err("nothing arrived".into()),
+            }
+        };
+        s.set_nonblocking(false).unwrap();
+        s.set_read_timeout(Some(TIMEOUT)).unwrap();
+        let mut buf = [0u8; 8];
+        s.read_exact(&mut buf).map_err(|e| e.to_string())?;
+        s.write_all(&buf).map_err(|e| e.to_string())
+    });
+    let from_ns = from.netns.clone();
+    let target_addr = if via_nat { to.reach_from_client.as_ref().unwrap().address } else { to.address };
+    let mut result = ProbeResult { from: from.name.clone(), to: to.name.clone(), target: String::new(), ok: false, ms: 0.0, error: None };
+    let client = rx.recv_timeout(TIMEOUT).map_err(|_| "the listener did not start".to_string()).and_then(|r| r).and_then(|port| {
+        let target = SocketAddr::from((target_addr, port));
+        result.target = target.to_string();
+        std::thread::spawn(move || -> Result<f64, String> {
+            enter_netns(&from_ns)?;
+            let t0 = Instant::now();
+            let mut s = TcpStream::connect_timeout(&target, TIMEOUT).map_err(|e| format!("connect to {target}: {e}"))?;
+            s.set_read_timeout(Some(TIMEOUT)).unwrap();
+            s.write_all(b"vnetlab!").map_err(|e| e.to_string())?;
+            let mut buf = [0u8; 8];
+            s.read_exact(&mut buf).map_err(|e| format!("no echo from {target}: {e}"))?;
+            if &buf != b"vnetlab!" {
+                return Err("the echo came back changed".into());
+            }
+            Ok(t0.elapsed().as_secs_f64() * 1e3)
+        })
+        .join()
+        .unwrap_or_else(|_| Err("probe thread panicked".into()))
+    });
+    let served = server.join().unwrap_or_else(|_| Err("listener thread panicked".into()));
+    match (client, served) {
+        (Ok(ms), Ok(())) => {
+            result.ok = true;
+            result.ms = ms;
+        }
+        (Err(e), _) | (Ok(_), Err(e)) => result.error = Some(e),
+    }
+    let _ = lab;
+    result
+}
+
+/// The pairs a mode should connect: every guest ↔ client, and g1 ↔ g2 where there are two.
+pub fn default_pairs(lab: &LabRecord) -> Vec<(String, String)> {
+    let guests: Vec<String> = lab.guests().map(|g| g.name.clone()).collect();
+    let mut v = Vec::new();
+    for g in &guests {
+        v.push((g.clone(), "client".to_string()));
+        v.push(("client".to_string(), g.clone()));
+    }
+    if guests.len() >= 2 {
+        v.push((guests[0].clone(), guests[1].clone()));
+        v.push((guests[1].clone(), guests[0].clone()));
+    }
+    v
+}

@@ -1,0 +1,113 @@
+//! Where labs are kept between commands: the state folder with each lab's journal and record,
+//! and the record itself — the plain data other stages use to reach a lab's endpoints.
+
+use serde::{Deserialize, Serialize};
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use super::addr::Addressing;
+use super::topology::Topology;
+
+/// `$VNETLAB_STATE_DIR`, else /run/vnetlab (a tmpfs: labs do not outlive a reboot, nor do netns).
+pub fn dir() -> PathBuf {
+    std::env::var_os("VNETLAB_STATE_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/run/vnetlab"))
+}
+
+pub fn journal_path(lab: &str) -> PathBuf {
+    dir().join(format!("{lab}.journal"))
+}
+
+pub fn record_path(lab: &str) -> PathBuf {
+    dir().join(format!("{lab}.json"))
+}
+
+pub fn log_path(lab: &str) -> PathBuf {
+    dir().join(format!("{lab}.commands.log"))
+}
+
+/// One place a program can run in a lab: the host, the client, or a guest.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Endpoint {
+    /// `host`, `client`, `g1`…
+    pub name: String,
+    /// The network namespace it runs in.
+    pub netns: String,
+    /// Its address on the lab network, and the interface carrying it.
+    pub address: Ipv4Addr,
+    pub iface: String,
+    /// The cgroup folders it is accounted in (one per hierarchy).
+    pub cgroups: Vec<PathBuf>,
+    /// The CPUs it is pinned to, if pinned.
+    pub cpus: Option<String>,
+    /// Behind NAT: the address and port range at which the client reaches this guest.
+    pub reach_from_client: Option<NatReach>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct NatReach {
+    pub address: Ipv4Addr,
+    pub ports: [u16; 2],
+}
+
+/// A built lab as later commands see it.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct LabRecord {
+    pub topology: Topology,
+    pub addressing: Addressing,
+    pub endpoints: Vec<Endpoint>,
+    /// How CPU is accounted: "cgroup v2", "cgroup v1 cpuacct" or why not.
+    pub cgroups: String,
+    /// Notes the builder made (what the host could not do).
+    pub notes: Vec<String>,
+}
+
+impl LabRecord {
+    pub fn endpoint(&self, name: &str) -> Result<&Endpoint, String> {
+        self.endpoints.iter().find(|e| e.name == name).ok_or_else(|| {
+            format!(
+                "lab {} has no endpoint '{name}': use host, client or g1…g{}",
+                self.topology.name, self.topology.guests
+            )
+        })
+    }
+    pub fn guests(&self) -> impl Iterator<Item = &Endpoint> {
+        self.endpoints.iter().filter(|e| super::names::parse_guest(&e.name).is_some())
+    }
+}
+
+/// Names of the labs that have a journal.
+pub fn labs() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".journal").map(str::to_string))
+        .collect();
+    v.sort();
+    v
+}
+
+pub fn load(lab: &str) -> Result<LabRecord, String> {
+    let p = record_path(lab);
+    let text = std::fs::read_to_string(&p).map_err(|_| {
+        let known = labs();
+        if known.is_empty() {
+            format!("no lab named '{lab}': there are no labs; make one with `vnetlab up`")
+        } else {
+            format!("no lab named '{lab}': the labs are {}", known.join(", "))
+        }
+    })?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: unreadable lab record ({e}); `vnetlab down {lab}` removes it", p.display()))
+}
+
+/// Picks the lab a command means: the one named, or the only one there is.
+pub fn resolve(lab: Option<&str>) -> Result<String, String> {
+    if let Some(l) = lab {
+        return Ok(l.to_string());
+    }
+    match labs().as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err("there are no labs: make one with `vnetlab up`".into()),
+        many => Err(format!("there are {} labs ({}): name one with --lab", many.len(), many.join(", "))),
+    }
+}

@@ -1,0 +1,238 @@
+//! `vnetlab status`: each lab's endpoints with interface, MTU, addresses and offload states
+//! read back from the kernel (ip -d link, ip addr, ethtool -k), not as requested.
+
+use serde::Serialize;
+use std::collections::HashMap;
+
+use super::hostcmd;
+use super::names::Names;
+use super::state::{self, LabRecord};
+use super::topology::Mode;
+
+#[derive(Serialize, Debug, Clone)]
+pub struct Iface {
+    pub name: String,
+    pub namespace: String,
+    pub kind: String,
+    pub mtu: u64,
+    pub state: String,
+    pub master: Option<String>,
+    pub addresses: Vec<String>,
+    /// ethtool -k: gro, lro, tso, gso, rx/tx checksumming.
+    pub offloads: HashMap<String, String>,
+    /// The root qdisc, if not the default.
+    pub qdisc: Option<String>,
+}
+
+#[derive(Serialize, Debug)]
+pub struct EndpointStatus {
+    pub name: String,
+    pub namespace: String,
+    pub address: String,
+    pub interface: Option<Iface>,
+    /// The host-side end of a guest's link (its port on the bridge), if it has one.
+    pub host_port: Option<Iface>,
+    pub cgroups: Vec<String>,
+    pub cpus: Option<String>,
+    pub reach_from_client: Option<String>,
+}
+
+#[derive(Serialize, Debug)]
+pub struct LabStatus {
+    pub name: String,
+    pub mode: String,
+    pub complete: bool,
+    pub subnet: String,
+    pub mtu_requested: u32,
+    pub gro_requested: String,
+    pub tso_requested: bool,
+    pub wire: serde_json::Value,
+    pub cgroups: String,
+    pub notes: Vec<String>,
+    pub host: EndpointStatus,
+    pub client: EndpointStatus,
+    pub guests: Vec<EndpointStatus>,
+    /// The bridge (bridge, nat) or other host-side interfaces.
+    pub host_interfaces: Vec<Iface>,
+}
+
+#[derive(Serialize, Debug)]
+pub struct Status {
+    pub labs: Vec<LabStatus>,
+    /// Journals whose lab record is missing or unreadable (an interrupted `up`).
+    pub broken: Vec<String>,
+}
+
+pub fn status(only: Option<&str>) -> Result<Status, String> {
+    let mut labs = Vec::new();
+    let mut broken = Vec::new();
+    let names = match only {
+        Some(l) => {
+            state::load(l)?;
+            vec![l.to_string()]
+        }
+        None => state::labs(),
+    };
+    for l in names {
+        match state::load(&l) {
+            Ok(r) => labs.push(lab_status(&r)?),
+            Err(_) => broken.push(l),
+        }
+    }
+    Ok(Status { labs, broken })
+}
+
+fn lab_status(r: &LabRecord) -> Result<LabStatus, String> {
+    let t = &r.topology;
+    let n = Names::new(&t.name);
+    let complete = super::journal::read(&state::journal_path(&t.name))
+        .map(|es| es.contains(&super::journal::Entry::Complete))
+        .unwrap_or(false);
+    // One `ip` read per namespace, then ethtool per interface (a few at a time).
+    let mut namespaces: Vec<String> = r.endpoints.iter().map(|e| e.netns.clone()).collect();
+    namespaces.sort();
+    namespaces.dedup();
+    let mut links: HashMap<(String, String), Iface> = HashMap::new();
+    for ns in &namespaces {
+        for i in read_links(ns).unwrap_or_default() {
+            links.insert((ns.clone(), i.name.clone()), i);
+        }
+    }
+    let keys: Vec<(String, String)> = links.keys().filter(|(_, name)| name != "lo").cloned().collect();
+    let offloads: Vec<HashMap<String, String>> = std::thread::scope(|s| {
+        let chunk = keys.len().div_ceil(4).max(1);
+        let hs: Vec<_> = keys
+            .chunks(chunk)
+            .map(|part| s.spawn(move || part.iter().map(|(ns, dev)| read_offloads(ns, dev)).collect::<Vec<_>>()))
+            .collect();
+        hs.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    });
+    for (k, o) in keys.iter().zip(offloads) {
+        if let Some(i) = links.get_mut(k) {
+            i.offloads = o;
+        }
+    }
+    let h = n.host_ns();
+    let get = |ns: &str, dev: &str| links.get(&(ns.to_string(), dev.to_string())).cloned();
+    let ep = |name: &str| -> Result<EndpointStatus, String> {
+        let e = r.endpoint(name)?;
+        let port = super::names::parse_guest(name)
+            .filter(|_| matches!(t.mode, Mode::Bridge | Mode::Nat))
+            .and_then(|i| get(&h, &n.guest_port(i)));
+        Ok(EndpointStatus {
+            name: e.name.clone(),
+            namespace: e.netns.clone(),
+            address: e.address.to_string(),
+            interface: get(&e.netns, &e.iface),
+            host_port: port,
+            cgroups: e.cgroups.iter().map(|p| p.display().to_string()).collect(),
+            cpus: e.cpus.clone(),
+            reach_from_client: e.reach_from_client.as_ref().map(|rc| format!("{}:{}-{}", rc.address, rc.ports[0], rc.ports[1])),
+        })
+    };
+    let mut host_interfaces: Vec<Iface> =
+        [n.wire_host(), n.bridge()].iter().filter_map(|d| get(&h, d)).collect();
+    host_interfaces.dedup_by(|a, b| a.name == b.name);
+    Ok(LabStatus {
+        name: t.name.clone(),
+        mode: t.mode.to_string(),
+        complete,
+        subnet: t.subnet.to_string(),
+        mtu_requested: t.mtu,
+        gro_requested: serde_json::to_value(t.gro).unwrap().as_str().unwrap().to_string(),
+        tso_requested: t.tso,
+        wire: serde_json::to_value(&t.wire).unwrap(),
+        cgroups: r.cgroups.clone(),
+        notes: r.notes.clone(),
+        host: ep("host")?,
+        client: ep("client")?,
+        guests: r.guests().map(|g| ep(&g.name)).collect::<Result<_, _>>()?,
+        host_interfaces,
+    })
+}
+
+/// Every interface of a namespace from `ip -d link` and `ip addr` (JSON).
+pub fn read_links(ns: &str) -> Result<Vec<Iface>, String> {
+    let links: serde_json::Value = serde_json::from_str(&hostcmd::read(&["ip", "-n", ns, "-j", "-d", "link", "show"])?)
+        .map_err(|e| e.to_string())?;
+    let addrs: serde_json::Value =
+        serde_json::from_str(&hostcmd::read(&["ip", "-n", ns, "-j", "addr", "show"])?).map_err(|e| e.to_string())?;
+    let qdiscs: serde_json::Value = hostcmd::read(&["tc", "-n", ns, "-j", "qdisc", "show"])
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or(serde_json::Value::Null);
+    let mut out = Vec::new();
+    for l in links.as_array().into_iter().flatten() {
+        let name = l["ifname"].as_str().unwrap_or_default().to_string();
+        let addresses = addrs
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|a| a["ifname"] == l["ifname"])
+            .flat_map(|a| a["addr_info"].as_array().cloned().unwrap_or_default())
+            .filter(|ai| ai["family"] == "inet")
+            .map(|ai| format!("{}/{}", ai["local"].as_str().unwrap_or(""), ai["prefixlen"]))
+            .collect();
+        let qdisc = qdiscs
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|q| q["dev"] == l["ifname"] && q["root"] == true)
+            .filter_map(|q| q["kind"].as_str())
+            .find(|k| !matches!(*k, "noqueue" | "noop" | "pfifo_fast" | "fq_codel" | "mq"))
+            .map(str::to_string);
+        out.push(Iface {
+            name,
+            namespace: ns.to_string(),
+            kind: l["linkinfo"]["info_kind"].as_str().unwrap_or("device").to_string(),
+            mtu: l["mtu"].as_u64().unwrap_or(0),
+            state: l["operstate"].as_str().unwrap_or("UNKNOWN").to_string(),
+            master: l["master"].as_str().map(str::to_string),
+            addresses,
+            offloads: HashMap::new(),
+            qdisc,
+        });
+    }
+    Ok(out)
+}
+
+/// The offload states that matter to the papers, from `ethtool -k`.
+pub fn read_offloads(ns: &str, dev: &str) -> HashMap<String, String> {
+    let out = hostcmd::read(&["ip", "netns", "exec", ns, "ethtool", "-k", dev]).unwrap_or_default();
+    parse_offloads(&out)
+}
+
+pub fn parse_offloads(ethtool_k: &str) -> HashMap<String, String> {
+    let wanted = [
+        ("generic-receive-offload", "gro"),
+        ("large-receive-offload", "lro"),
+        ("tcp-segmentation-offload", "tso"),
+        ("generic-segmentation-offload", "gso"),
+        ("rx-checksumming", "rx-csum"),
+        ("tx-checksumming", "tx-csum"),
+    ];
+    let mut m = HashMap::new();
+    for line in ethtool_k.lines() {
+        if let Some((k, v)) = line.trim().split_once(':') {
+            if let Some((_, short)) = wanted.iter().find(|(long, _)| *long == k) {
+                let v = v.split_whitespace().collect::<Vec<_>>().join(" ");
+                m.insert(short.to_string(), v);
+            }
+        }
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ethtool_output_is_parsed() {
+        let k = "Features for vllabg1:\nrx-checksumming: on\ntx-checksumming: on\n\ttx-checksum-ipv4: off [fixed]\ntcp-segmentation-offload: off\ngeneric-segmentation-offload: on\ngeneric-receive-offload: off\nlarge-receive-offload: off [fixed]\n";
+        let m = super::parse_offloads(k);
+        assert_eq!(m["gro"], "off");
+        assert_eq!(m["tso"], "off");
+        assert_eq!(m["gso"], "on");
+        assert_eq!(m["lro"], "off [fixed]");
+        assert_eq!(m.len(), 6);
+    }
+}

@@ -1,0 +1,454 @@
+//! The lab's plain description: what `vnetlab up` builds, from flags or a TOML file.
+//! Parsing and validation only; nothing here touches the host.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+use super::addr::Subnet;
+
+/// How a guest's NIC reaches the wire (DESIGN.md, "Modes").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Native,
+    Bridge,
+    Nat,
+    Macvlan,
+    Sriov,
+    Emulated,
+    Paravirt,
+}
+
+pub const MODE_NAMES: &str = "native, bridge, nat, macvlan, sriov, emulated, paravirt";
+
+impl FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "native" => Mode::Native,
+            "bridge" => Mode::Bridge,
+            "nat" => Mode::Nat,
+            "macvlan" => Mode::Macvlan,
+            "sriov" => Mode::Sriov,
+            "emulated" => Mode::Emulated,
+            "paravirt" => Mode::Paravirt,
+            _ => return Err(format!("unknown mode '{s}': use one of {MODE_NAMES}")),
+        })
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let s = serde_json::to_value(self).unwrap();
+        f.write_str(s.as_str().unwrap())
+    }
+}
+
+/// Where receive-side GRO runs: paper 2's physical-driver (host) and virtual-driver (guest) places.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Gro {
+    Off,
+    Host,
+    Guest,
+    Both,
+}
+
+impl Gro {
+    pub fn host(self) -> bool {
+        matches!(self, Gro::Host | Gro::Both)
+    }
+    pub fn guest(self) -> bool {
+        matches!(self, Gro::Guest | Gro::Both)
+    }
+}
+
+impl FromStr for Gro {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "off" => Gro::Off,
+            "host" => Gro::Host,
+            "guest" => Gro::Guest,
+            "both" => Gro::Both,
+            _ => return Err(format!("unknown gro setting '{s}': use off, host, guest or both")),
+        })
+    }
+}
+
+/// An on/off switch written as `on`/`off` (flags) or a TOML boolean.
+pub fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" | "true" => Ok(true),
+        "off" | "false" => Ok(false),
+        _ => Err(format!("'{s}' is not on or off")),
+    }
+}
+
+/// A link rate in bits per second, written as tc writes it: `100mbit`, `1gbit`, `2.5gbit`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Rate(pub u64);
+
+impl FromStr for Rate {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("bad rate '{s}': write a number and a unit, e.g. 100mbit, 1gbit, 10gbit");
+        let (num, unit) = split_unit(s).ok_or_else(bad)?;
+        let mult = match unit {
+            "bit" => 1.0,
+            "kbit" => 1e3,
+            "mbit" => 1e6,
+            "gbit" => 1e9,
+            "tbit" => 1e12,
+            _ => return Err(bad()),
+        };
+        let bps = num * mult;
+        if !(1000.0..=1e13).contains(&bps) {
+            return Err(format!("rate '{s}' is out of range: use 1kbit to 10tbit"));
+        }
+        Ok(Rate(bps as u64))
+    }
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}bit", self.0)
+    }
+}
+
+/// A one-way delay in microseconds, written `5ms`, `200us`, `1s`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Delay(pub u64);
+
+impl FromStr for Delay {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("bad delay '{s}': write a number and a unit, e.g. 200us, 5ms, 1s");
+        let (num, unit) = split_unit(s).ok_or_else(bad)?;
+        let mult = match unit {
+            "us" => 1.0,
+            "ms" => 1e3,
+            "s" => 1e6,
+            _ => return Err(bad()),
+        };
+        let us = num * mult;
+        if !(0.0..=60e6).contains(&us) {
+            return Err(format!("delay '{s}' is out of range: use 0 to 60s"));
+        }
+        Ok(Delay(us as u64))
+    }
+}
+
+impl fmt::Display for Delay {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}us", self.0)
+    }
+}
+
+/// A packet loss probability in percent, written `0.1%`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Loss(pub f64);
+
+impl FromStr for Loss {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("bad loss '{s}': write a percentage from 0% to 100%, e.g. 0.1%");
+        let num = s.strip_suffix('%').ok_or_else(bad)?;
+        let v: f64 = num.parse().map_err(|_| bad())?;
+        if !(0.0..=100.0).contains(&v) || !v.is_finite() {
+            return Err(bad());
+        }
+        Ok(Loss(v))
+    }
+}
+
+impl fmt::Display for Loss {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}%", self.0)
+    }
+}
+
+fn split_unit(s: &str) -> Option<(f64, &str)> {
+    let i = s.find(|c: char| c.is_ascii_alphabetic())?;
+    let (num, unit) = s.split_at(i);
+    if num.is_empty() || num.starts_with('+') {
+        return None;
+    }
+    let v: f64 = num.parse().ok()?;
+    v.is_finite().then_some((v, unit))
+}
+
+/// The physical link host ↔ client and its shaping.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Wire {
+    pub rate: Option<Rate>,
+    pub delay: Option<Delay>,
+    pub loss: Option<Loss>,
+    /// The wire carries frames of at most the MTU: both ends segment their sends (no TSO/GSO
+    /// across the wire), so receive-side GRO has something to merge (DESIGN.md conventions).
+    pub segment: bool,
+}
+
+impl Default for Wire {
+    fn default() -> Self {
+        Wire { rate: None, delay: None, loss: None, segment: true }
+    }
+}
+
+/// Everything `vnetlab up` needs to build one lab.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Topology {
+    pub name: String,
+    pub mode: Mode,
+    pub guests: u32,
+    pub mtu: u32,
+    pub gro: Gro,
+    pub tso: bool,
+    pub subnet: Subnet,
+    pub wire: Wire,
+    pub pin: bool,
+    /// The SR-IOV physical function (mode `sriov` only).
+    pub pf: Option<String>,
+}
+
+pub const DEFAULT_NAME: &str = "lab";
+pub const DEFAULT_SUBNET: &str = "10.213.0.0/16";
+
+impl Default for Topology {
+    fn default() -> Self {
+        Topology {
+            name: DEFAULT_NAME.into(),
+            mode: Mode::Bridge,
+            guests: 1,
+            mtu: 1500,
+            gro: Gro::Both,
+            tso: true,
+            subnet: DEFAULT_SUBNET.parse().unwrap(),
+            wire: Wire::default(),
+            pin: false,
+            pf: None,
+        }
+    }
+}
+
+impl Topology {
+    /// Checks what no single field can check alone. Errors are one line naming the fix.
+    pub fn validate(&self) -> Result<(), String> {
+        super::names::check_lab_name(&self.name)?;
+        if self.guests == 0 {
+            return Err("--guests 0: a lab needs at least 1 guest".into());
+        }
+        let max = super::addr::max_guests(self.mode, &self.subnet);
+        if self.guests > max {
+            return Err(format!(
+                "--guests {}: subnet {} holds at most {max} guests in mode {}; use fewer guests or a larger --subnet",
+                self.guests, self.subnet, self.mode
+            ));
+        }
+        if self.guests > super::names::MAX_GUESTS {
+            return Err(format!(
+                "--guests {}: at most {} guests per lab (interface names are limited to 15 characters)",
+                self.guests,
+                super::names::MAX_GUESTS
+            ));
+        }
+        if !(576..=9000).contains(&self.mtu) {
+            return Err(format!("--mtu {}: use 576 to 9000 (1500 or 9000 as in the papers)", self.mtu));
+        }
+        match (self.mode, &self.pf) {
+            (Mode::Sriov, None) => {
+                return Err("mode sriov needs --pf IFACE, the SR-IOV physical function to take VFs from".into())
+            }
+            (Mode::Sriov, Some(_)) => {}
+            (_, Some(_)) => return Err("--pf is only for mode sriov: drop it or use --mode sriov".into()),
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+// ---------- TOML form ----------
+
+/// The TOML form of a topology; every field optional, unknown keys refused.
+#[derive(Deserialize, Default, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct TopologyFile {
+    pub name: Option<String>,
+    #[serde(default, deserialize_with = "de_from_str")]
+    pub mode: Option<Mode>,
+    pub guests: Option<u32>,
+    pub mtu: Option<u32>,
+    #[serde(default, deserialize_with = "de_from_str")]
+    pub gro: Option<Gro>,
+    #[serde(default, deserialize_with = "de_on_off")]
+    pub tso: Option<bool>,
+    #[serde(default, deserialize_with = "de_from_str")]
+    pub subnet: Option<Subnet>,
+    pub pin: Option<bool>,
+    pub pf: Option<String>,
+    pub wire: Option<WireFile>,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct WireFile {
+    #[serde(default, deserialize_with = "de_from_str")]
+    pub rate: Option<Rate>,
+    #[serde(default, deserialize_with = "de_from_str")]
+    pub delay: Option<Delay>,
+    #[serde(default, deserialize_with = "de_from_str")]
+    pub loss: Option<Loss>,
+    #[serde(default, deserialize_with = "de_on_off")]
+    pub segment: Option<bool>,
+}
+
+fn de_from_str<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: FromStr<Err = String>,
+{
+    let s = String::deserialize(d)?;
+    s.parse().map(Some).map_err(serde::de::Error::custom)
+}
+
+fn de_on_off<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum B {
+        B(bool),
+        S(String),
+    }
+    match B::deserialize(d)? {
+        B::B(b) => Ok(Some(b)),
+        B::S(s) => parse_on_off(&s).map(Some).map_err(serde::de::Error::custom),
+    }
+}
+
+impl TopologyFile {
+    /// Parses TOML text; errors read `FILE:LINE:COL: message`.
+    pub fn parse(text: &str, file: &str) -> Result<TopologyFile, String> {
+        toml::from_str(text).map_err(|e| toml_error(&e, text, file))
+    }
+
+    pub fn into_topology(self) -> Topology {
+        let d = Topology::default();
+        let w = self.wire.unwrap_or_default();
+        Topology {
+            name: self.name.unwrap_or(d.name),
+            mode: self.mode.unwrap_or(d.mode),
+            guests: self.guests.unwrap_or(d.guests),
+            mtu: self.mtu.unwrap_or(d.mtu),
+            gro: self.gro.unwrap_or(d.gro),
+            tso: self.tso.unwrap_or(d.tso),
+            subnet: self.subnet.unwrap_or(d.subnet),
+            pin: self.pin.unwrap_or(d.pin),
+            pf: self.pf,
+            wire: Wire {
+                rate: w.rate,
+                delay: w.delay,
+                loss: w.loss,
+                segment: w.segment.unwrap_or(true),
+            },
+        }
+    }
+}
+
+/// Turns a toml error into one line: `file:line:col: message`.
+pub fn toml_error(e: &toml::de::Error, text: &str, file: &str) -> String {
+    let msg = e.message().replace('\n', " ");
+    match e.span() {
+        Some(span) => {
+            let (line, col) = line_col(text, span.start);
+            format!("{file}:{line}:{col}: {}", msg.trim())
+        }
+        None => format!("{file}: {}", msg.trim()),
+    }
+}
+
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_parse_like_tc() {
+        assert_eq!("1gbit".parse::<Rate>().unwrap().0, 1_000_000_000);
+        assert_eq!("2.5gbit".parse::<Rate>().unwrap().0, 2_500_000_000);
+        assert_eq!("100mbit".parse::<Rate>().unwrap().0, 100_000_000);
+        for bad in ["", "gbit", "1", "1gb", "-1gbit", "1 gbit", "nangbit", "1e30gbit", "0bit"] {
+            assert!(bad.parse::<Rate>().is_err(), "{bad} should not parse");
+        }
+    }
+
+    #[test]
+    fn delay_and_loss_parse() {
+        assert_eq!("5ms".parse::<Delay>().unwrap().0, 5000);
+        assert_eq!("200us".parse::<Delay>().unwrap().0, 200);
+        assert!("5".parse::<Delay>().is_err());
+        assert!("5min".parse::<Delay>().is_err());
+        assert_eq!("0.1%".parse::<Loss>().unwrap().0, 0.1);
+        assert!("0.1".parse::<Loss>().is_err());
+        assert!("101%".parse::<Loss>().is_err());
+        assert!("-1%".parse::<Loss>().is_err());
+    }
+
+    #[test]
+    fn toml_topology_parses_with_defaults() {
+        let t = TopologyFile::parse(
+            "name = \"demo\"\nmode = \"nat\"\nguests = 4\ntso = \"off\"\n[wire]\nrate = \"1gbit\"\ndelay = \"5ms\"\n",
+            "lab.toml",
+        )
+        .unwrap()
+        .into_topology();
+        assert_eq!(t.name, "demo");
+        assert_eq!(t.mode, Mode::Nat);
+        assert_eq!(t.guests, 4);
+        assert!(!t.tso);
+        assert_eq!(t.wire.rate, Some(Rate(1_000_000_000)));
+        assert_eq!(t.wire.delay, Some(Delay(5000)));
+        assert!(t.wire.segment);
+        assert_eq!(t.mtu, 1500);
+        t.validate().unwrap();
+    }
+
+    #[test]
+    fn toml_errors_name_line_and_column() {
+        let e = TopologyFile::parse("guests = 2\ngest = 3\n", "lab.toml").unwrap_err();
+        assert!(e.starts_with("lab.toml:2:1:"), "{e}");
+        assert!(e.contains("unknown field `gest`"), "{e}");
+        let e = TopologyFile::parse("mode = \"hub\"\n", "lab.toml").unwrap_err();
+        assert!(e.starts_with("lab.toml:1:8:") && e.contains("bridge, nat"), "{e}");
+        let e = TopologyFile::parse("guests = \"two\"\n", "x.toml").unwrap_err();
+        assert!(e.starts_with("x.toml:1:10:") && e.contains("invalid type"), "{e}");
+        let e = TopologyFile::parse("[wire]\nrate = \"fast\"\n", "x.toml").unwrap_err();
+        assert!(e.starts_with("x.toml:2:8:") && e.contains("bad rate"), "{e}");
+        let e = TopologyFile::parse("[wire]\njitter = \"1ms\"\n", "x.toml").unwrap_err();
+        assert!(e.starts_with("x.toml:2:1:"), "{e}");
+        let e = TopologyFile::parse("guests = 2\nguests = 3\n", "x.toml").unwrap_err();
+        assert!(e.starts_with("x.toml:2:"), "{e}");
+    }
+
+    #[test]
+    fn validation_refuses_impossible_labs() {
+        let mut t = Topology { guests: 0, ..Default::default() };
+        assert!(t.validate().unwrap_err().contains("at least 1"));
+        t.guests = 300;
+        t.subnet = "10.213.0.0/24".parse().unwrap();
+        assert!(t.validate().unwrap_err().contains("holds at most"));
+        t = Topology { mode: Mode::Sriov, ..Default::default() };
+        assert!(t.validate().unwrap_err().contains("--pf"));
+        t = Topology { pf: Some("eth9".into()), ..Default::default() };
+        assert!(t.validate().unwrap_err().contains("only for mode sriov"));
+        t = Topology { mtu: 100, ..Default::default() };
+        assert!(t.validate().is_err());
+        t = Topology { name: "Bad-Name".into(), ..Default::default() };
+        assert!(t.validate().is_err());
+    }
+}
