@@ -156,7 +156,7 @@ pub fn down(a: DownArgs) -> CmdResult {
     }
     need_root("vnetlab down")?;
     if !state::journal_path(&lab).exists() {
-        return Err(Fail::Input(input(build::teardown_plan(&lab)).err().map(|_| format!("no lab named '{lab}'")).unwrap_or_default()));
+        return Err(Fail::Input(build::teardown_plan(&lab).err().unwrap_or_default()));
     }
     running(build::down(&lab))?;
     eprintln!("lab {lab} removed");

@@ -8,7 +8,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::hostcmd::{self, HostCmd};
 use super::journal::{self, Entry, Journal};
@@ -32,11 +32,28 @@ pub fn prepare(t: &Topology) -> Result<Plan, String> {
     if let Some(r) = super::addr::overlapping_route(&routes, &t.subnet)? {
         return Err(format!("subnet {} overlaps the host route {r}: pick another range with --subnet", t.subnet));
     }
+    if t.wire.delay.is_some() || t.wire.loss.is_some() {
+        if kernel_config("CONFIG_NET_SCH_NETEM") == Some(false) {
+            return Err(NO_NETEM.into());
+        }
+    }
+    if t.wire.rate.is_some() && kernel_config("CONFIG_NET_SCH_TBF") == Some(false) {
+        return Err("this kernel has no tbf qdisc (CONFIG_NET_SCH_TBF), so --wire-rate cannot shape the wire here: drop --wire-rate".into());
+    }
     let sriov = match (t.mode, &t.pf) {
         (Mode::Sriov, Some(pf)) => Some(inspect_pf(pf)?),
         _ => None,
     };
     plan::plan(t, &cgroup::detect(), &cgroup::online_cpus(), sriov.as_ref())
+}
+
+const NO_NETEM: &str = "this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM), so --wire-delay and --wire-loss cannot be applied here: drop them (--wire-rate works)";
+
+/// Whether the running kernel was built with an option (y or m), from /proc/config.gz; None if unknown.
+pub fn kernel_config(option: &str) -> Option<bool> {
+    let text = hostcmd::read(&["gzip", "-dc", "/proc/config.gz"]).ok()?;
+    let set = text.lines().any(|l| l == format!("{option}=y") || l == format!("{option}=m"));
+    Some(set)
 }
 
 /// Reads what an SR-IOV PF offers, or says plainly that it is not one.
@@ -108,7 +125,9 @@ pub fn build(p: &Plan, progress: bool) -> Result<(), String> {
                 Step::Run { creates, cmd } => {
                     j.record(creates)?;
                     let _ = writeln!(log, "{}", cmd.shell());
-                    cmd.run()?;
+                    cmd.run().map_err(|e| {
+                        if matches!(cmd, HostCmd::Tc { .. }) && e.contains("qdisc kind is unknown") { NO_NETEM.to_string() } else { e }
+                    })?;
                 }
                 Step::MoveVf { pf, vf, netns, name } => {
                     let ifname = vf_ifname(pf, *vf)?;
@@ -120,6 +139,7 @@ pub fn build(p: &Plan, progress: bool) -> Result<(), String> {
             }
             i += 1;
         }
+        settle(&p.record, &stop)?;
         j.record(&[Entry::Complete])?;
         if progress {
             eprintln!("\rbuilt lab {lab}: {total} steps in {:.2} s", start.elapsed().as_secs_f64());
@@ -141,6 +161,33 @@ pub fn build(p: &Plan, progress: bool) -> Result<(), String> {
     }
     for id in sig_ids {
         signal_hook::low_level::unregister(id);
+    }
+    Ok(())
+}
+
+/// Waits (at most 3 s) until the kernel reports every lab interface that is set up as up: the
+/// operational state follows the admin state a moment later (linkwatch).
+fn settle(r: &state::LabRecord, stop: &AtomicBool) -> Result<(), String> {
+    let mut namespaces: Vec<&str> = r.endpoints.iter().map(|e| e.netns.as_str()).collect();
+    namespaces.sort();
+    namespaces.dedup();
+    let start = Instant::now();
+    for ns in namespaces {
+        loop {
+            let out = hostcmd::read(&["ip", "-n", ns, "-j", "link", "show"])?;
+            let links: serde_json::Value = serde_json::from_str(&out).map_err(|e| e.to_string())?;
+            let pending = links.as_array().into_iter().flatten().find(|l| {
+                let up = l["flags"].as_array().is_some_and(|f| f.iter().any(|x| x == "UP"));
+                up && l["ifname"] != "lo" && !matches!(l["operstate"].as_str(), Some("UP") | Some("UNKNOWN"))
+            });
+            match pending {
+                None => break,
+                Some(l) if start.elapsed() > Duration::from_secs(3) || stop.load(Ordering::SeqCst) => {
+                    return Err(format!("{} in {ns} did not come up (state {})", l["ifname"], l["operstate"]));
+                }
+                Some(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
     }
     Ok(())
 }

@@ -1,0 +1,88 @@
+//! Helpers for integration tests that build real labs (they need root, as CI has).
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_vnetlab");
+
+/// Tests that compare the host before and after run one at a time.
+static HOST: Mutex<()> = Mutex::new(());
+
+pub struct Ctx {
+    pub state: PathBuf,
+    _guard: MutexGuard<'static, ()>,
+}
+
+pub fn ctx(name: &str) -> Ctx {
+    assert!(
+        unsafe { libc_geteuid() } == 0,
+        "the lab integration tests build real namespaces and need root: run `make test` as root"
+    );
+    let guard = HOST.lock().unwrap_or_else(|e| e.into_inner());
+    let state = std::env::temp_dir().join(format!("vnetlab-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&state);
+    std::fs::create_dir_all(&state).unwrap();
+    Ctx { state, _guard: guard }
+}
+
+extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
+}
+
+impl Ctx {
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.args(args).env("VNETLAB_STATE_DIR", &self.state);
+        c
+    }
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+    /// Runs and requires success; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let o = self.run(args);
+        assert!(
+            o.status.success(),
+            "vnetlab {args:?} failed ({}): {}{}",
+            o.status,
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8(o.stdout).unwrap()
+    }
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        serde_json::from_str(&self.ok(args)).unwrap()
+    }
+}
+
+impl Drop for Ctx {
+    fn drop(&mut self) {
+        // Whatever a failed test left, its journal names: remove it.
+        let _ = self.run(&["cleanup"]);
+        let _ = std::fs::remove_dir_all(&self.state);
+    }
+}
+
+fn sh(cmd: &str) -> String {
+    let o = Command::new("sh").args(["-c", cmd]).output().unwrap();
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// What the host shows of its network and cgroups: equal before and after a lab.
+pub fn host_snapshot() -> String {
+    [
+        "ip -o link | sed 's/ qlen.*//'",
+        "ip netns list",
+        "nft list ruleset",
+        "tc qdisc",
+        "ip -4 route show table all",
+        "ls /sys/fs/cgroup/cpuacct/vnetlab /sys/fs/cgroup/cpuset/vnetlab /sys/fs/cgroup/vnetlab 2>/dev/null",
+    ]
+    .iter()
+    .map(|c| format!("## {c}\n{}", sh(c)))
+    .collect()
+}
