@@ -2,6 +2,7 @@
 //! them, attributes the host's CPU to each part, and plans VDI capacity. See DESIGN.md.
 
 mod cli;
+mod engine;
 mod lab;
 
 fn main() {

@@ -1,6 +1,7 @@
 //! Command-line interface: parse, call a stage, print. Errors are one line; bad input exits 2.
 
 mod lab_cmds;
+mod test_cmds;
 
 use clap::{Parser, Subcommand};
 
@@ -47,6 +48,13 @@ enum Cmd {
     Probe(lab_cmds::ProbeArgs),
     /// Remove everything any journal names (labs whose process died, interrupted runs)
     Cleanup(lab_cmds::CleanupArgs),
+    /// Run a netperf-class test: standalone against `vnetlab serve` (-H), or in a lab (--from/--to)
+    Test(test_cmds::TestArgs),
+    /// Answer tests from `vnetlab test -H` (like netserver)
+    Serve(test_cmds::ServeArgs),
+    /// (internal) an engine agent speaking the control protocol on stdin/stdout
+    #[command(hide = true)]
+    Agent,
 }
 
 pub fn main() -> i32 {
@@ -71,6 +79,9 @@ pub fn main() -> i32 {
         Cmd::Exec(a) => lab_cmds::exec(a),
         Cmd::Probe(a) => lab_cmds::probe(a),
         Cmd::Cleanup(a) => lab_cmds::cleanup(a),
+        Cmd::Test(a) => test_cmds::test(a),
+        Cmd::Serve(a) => test_cmds::serve(a),
+        Cmd::Agent => test_cmds::agent(),
     };
     match r {
         Ok(()) => 0,

@@ -1,0 +1,284 @@
+//! An agent: one end of a test. It answers control requests (listen, connect, run) on one
+//! channel, runs every stream it prepared on its own thread against one clock, and reports.
+
+use std::io::{BufRead, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::flows::{self, Clock, Piece};
+use super::intervals;
+use super::proto::{self, Reply, Request, SideReport};
+use super::sockets;
+use super::spec::{Spec, TestKind};
+
+/// How long the server side waits for the initiator's connections.
+const ACCEPT_TIMEOUT: Duration = Duration::from_secs(10);
+
+enum Prepared {
+    TcpServer { spec: Spec, acceptor: JoinHandle<Result<Vec<(u32, TcpStream)>, String>> },
+    CrrServer { spec: Spec, listener: TcpListener, first_id: u32 },
+    UdpServer { spec: Spec, sockets: Vec<(u32, UdpSocket)> },
+    TcpClient { spec: Spec, conns: Vec<(u32, TcpStream)> },
+    CrrClient { spec: Spec, to: SocketAddr, first_id: u32 },
+    UdpClient { spec: Spec, sockets: Vec<(u32, UdpSocket)> },
+}
+
+#[derive(Default)]
+pub struct Agent {
+    prepared: Vec<Prepared>,
+}
+
+/// Serves one control channel until it closes or says quit. With a token, the first line must
+/// be a matching hello.
+pub fn session(input: impl BufRead, mut out: impl Write, token: Option<&str>) -> Result<(), String> {
+    let mut agent = Agent::default();
+    let mut lines = input.lines();
+    if let Some(tok) = token {
+        let first = lines.next().and_then(Result::ok).unwrap_or_default();
+        match serde_json::from_str::<Request>(&first) {
+            Ok(Request::Hello { token }) if constant_time_eq(token.as_bytes(), tok.as_bytes()) => send(&mut out, &Reply::Ok)?,
+            _ => {
+                let _ = send(&mut out, &Reply::Error { error: "wrong token: pass the token `vnetlab serve` printed with --token".into() });
+                return Err("a client gave a wrong token".into());
+            }
+        }
+    }
+    for line in lines {
+        let line = line.map_err(|e| format!("control channel: {e}"))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let reply = match serde_json::from_str::<Request>(&line) {
+            Ok(Request::Quit) => return Ok(()),
+            Ok(req) => agent.handle(req),
+            Err(e) => Reply::Error { error: format!("bad request: {e}") },
+        };
+        send(&mut out, &reply)?;
+    }
+    Ok(())
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn send(out: &mut impl Write, r: &Reply) -> Result<(), String> {
+    let mut s = serde_json::to_string(r).unwrap();
+    s.push('\n');
+    out.write_all(s.as_bytes()).and_then(|_| out.flush()).map_err(|e| format!("control channel: {e}"))
+}
+
+impl Agent {
+    pub fn handle(&mut self, req: Request) -> Reply {
+        let r = match req {
+            Request::Hello { .. } => Ok(Reply::Ok),
+            Request::Listen { spec, bind, ports, streams, first_id } => self.listen(spec, bind, ports, streams, first_id),
+            Request::Connect { spec, to, first_id } => self.connect(spec, to, first_id),
+            Request::Run => Ok(Reply::Report { report: self.run() }),
+            Request::Quit => Ok(Reply::Ok),
+        };
+        r.unwrap_or_else(|error| Reply::Error { error })
+    }
+
+    fn listen(&mut self, spec: Spec, bind: std::net::IpAddr, ports: Option<[u16; 2]>, streams: u32, first_id: u32) -> Result<Reply, String> {
+        spec.validate()?;
+        let buf = spec.remote_buf;
+        match spec.test {
+            TestKind::UdpStream | TestKind::UdpRr => {
+                let mut socks = Vec::new();
+                let mut got = Vec::new();
+                let mut range = ports;
+                for k in 0..streams {
+                    let (s, port) = sockets::udp_bind(bind, range, buf)?;
+                    if let Some([_, hi]) = range {
+                        range = Some([port.saturating_add(1), hi]);
+                    }
+                    got.push(port);
+                    socks.push((first_id + k, s));
+                }
+                self.prepared.push(Prepared::UdpServer { spec, sockets: socks });
+                Ok(Reply::Listening { ports: got })
+            }
+            TestKind::TcpCrr => {
+                let (l, port) = sockets::tcp_listen(bind, ports, buf)?;
+                l.set_nonblocking(true).map_err(|e| e.to_string())?;
+                self.prepared.push(Prepared::CrrServer { spec, listener: l, first_id });
+                Ok(Reply::Listening { ports: vec![port] })
+            }
+            _ => {
+                let (l, port) = sockets::tcp_listen(bind, ports, buf)?;
+                let nodelay = spec.nodelay;
+                let acceptor = std::thread::spawn(move || accept_streams(l, streams, nodelay));
+                self.prepared.push(Prepared::TcpServer { spec, acceptor });
+                Ok(Reply::Listening { ports: vec![port] })
+            }
+        }
+    }
+
+    fn connect(&mut self, spec: Spec, to: Vec<SocketAddr>, first_id: u32) -> Result<Reply, String> {
+        spec.validate()?;
+        let n = spec.parallel;
+        let addr = |k: u32| to.get(k as usize).or(to.first()).copied().ok_or("no address to connect to");
+        match spec.test {
+            TestKind::UdpStream | TestKind::UdpRr => {
+                let mut socks = Vec::new();
+                for k in 0..n {
+                    socks.push((first_id + k, sockets::udp_connect(addr(k)?, spec.local_buf)?));
+                }
+                self.prepared.push(Prepared::UdpClient { spec, sockets: socks });
+            }
+            TestKind::TcpCrr => {
+                let to = addr(0)?;
+                self.prepared.push(Prepared::CrrClient { spec, to, first_id });
+            }
+            _ => {
+                let mut conns = Vec::new();
+                for k in 0..n {
+                    let mut s = sockets::tcp_connect(addr(k)?, spec.local_buf, spec.nodelay, spec.zerocopy && spec.test.initiator_sends())?;
+                    s.write_all(&proto::preamble(first_id + k)).map_err(|e| e.to_string())?;
+                    conns.push((first_id + k, s));
+                }
+                self.prepared.push(Prepared::TcpClient { spec, conns });
+            }
+        }
+        Ok(Reply::Ok)
+    }
+
+    /// Runs everything prepared against one clock, then reports.
+    fn run(&mut self) -> SideReport {
+        let t0 = Instant::now();
+        let mut report = SideReport::default();
+        let mut handles: Vec<JoinHandle<Piece>> = Vec::new();
+        let mut first_receiver = true;
+        for prep in self.prepared.drain(..) {
+            match prep {
+                Prepared::TcpServer { spec, acceptor } => {
+                    let conns = match acceptor.join().unwrap_or_else(|_| Err("acceptor panicked".into())) {
+                        Ok(c) => c,
+                        Err(e) => {
+                            report.errors.push(e);
+                            continue;
+                        }
+                    };
+                    let clock = Clock { t0, warmup: spec.warmup, duration: spec.duration };
+                    for (id, s) in conns {
+                        let spec = spec.clone();
+                        let sample = spec.test == TestKind::TcpStream && std::mem::take(&mut first_receiver);
+                        handles.push(std::thread::spawn(move || match spec.test {
+                            TestKind::TcpStream => flows::tcp_recv(s, id, &spec, clock, sample),
+                            TestKind::TcpMaerts => flows::tcp_send(s, id, &spec, clock),
+                            _ => flows::tcp_rr_respond(s, id, &spec, clock),
+                        }));
+                    }
+                }
+                Prepared::CrrServer { spec, listener, first_id } => {
+                    let clock = Clock { t0, warmup: spec.warmup, duration: spec.duration };
+                    let l = std::sync::Arc::new(listener);
+                    for k in 0..spec.parallel.clamp(1, 8) {
+                        let (spec, l) = (spec.clone(), l.clone());
+                        handles.push(std::thread::spawn(move || flows::tcp_crr_respond(&l, first_id + k, &spec, clock)));
+                    }
+                }
+                Prepared::UdpServer { spec, sockets } => {
+                    let clock = Clock { t0, warmup: spec.warmup, duration: spec.duration };
+                    for (id, s) in sockets {
+                        let spec = spec.clone();
+                        handles.push(std::thread::spawn(move || match spec.test {
+                            TestKind::UdpStream => flows::udp_recv(s, id, &spec, clock),
+                            _ => flows::udp_rr_respond(s, id, &spec, clock),
+                        }));
+                    }
+                }
+                Prepared::TcpClient { spec, conns } => {
+                    let clock = Clock { t0, warmup: spec.warmup, duration: spec.duration };
+                    for (id, s) in conns {
+                        let spec = spec.clone();
+                        let sample = spec.test == TestKind::TcpMaerts && std::mem::take(&mut first_receiver);
+                        handles.push(std::thread::spawn(move || match spec.test {
+                            TestKind::TcpStream => flows::tcp_send(s, id, &spec, clock),
+                            TestKind::TcpMaerts => flows::tcp_recv(s, id, &spec, clock, sample),
+                            _ => flows::tcp_rr_initiate(s, id, &spec, clock),
+                        }));
+                    }
+                }
+                Prepared::CrrClient { spec, to, first_id } => {
+                    let clock = Clock { t0, warmup: spec.warmup, duration: spec.duration };
+                    for k in 0..spec.parallel {
+                        let spec = spec.clone();
+                        handles.push(std::thread::spawn(move || flows::tcp_crr_initiate(to, first_id + k, &spec, clock)));
+                    }
+                }
+                Prepared::UdpClient { spec, sockets } => {
+                    let clock = Clock { t0, warmup: spec.warmup, duration: spec.duration };
+                    for (id, s) in sockets {
+                        let spec = spec.clone();
+                        handles.push(std::thread::spawn(move || match spec.test {
+                            TestKind::UdpStream => flows::udp_send(s, id, &spec, clock),
+                            _ => flows::udp_rr_initiate(s, id, &spec, clock),
+                        }));
+                    }
+                }
+            }
+        }
+        let mut bucket_sets = Vec::new();
+        let mut hist: Option<hdrhistogram::Histogram<u64>> = None;
+        for h in handles {
+            let p = h.join().unwrap_or_else(|_| Piece { error: Some("a stream thread panicked".into()), ..Default::default() });
+            if let Some(e) = p.error {
+                report.errors.push(e);
+            }
+            if p.report.receiver {
+                bucket_sets.push(p.buckets);
+            }
+            if let Some(hp) = p.hist {
+                match &mut hist {
+                    Some(acc) => {
+                        let _ = acc.add(&hp);
+                    }
+                    None => hist = Some(hp),
+                }
+            }
+            if report.tcp_info.is_empty() {
+                report.tcp_info = p.samples;
+            }
+            report.streams.push(p.report);
+        }
+        report.buckets = intervals::sum(&bucket_sets);
+        if let Some(h) = hist {
+            report.latency_ns = h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
+        }
+        report.streams.sort_by_key(|s| s.id);
+        report
+    }
+}
+
+/// Accepts `n` data connections, each opening with the preamble; strangers are dropped.
+fn accept_streams(l: TcpListener, n: u32, nodelay: bool) -> Result<Vec<(u32, TcpStream)>, String> {
+    l.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    let mut out = Vec::new();
+    while out.len() < n as usize {
+        match l.accept() {
+            Ok((mut s, _)) => {
+                s.set_nonblocking(false).ok();
+                s.set_read_timeout(Some(Duration::from_secs(3))).ok();
+                s.set_nodelay(nodelay).ok();
+                let mut pre = [0u8; 8];
+                if s.read_exact(&mut pre).is_ok() {
+                    if let Some(id) = proto::parse_preamble(&pre) {
+                        out.push((id, s));
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if start.elapsed() > ACCEPT_TIMEOUT {
+                    return Err(format!("only {} of {n} data connections arrived within {}s", out.len(), ACCEPT_TIMEOUT.as_secs()));
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => return Err(format!("accept: {e}")),
+        }
+    }
+    Ok(out)
+}

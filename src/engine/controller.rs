@@ -1,0 +1,341 @@
+//! The driver: talks to agents (in-process, child processes over pipes, or TCP with a token),
+//! sets up each pair, starts every agent at once, gathers their reports and turns them into
+//! one `TestResult`. It knows nothing of labs: callers hand it agents and addresses.
+
+use serde::Serialize;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+use super::intervals::{self, Interval};
+use super::proto::{Reply, Request, SideReport};
+use super::spec::{Spec, TestKind};
+use super::tcpinfo::TcpSample;
+
+const SETUP_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// One agent and its control channel.
+pub struct AgentConn {
+    pub name: String,
+    tx: Box<dyn Write + Send>,
+    rx: Receiver<String>,
+    child: Option<Child>,
+}
+
+fn reader_thread(name: String, r: impl std::io::Read + Send + 'static) -> Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name(format!("ctl-{name}"))
+        .spawn(move || {
+            for line in BufReader::new(r).lines() {
+                match line {
+                    Ok(l) => {
+                        if tx.send(l).is_err() {
+                            break;
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
+        })
+        .unwrap();
+    rx
+}
+
+impl AgentConn {
+    /// An agent in this process (a thread on one end of a socketpair).
+    pub fn local(name: &str) -> Result<AgentConn, String> {
+        let (a, b) = UnixStream::pair().map_err(|e| e.to_string())?;
+        let b2 = b.try_clone().map_err(|e| e.to_string())?;
+        std::thread::spawn(move || {
+            let _ = super::agent::session(BufReader::new(b), b2, None);
+        });
+        let rx = reader_thread(name.into(), a.try_clone().map_err(|e| e.to_string())?);
+        Ok(AgentConn { name: name.into(), tx: Box::new(a), rx, child: None })
+    }
+
+    /// An agent started as a child (e.g. inside a lab namespace), speaking on its stdin/stdout.
+    pub fn spawn(name: &str, mut cmd: Command) -> Result<AgentConn, String> {
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start the agent in {name}: {e}"))?;
+        let rx = reader_thread(name.into(), child.stdout.take().unwrap());
+        let tx = Box::new(child.stdin.take().unwrap());
+        Ok(AgentConn { name: name.into(), tx, rx, child: Some(child) })
+    }
+
+    /// An agent reached over TCP (`vnetlab serve`), authenticated with its token.
+    pub fn tcp(name: &str, addr: SocketAddr, token: &str) -> Result<AgentConn, String> {
+        let s = TcpStream::connect_timeout(&addr, Duration::from_secs(3))
+            .map_err(|e| format!("cannot reach vnetlab serve at {addr}: {e} (is it running there?)"))?;
+        s.set_nodelay(true).ok();
+        let rx = reader_thread(name.into(), s.try_clone().map_err(|e| e.to_string())?);
+        let mut a = AgentConn { name: name.into(), tx: Box::new(s), rx, child: None };
+        a.call(&Request::Hello { token: token.into() }, SETUP_TIMEOUT)?;
+        Ok(a)
+    }
+
+    fn send(&mut self, req: &Request) -> Result<(), String> {
+        let mut s = serde_json::to_string(req).unwrap();
+        s.push('\n');
+        self.tx
+            .write_all(s.as_bytes())
+            .and_then(|_| self.tx.flush())
+            .map_err(|_| format!("the agent in {} is gone", self.name))
+    }
+
+    fn recv(&mut self, timeout: Duration) -> Result<Reply, String> {
+        match self.rx.recv_timeout(timeout) {
+            Ok(line) => match serde_json::from_str::<Reply>(&line) {
+                Ok(Reply::Error { error }) => Err(format!("{}: {error}", self.name)),
+                Ok(r) => Ok(r),
+                Err(e) => Err(format!("{}: unreadable reply ({e})", self.name)),
+            },
+            Err(RecvTimeoutError::Timeout) => Err(format!("the agent in {} did not answer within {}s", self.name, timeout.as_secs())),
+            Err(RecvTimeoutError::Disconnected) => Err(format!("the agent in {} died mid-test", self.name)),
+        }
+    }
+
+    pub fn call(&mut self, req: &Request, timeout: Duration) -> Result<Reply, String> {
+        self.send(req)?;
+        self.recv(timeout)
+    }
+}
+
+impl Drop for AgentConn {
+    fn drop(&mut self) {
+        let _ = self.send(&Request::Quit);
+        if let Some(c) = &mut self.child {
+            for _ in 0..100 {
+                if let Ok(Some(_)) = c.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// One initiator → server pair: who, and at which addresses.
+#[derive(Clone, Debug)]
+pub struct Pair {
+    /// Indexes into the agents.
+    pub initiator: usize,
+    pub server: usize,
+    /// Where the server listens, where the initiator connects, and the ports it may use (NAT).
+    pub listen_on: IpAddr,
+    pub connect_to: IpAddr,
+    pub ports: Option<[u16; 2]>,
+    /// Names for the report, e.g. "g1" and "client".
+    pub from: String,
+    pub to: String,
+}
+
+#[derive(Serialize, Debug, Clone)]
+pub struct StreamResult {
+    pub id: u32,
+    pub from: String,
+    pub to: String,
+    pub gbps: f64,
+    pub bytes: u64,
+}
+
+#[derive(Serialize, Debug, Clone)]
+pub struct Latency {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+    pub mean: f64,
+}
+
+#[derive(Serialize, Debug, Clone)]
+pub struct TestResult {
+    pub test: String,
+    pub from: String,
+    pub to: String,
+    pub message_bytes: usize,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub parallel: u32,
+    pub throughput_gbps: f64,
+    pub streams: Vec<StreamResult>,
+    /// Per sender (e.g. per guest with --from guests): summed Gb/s.
+    pub per_source_gbps: serde_json::Map<String, serde_json::Value>,
+    pub intervals: Vec<Interval>,
+    pub transactions_per_s: Option<f64>,
+    pub latency_us: Option<Latency>,
+    pub udp_loss_pct: Option<f64>,
+    pub tcp_retransmits: Option<u64>,
+    pub tcp_info: Vec<TcpSample>,
+    /// MSG_ZEROCOPY: sends completed and the share the kernel copied anyway.
+    pub zerocopy: Option<serde_json::Value>,
+}
+
+/// Stream ids: pair k's streams are k*1000, k*1000+1, …
+const IDS_PER_PAIR: u32 = 1000;
+
+/// Runs one test over the pairs and returns the combined result.
+pub fn run(spec: &Spec, agents: &mut [AgentConn], pairs: &[Pair]) -> Result<TestResult, String> {
+    spec.validate()?;
+    if pairs.is_empty() {
+        return Err("nothing to test: no pairs".into());
+    }
+    // 1. Servers listen, initiators connect.
+    for (k, p) in pairs.iter().enumerate() {
+        let first_id = k as u32 * IDS_PER_PAIR;
+        let reply = agents[p.server].call(
+            &Request::Listen { spec: spec.clone(), bind: p.listen_on, ports: p.ports, streams: spec.parallel, first_id },
+            SETUP_TIMEOUT,
+        )?;
+        let ports = match reply {
+            Reply::Listening { ports } => ports,
+            other => return Err(format!("unexpected reply from {}: {other:?}", agents[p.server].name)),
+        };
+        let to: Vec<SocketAddr> = ports.iter().map(|&port| SocketAddr::new(p.connect_to, port)).collect();
+        agents[p.initiator].call(&Request::Connect { spec: spec.clone(), to, first_id }, SETUP_TIMEOUT)?;
+    }
+    // 2. Start every agent at once: servers first, then initiators.
+    let mut order: Vec<usize> = Vec::new();
+    for p in pairs {
+        if !order.contains(&p.server) {
+            order.push(p.server);
+        }
+    }
+    for p in pairs {
+        if !order.contains(&p.initiator) {
+            order.push(p.initiator);
+        }
+    }
+    for &i in &order {
+        agents[i].send(&Request::Run)?;
+    }
+    let wait = Duration::from_secs_f64(spec.warmup + spec.duration + super::flows::GRACE_S + super::flows::HARD_S + 10.0);
+    let mut reports: Vec<(usize, SideReport)> = Vec::new();
+    for &i in &order {
+        match agents[i].recv(wait)? {
+            Reply::Report { report } => reports.push((i, report)),
+            other => return Err(format!("unexpected reply from {}: {other:?}", agents[i].name)),
+        }
+    }
+    let errors: Vec<String> = reports
+        .iter()
+        .flat_map(|(i, r)| r.errors.iter().map(|e| format!("{}: {e}", agents[*i].name)))
+        .collect();
+    if !errors.is_empty() {
+        return Err(errors.join("; "));
+    }
+    Ok(combine(spec, pairs, &reports))
+}
+
+fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> TestResult {
+    let pair_of = |id: u32| &pairs[(id / IDS_PER_PAIR) as usize];
+    let secs = spec.duration;
+    let mut streams = Vec::new();
+    let mut bucket_sets = Vec::new();
+    let (mut sent_dgrams, mut recv_dgrams, mut retrans, mut transactions, mut lost) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let (mut zc_done, mut zc_copied) = (0u64, 0u64);
+    let mut hist = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
+    let mut tcp_info = Vec::new();
+    for (_, r) in reports {
+        bucket_sets.push(r.buckets.clone());
+        for &(v, c) in &r.latency_ns {
+            let _ = hist.record_n(v, c);
+        }
+        if tcp_info.is_empty() {
+            tcp_info = r.tcp_info.clone();
+        }
+        for s in &r.streams {
+            let p = pair_of(s.id);
+            if s.receiver {
+                recv_dgrams += s.datagrams;
+                streams.push(StreamResult {
+                    id: s.id,
+                    from: if spec.test.initiator_sends() { p.from.clone() } else { p.to.clone() },
+                    to: if spec.test.initiator_sends() { p.to.clone() } else { p.from.clone() },
+                    gbps: intervals::gbps(s.window_bytes, secs),
+                    bytes: s.window_bytes,
+                });
+            } else {
+                sent_dgrams += s.datagrams;
+                retrans += s.retrans;
+                zc_done += s.zc_completed;
+                zc_copied += s.zc_copied;
+            }
+            // RR transactions are counted only where they are timed: at the initiator.
+            transactions += s.transactions;
+            lost += s.lost;
+        }
+    }
+    streams.sort_by_key(|s| s.id);
+    let total_bytes: u64 = streams.iter().map(|s| s.bytes).sum();
+    let mut per_source: Vec<(String, f64)> = Vec::new();
+    for s in &streams {
+        match per_source.iter_mut().find(|(n, _)| *n == s.from) {
+            Some((_, g)) => *g += s.gbps,
+            None => per_source.push((s.from.clone(), s.gbps)),
+        }
+    }
+    let is_rr = spec.test.is_rr();
+    let tps = is_rr.then(|| transactions as f64 / secs);
+    let latency = (is_rr && hist.len() > 0).then(|| {
+        let us = |q: f64| hist.value_at_quantile(q) as f64 / 1e3;
+        Latency { p50: us(0.5), p90: us(0.9), p99: us(0.99), p999: us(0.999), max: hist.max() as f64 / 1e3, mean: hist.mean() / 1e3 }
+    });
+    let throughput = if is_rr {
+        tps.unwrap_or(0.0) * (spec.req + spec.resp) as f64 * 8.0 / 1e9
+    } else {
+        intervals::gbps(total_bytes, secs)
+    };
+    let udp_loss = match spec.test {
+        TestKind::UdpStream if sent_dgrams > 0 => Some(100.0 * sent_dgrams.saturating_sub(recv_dgrams) as f64 / sent_dgrams as f64),
+        TestKind::UdpRr if transactions + lost > 0 => Some(100.0 * lost as f64 / (transactions + lost) as f64),
+        _ => None,
+    };
+    TestResult {
+        test: spec.test.to_string(),
+        from: unique(pairs.iter().map(|p| p.from.as_str())),
+        to: unique(pairs.iter().map(|p| p.to.as_str())),
+        message_bytes: if is_rr { spec.req } else { spec.msg },
+        duration_s: secs,
+        warmup_s: spec.warmup,
+        parallel: spec.parallel,
+        throughput_gbps: throughput,
+        streams,
+        per_source_gbps: per_source.into_iter().map(|(k, v)| (k, serde_json::json!(v))).collect(),
+        intervals: if is_rr { vec![] } else { intervals::fold(&intervals::sum(&bucket_sets), spec.interval) },
+        transactions_per_s: tps,
+        latency_us: latency,
+        udp_loss_pct: udp_loss,
+        tcp_retransmits: (!spec.test.is_udp()).then_some(retrans),
+        tcp_info,
+        zerocopy: spec.zerocopy.then(|| {
+            serde_json::json!({"sends_completed": zc_done, "copied_pct": if zc_done > 0 { 100.0 * zc_copied as f64 / zc_done as f64 } else { 0.0 }})
+        }),
+    }
+}
+
+fn unique<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    let mut v: Vec<&str> = Vec::new();
+    for n in names {
+        if !v.contains(&n) {
+            v.push(n);
+        }
+    }
+    v.join(",")
+}

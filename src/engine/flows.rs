@@ -1,0 +1,454 @@
+//! The data loops: bulk senders and receivers (TCP and UDP) and request/response initiators and
+//! responders. Each runs on its own thread against a shared clock and returns a `Piece`.
+
+use hdrhistogram::Histogram;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use super::intervals::{bucket_of, window};
+use super::pacer::Pacer;
+use super::proto::StreamReport;
+use super::spec::Spec;
+use super::tcpinfo::{self, TcpSample};
+
+/// Senders go on this long past the window so receivers see traffic up to its very end.
+pub const GRACE_S: f64 = 0.25;
+/// Servers give up on a peer this long after the window.
+pub const HARD_S: f64 = 5.0;
+/// Servers of connectionless tests stop once idle this long after the window.
+const IDLE_S: f64 = 0.3;
+const TICK: Duration = Duration::from_millis(100);
+
+#[derive(Clone, Copy)]
+pub struct Clock {
+    pub t0: Instant,
+    pub warmup: f64,
+    pub duration: f64,
+}
+
+impl Clock {
+    pub fn now(&self) -> f64 {
+        self.t0.elapsed().as_secs_f64()
+    }
+    pub fn window_end(&self) -> f64 {
+        self.warmup + self.duration
+    }
+    pub fn send_end(&self) -> f64 {
+        self.window_end() + GRACE_S
+    }
+    pub fn hard_end(&self) -> f64 {
+        self.send_end() + HARD_S
+    }
+}
+
+/// What one loop hands back.
+#[derive(Default)]
+pub struct Piece {
+    pub report: StreamReport,
+    pub buckets: Vec<u64>,
+    pub hist: Option<Histogram<u64>>,
+    pub samples: Vec<TcpSample>,
+    pub error: Option<String>,
+}
+
+fn hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).unwrap()
+}
+
+fn timed_out(e: &std::io::Error) -> bool {
+    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted)
+}
+
+// ---------------- bulk streams ----------------
+
+pub fn tcp_send(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
+    let mut p = Piece { report: StreamReport { id, ..Default::default() }, ..Default::default() };
+    let buf = vec![0x5au8; spec.msg];
+    let pacer = spec.rate.map(|r| Pacer::new(r, spec.msg));
+    s.set_write_timeout(Some(TICK)).ok();
+    let fd = s.as_raw_fd();
+    let mut zc = spec.zerocopy.then(ZeroCopy::default);
+    let mut sent = 0u64;
+    loop {
+        let now = clock.now();
+        if now >= clock.send_end() {
+            break;
+        }
+        if let Some(pc) = &pacer {
+            let w = pc.wait(sent, clock.t0.elapsed());
+            if !w.is_zero() {
+                std::thread::sleep(w.min(Duration::from_secs_f64(clock.send_end() - now)));
+                continue;
+            }
+        }
+        let r = match &mut zc {
+            Some(z) => z.send(fd, &buf),
+            None => s.write(&buf),
+        };
+        match r {
+            Ok(n) => sent += n as u64,
+            Err(e) if timed_out(&e) => continue,
+            Err(e) => {
+                p.error = Some(format!("stream {id}: the receiver went away ({e})"));
+                break;
+            }
+        }
+    }
+    if let Some(z) = &mut zc {
+        z.drain(fd, true);
+        p.report.zc_completed = z.completed;
+        p.report.zc_copied = z.copied;
+    }
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    p.report.total_bytes = sent;
+    p.report.retrans = tcpinfo::read(fd).map(|i| i.total_retrans as u64).unwrap_or(0);
+    // Wait for the receiver to finish reading (its EOF) so the retransmit count is final.
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok();
+    let mut sink = [0u8; 64];
+    let _ = s.read(&mut sink);
+    p
+}
+
+/// MSG_ZEROCOPY sending: completions are read from the error queue so the socket's
+/// option memory never runs out; `copied` counts sends the kernel copied anyway (loopback, veth).
+/// From linux/errqueue.h.
+const SO_EE_ORIGIN_ZEROCOPY: u8 = 5;
+const SO_EE_CODE_ZEROCOPY_COPIED: u8 = 1;
+
+#[derive(Default)]
+struct ZeroCopy {
+    pending: u32,
+    copied: u64,
+    completed: u64,
+}
+
+impl ZeroCopy {
+    fn send(&mut self, fd: i32, buf: &[u8]) -> std::io::Result<usize> {
+        loop {
+            let r = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_ZEROCOPY) };
+            if r >= 0 {
+                self.pending += 1;
+                if self.pending >= 64 {
+                    self.drain(fd, false);
+                }
+                return Ok(r as usize);
+            }
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::ENOBUFS) {
+                self.drain(fd, false);
+                std::thread::sleep(Duration::from_micros(50));
+                continue;
+            }
+            return Err(e);
+        }
+    }
+
+    fn drain(&mut self, fd: i32, wait: bool) {
+        let deadline = Instant::now() + Duration::from_millis(if wait { 500 } else { 0 });
+        loop {
+            let mut control = [0u8; 128];
+            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+            msg.msg_control = control.as_mut_ptr().cast();
+            msg.msg_controllen = control.len();
+            let r = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
+            if r < 0 {
+                if wait && self.pending > 0 && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(1));
+                    continue;
+                }
+                return;
+            }
+            unsafe {
+                let mut c = libc::CMSG_FIRSTHDR(&msg);
+                while !c.is_null() {
+                    let ee = &*(libc::CMSG_DATA(c) as *const libc::sock_extended_err);
+                    if ee.ee_origin == SO_EE_ORIGIN_ZEROCOPY {
+                        let n = ee.ee_data.wrapping_sub(ee.ee_info) as u64 + 1;
+                        self.completed += n;
+                        self.pending = self.pending.saturating_sub(n as u32);
+                        if ee.ee_code & SO_EE_CODE_ZEROCOPY_COPIED != 0 {
+                            self.copied += n;
+                        }
+                    }
+                    c = libc::CMSG_NXTHDR(&msg, c);
+                }
+            }
+        }
+    }
+}
+
+pub fn tcp_recv(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock, sample: bool) -> Piece {
+    let mut p = Piece { report: StreamReport { id, receiver: true, ..Default::default() }, ..Default::default() };
+    let (first, last) = window(spec.warmup, spec.duration);
+    p.buckets = vec![0; last - first];
+    s.set_read_timeout(Some(TICK)).ok();
+    let fd = s.as_raw_fd();
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut next_sample = 0.0;
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                let now = clock.now();
+                p.report.total_bytes += n as u64;
+                let b = bucket_of(now);
+                if (first..last).contains(&b) {
+                    p.buckets[b - first] += n as u64;
+                    p.report.window_bytes += n as u64;
+                }
+                if sample && now >= next_sample && now < clock.window_end() {
+                    if let Some(i) = tcpinfo::read(fd) {
+                        p.samples.push(TcpSample { t: now - clock.warmup, cwnd: i.cwnd, rcv_wnd: i.rcv_wnd, rtt_us: i.rtt_us });
+                    }
+                    next_sample = now + 0.01;
+                }
+            }
+            Err(e) if timed_out(&e) => {
+                if clock.now() > clock.hard_end() {
+                    p.error = Some(format!("stream {id}: the sender did not finish"));
+                    break;
+                }
+            }
+            Err(e) => {
+                p.error = Some(format!("stream {id}: the sender went away ({e})"));
+                break;
+            }
+        }
+    }
+    p
+}
+
+pub fn udp_send(s: UdpSocket, id: u32, spec: &Spec, clock: Clock) -> Piece {
+    let mut p = Piece { report: StreamReport { id, ..Default::default() }, ..Default::default() };
+    let mut buf = vec![0x5au8; spec.msg];
+    let pacer = spec.rate.map(|r| Pacer::new(r, spec.msg));
+    s.set_write_timeout(Some(TICK)).ok();
+    let (mut seq, mut sent) = (0u64, 0u64);
+    while clock.now() < clock.send_end() {
+        if let Some(pc) = &pacer {
+            let w = pc.wait(sent, clock.t0.elapsed());
+            if !w.is_zero() {
+                std::thread::sleep(w);
+                continue;
+            }
+        }
+        buf[..8].copy_from_slice(&seq.to_be_bytes());
+        match s.send(&buf) {
+            Ok(n) => {
+                sent += n as u64;
+                seq += 1;
+            }
+            // A full queue or no listener yet (ICMP): the datagram is lost, as on a wire.
+            Err(e) if timed_out(&e) || e.kind() == ErrorKind::ConnectionRefused => {}
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {}
+            Err(e) => {
+                p.error = Some(format!("stream {id}: {e}"));
+                break;
+            }
+        }
+    }
+    p.report.total_bytes = sent;
+    p.report.datagrams = seq;
+    p
+}
+
+pub fn udp_recv(s: UdpSocket, id: u32, spec: &Spec, clock: Clock) -> Piece {
+    let mut p = Piece { report: StreamReport { id, receiver: true, ..Default::default() }, ..Default::default() };
+    let (first, last) = window(spec.warmup, spec.duration);
+    p.buckets = vec![0; last - first];
+    s.set_read_timeout(Some(Duration::from_millis(20))).ok();
+    let mut buf = vec![0u8; 65536];
+    let mut last_rx = 0.0;
+    loop {
+        match s.recv(&mut buf) {
+            Ok(n) => {
+                let now = clock.now();
+                last_rx = now;
+                p.report.total_bytes += n as u64;
+                p.report.datagrams += 1;
+                let b = bucket_of(now);
+                if (first..last).contains(&b) {
+                    p.buckets[b - first] += n as u64;
+                    p.report.window_bytes += n as u64;
+                }
+            }
+            Err(e) if timed_out(&e) || e.kind() == ErrorKind::ConnectionRefused => {}
+            Err(e) => {
+                p.error = Some(format!("stream {id}: {e}"));
+                break;
+            }
+        }
+        let now = clock.now();
+        if (now > clock.send_end() && now - last_rx > IDLE_S) || now > clock.hard_end() {
+            break;
+        }
+    }
+    p
+}
+
+// ---------------- request/response ----------------
+
+/// Reads exactly `buf.len()` bytes, riding out read timeouts until `give_up` (seconds on the
+/// clock). Ok(false) means the peer closed before the first byte.
+fn read_full(s: &mut TcpStream, buf: &mut [u8], clock: &Clock, give_up: f64) -> std::io::Result<bool> {
+    let mut got = 0;
+    while got < buf.len() {
+        match s.read(&mut buf[got..]) {
+            Ok(0) if got == 0 => return Ok(false),
+            Ok(0) => return Err(ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if timed_out(&e) => {
+                if clock.now() > give_up {
+                    return Err(ErrorKind::TimedOut.into());
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+pub fn tcp_rr_initiate(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
+    let mut p = Piece { report: StreamReport { id, ..Default::default() }, hist: Some(hist()), ..Default::default() };
+    let req = vec![0x5au8; spec.req];
+    let mut resp = vec![0u8; spec.resp];
+    s.set_read_timeout(Some(TICK)).ok();
+    while clock.now() < clock.window_end() {
+        let t = Instant::now();
+        let started = clock.now();
+        let r = s.write_all(&req).and_then(|_| read_full(&mut s, &mut resp, &clock, clock.hard_end()).map(|_| ()));
+        if let Err(e) = r {
+            p.error = Some(format!("connection {id}: the server went away ({e})"));
+            break;
+        }
+        if started >= clock.warmup {
+            p.report.transactions += 1;
+            let _ = p.hist.as_mut().unwrap().record(t.elapsed().as_nanos().max(1) as u64);
+        }
+    }
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    p
+}
+
+pub fn tcp_rr_respond(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
+    let mut p = Piece { report: StreamReport { id, ..Default::default() }, ..Default::default() };
+    let mut req = vec![0u8; spec.req];
+    let resp = vec![0xa5u8; spec.resp];
+    s.set_read_timeout(Some(TICK)).ok();
+    loop {
+        match read_full(&mut s, &mut req, &clock, clock.hard_end()) {
+            Ok(true) => {
+                if let Err(e) = s.write_all(&resp) {
+                    p.error = Some(format!("connection {id}: {e}"));
+                    break;
+                }
+            }
+            Ok(false) => break,
+            Err(e) => {
+                p.error = Some(format!("connection {id}: the initiator went away ({e})"));
+                break;
+            }
+        }
+    }
+    p
+}
+
+pub fn tcp_crr_initiate(to: SocketAddr, id: u32, spec: &Spec, clock: Clock) -> Piece {
+    let mut p = Piece { report: StreamReport { id, ..Default::default() }, hist: Some(hist()), ..Default::default() };
+    let req = vec![0x5au8; spec.req];
+    let mut resp = vec![0u8; spec.resp];
+    while clock.now() < clock.window_end() {
+        let t = Instant::now();
+        let started = clock.now();
+        let r = super::sockets::tcp_connect(to, spec.local_buf, spec.nodelay, false).and_then(|mut s| {
+            s.set_read_timeout(Some(TICK)).ok();
+            s.write_all(&req).map_err(|e| e.to_string())?;
+            read_full(&mut s, &mut resp, &clock, clock.hard_end()).map_err(|e| e.to_string())?;
+            Ok(())
+        });
+        if let Err(e) = r {
+            p.error = Some(format!("connection {id}: {e}"));
+            break;
+        }
+        if started >= clock.warmup {
+            p.report.transactions += 1;
+            let _ = p.hist.as_mut().unwrap().record(t.elapsed().as_nanos().max(1) as u64);
+        }
+    }
+    p
+}
+
+/// One of several threads answering TCP_CRR connections on a shared listener.
+pub fn tcp_crr_respond(l: &TcpListener, id: u32, spec: &Spec, clock: Clock) -> Piece {
+    let p = Piece { report: StreamReport { id, ..Default::default() }, ..Default::default() };
+    let mut req = vec![0u8; spec.req];
+    let resp = vec![0xa5u8; spec.resp];
+    let mut last = 0.0;
+    loop {
+        let mut pfd = libc::pollfd { fd: l.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let ready = unsafe { libc::poll(&mut pfd, 1, 20) } > 0;
+        let now = clock.now();
+        if ready {
+            if let Ok((mut s, _)) = l.accept() {
+                s.set_nonblocking(false).ok();
+                s.set_nodelay(spec.nodelay).ok();
+                s.set_read_timeout(Some(TICK)).ok();
+                if let Ok(true) = read_full(&mut s, &mut req, &clock, clock.hard_end()) {
+                    let _ = s.write_all(&resp);
+                }
+                last = clock.now();
+            }
+        }
+        if (now > clock.window_end() && now - last > IDLE_S) || now > clock.hard_end() {
+            break;
+        }
+    }
+    p
+}
+
+pub fn udp_rr_initiate(s: UdpSocket, id: u32, spec: &Spec, clock: Clock) -> Piece {
+    let mut p = Piece { report: StreamReport { id, ..Default::default() }, hist: Some(hist()), ..Default::default() };
+    let req = vec![0x5au8; spec.req];
+    let mut resp = vec![0u8; spec.resp.max(1)];
+    s.set_read_timeout(Some(Duration::from_millis(50))).ok();
+    while clock.now() < clock.window_end() {
+        let t = Instant::now();
+        let started = clock.now();
+        if s.send(&req).is_err() {
+            p.report.lost += 1;
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        }
+        match s.recv(&mut resp) {
+            Ok(_) => {
+                if started >= clock.warmup {
+                    p.report.transactions += 1;
+                    let _ = p.hist.as_mut().unwrap().record(t.elapsed().as_nanos().max(1) as u64);
+                }
+            }
+            Err(_) => p.report.lost += 1,
+        }
+    }
+    p
+}
+
+pub fn udp_rr_respond(s: UdpSocket, id: u32, spec: &Spec, clock: Clock) -> Piece {
+    let p = Piece { report: StreamReport { id, ..Default::default() }, ..Default::default() };
+    let mut req = vec![0u8; 65536];
+    let resp = vec![0xa5u8; spec.resp];
+    s.set_read_timeout(Some(Duration::from_millis(20))).ok();
+    let mut last = 0.0;
+    loop {
+        if let Ok((_, from)) = s.recv_from(&mut req) {
+            let _ = s.send_to(&resp, from);
+            last = clock.now();
+        }
+        let now = clock.now();
+        if (now > clock.window_end() && now - last > IDLE_S) || now > clock.hard_end() {
+            break;
+        }
+    }
+    p
+}

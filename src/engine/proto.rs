@@ -1,0 +1,97 @@
+//! The control protocol between the driver and its agents: one JSON object per line, over a
+//! pipe (agents started in namespaces), a socketpair (in-process) or TCP with a token.
+
+use serde::{Deserialize, Serialize};
+use std::net::{IpAddr, SocketAddr};
+
+use super::spec::Spec;
+use super::tcpinfo::TcpSample;
+
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    /// First line on a TCP control connection.
+    Hello { token: String },
+    /// Become the server side of a test: listen on `bind` (within `ports` if given) for `streams`.
+    Listen { spec: Spec, bind: IpAddr, ports: Option<[u16; 2]>, streams: u32, first_id: u32 },
+    /// Become the initiator: connect `streams` streams to `to` (one address per stream for UDP).
+    Connect { spec: Spec, to: Vec<SocketAddr>, first_id: u32 },
+    /// Run everything prepared, now; reply with the report when done.
+    Run,
+    Quit,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(tag = "reply", rename_all = "snake_case")]
+pub enum Reply {
+    Ok,
+    Listening { ports: Vec<u16> },
+    Report { report: SideReport },
+    Error { error: String },
+}
+
+/// What one stream did, as one agent saw it.
+#[derive(Serialize, Deserialize, Debug, Clone, Default)]
+pub struct StreamReport {
+    pub id: u32,
+    /// Whether this side received the bulk data (its bytes are the ones that count).
+    pub receiver: bool,
+    /// Bytes received inside the measured window (receivers).
+    pub window_bytes: u64,
+    /// All bytes sent or received.
+    pub total_bytes: u64,
+    /// UDP datagrams sent or received.
+    pub datagrams: u64,
+    /// Sender's TCP retransmissions.
+    pub retrans: u64,
+    /// RR: transactions completed inside the window, and lost (UDP_RR timeouts).
+    pub transactions: u64,
+    pub lost: u64,
+    /// MSG_ZEROCOPY sends completed, and how many of them the kernel copied after all.
+    pub zc_completed: u64,
+    pub zc_copied: u64,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, Default)]
+pub struct SideReport {
+    pub streams: Vec<StreamReport>,
+    /// Received bytes per 10 ms bucket inside the window, summed over this side's streams.
+    pub buckets: Vec<u64>,
+    /// RR latency histogram (ns) as (value, count) pairs, for merging.
+    pub latency_ns: Vec<(u64, u64)>,
+    pub tcp_info: Vec<TcpSample>,
+    pub errors: Vec<String>,
+}
+
+/// The 8 bytes that open every TCP data connection: magic and stream id.
+pub const MAGIC: u32 = 0x766e_6c31; // "vnl1"
+
+pub fn preamble(id: u32) -> [u8; 8] {
+    let mut b = [0u8; 8];
+    b[..4].copy_from_slice(&MAGIC.to_be_bytes());
+    b[4..].copy_from_slice(&id.to_be_bytes());
+    b
+}
+
+pub fn parse_preamble(b: &[u8; 8]) -> Option<u32> {
+    (u32::from_be_bytes(b[..4].try_into().unwrap()) == MAGIC).then(|| u32::from_be_bytes(b[4..].try_into().unwrap()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preamble_round_trips_and_rejects_strangers() {
+        assert_eq!(parse_preamble(&preamble(42)), Some(42));
+        assert_eq!(parse_preamble(b"GET / HT"), None);
+    }
+
+    #[test]
+    fn requests_are_json_lines() {
+        let r = Request::Run;
+        assert_eq!(serde_json::to_string(&r).unwrap(), r#"{"op":"run"}"#);
+        let back: Request = serde_json::from_str(r#"{"op":"hello","token":"x"}"#).unwrap();
+        assert!(matches!(back, Request::Hello { token } if token == "x"));
+    }
+}

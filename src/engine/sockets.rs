@@ -1,0 +1,77 @@
+//! Socket set-up for data connections: buffers, TCP_NODELAY, SO_ZEROCOPY set before
+//! listen/connect (so window scaling sees them), bounded connects, port ranges.
+
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::time::Duration;
+
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+fn new_socket(addr: &SocketAddr, ty: Type, proto: Protocol, buf: Option<usize>) -> Result<Socket, String> {
+    let s = Socket::new(Domain::for_address(*addr), ty, Some(proto)).map_err(|e| format!("socket: {e}"))?;
+    if let Some(b) = buf {
+        s.set_send_buffer_size(b).map_err(|e| format!("SO_SNDBUF {b}: {e}"))?;
+        s.set_recv_buffer_size(b).map_err(|e| format!("SO_RCVBUF {b}: {e}"))?;
+    }
+    Ok(s)
+}
+
+/// Binds within `ports` (inclusive), or to an ephemeral port.
+fn bind_in(s: &Socket, ip: IpAddr, ports: Option<[u16; 2]>) -> Result<u16, String> {
+    let candidates: Vec<u16> = match ports {
+        Some([lo, hi]) => (lo..=hi).collect(),
+        None => vec![0],
+    };
+    for p in candidates {
+        if s.bind(&SockAddr::from(SocketAddr::new(ip, p))).is_ok() {
+            return Ok(s.local_addr().ok().and_then(|a| a.as_socket()).map(|a| a.port()).unwrap_or(p));
+        }
+    }
+    Err(match ports {
+        Some([lo, hi]) => format!("no free port in {lo}-{hi} on {ip}"),
+        None => format!("cannot bind to {ip}: is it an address of this namespace?"),
+    })
+}
+
+pub fn tcp_listen(ip: IpAddr, ports: Option<[u16; 2]>, buf: Option<usize>) -> Result<(TcpListener, u16), String> {
+    let s = new_socket(&SocketAddr::new(ip, 0), Type::STREAM, Protocol::TCP, buf)?;
+    s.set_reuse_address(true).ok();
+    let port = bind_in(&s, ip, ports)?;
+    s.listen(1024).map_err(|e| format!("listen: {e}"))?;
+    Ok((s.into(), port))
+}
+
+pub fn tcp_connect(to: SocketAddr, buf: Option<usize>, nodelay: bool, zerocopy: bool) -> Result<TcpStream, String> {
+    let s = new_socket(&to, Type::STREAM, Protocol::TCP, buf)?;
+    if zerocopy {
+        let one: libc::c_int = 1;
+        let r = unsafe {
+            libc::setsockopt(
+                std::os::fd::AsRawFd::as_raw_fd(&s),
+                libc::SOL_SOCKET,
+                libc::SO_ZEROCOPY,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as u32,
+            )
+        };
+        if r != 0 {
+            return Err(format!("SO_ZEROCOPY: {}", std::io::Error::last_os_error()));
+        }
+    }
+    s.connect_timeout(&to.into(), CONNECT_TIMEOUT).map_err(|e| format!("cannot reach {to}: {e}"))?;
+    s.set_nodelay(nodelay).ok();
+    Ok(s.into())
+}
+
+pub fn udp_bind(ip: IpAddr, ports: Option<[u16; 2]>, buf: Option<usize>) -> Result<(UdpSocket, u16), String> {
+    let s = new_socket(&SocketAddr::new(ip, 0), Type::DGRAM, Protocol::UDP, buf)?;
+    let port = bind_in(&s, ip, ports)?;
+    Ok((s.into(), port))
+}
+
+pub fn udp_connect(to: SocketAddr, buf: Option<usize>) -> Result<UdpSocket, String> {
+    let any: IpAddr = if to.is_ipv4() { [0, 0, 0, 0].into() } else { std::net::Ipv6Addr::UNSPECIFIED.into() };
+    let (s, _) = udp_bind(any, None, buf)?;
+    s.connect(to).map_err(|e| format!("cannot reach {to}: {e}"))?;
+    Ok(s)
+}
