@@ -1,5 +1,6 @@
 //! Command-line interface: parse, call a stage, print. Errors are one line; bad input exits 2.
 
+mod bench_cmds;
 mod lab_cmds;
 mod test_cmds;
 
@@ -52,6 +53,8 @@ enum Cmd {
     Test(test_cmds::TestArgs),
     /// Answer tests from `vnetlab test -H` (like netserver)
     Serve(test_cmds::ServeArgs),
+    /// Benchmarks side by side with a named peer tool, as ratios
+    Bench(bench_cmds::BenchArgs),
     /// (internal) an engine agent speaking the control protocol on stdin/stdout
     #[command(hide = true)]
     Agent,
@@ -82,6 +85,7 @@ pub fn main() -> i32 {
         Cmd::Test(a) => test_cmds::test(a),
         Cmd::Serve(a) => test_cmds::serve(a),
         Cmd::Agent => test_cmds::agent(),
+        Cmd::Bench(a) => bench_cmds::bench(a),
     };
     match r {
         Ok(()) => 0,

@@ -1,0 +1,281 @@
+//! `vnetlab bench engine`: vnetlab's engine beside iperf3 (TCP_STREAM, 1K and 128K messages) and
+//! sockperf ping-pong (TCP_RR) on loopback and across a veth pair between two lab namespaces.
+//! Each tool runs as its own server and client processes; host CPU comes from /proc/stat over the
+//! client's run; runs alternate and the median of the repeats is compared, as ratios.
+
+use serde::Serialize;
+use std::io::{BufRead, BufReader};
+use std::net::IpAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crate::lab::{exec, hostcmd, state::LabRecord};
+use crate::meter::procstat;
+
+#[derive(Serialize, Clone, Debug, Default)]
+pub struct Measure {
+    pub gbps: f64,
+    pub busy_cores: f64,
+    /// Host cores busy per Gb/s delivered (streams) or per 100k transactions/s (RR).
+    pub cores_per_unit: f64,
+    pub tps: Option<f64>,
+    pub p50_us: Option<f64>,
+    pub p99_us: Option<f64>,
+}
+
+#[derive(Serialize, Clone, Debug)]
+pub struct Row {
+    pub path: String,
+    pub test: String,
+    pub peer: String,
+    pub vnetlab: Measure,
+    pub peer_result: Measure,
+    /// vnetlab ÷ peer: throughput (or transactions/s) and CPU per unit; latency p50 (RR).
+    pub throughput_ratio: f64,
+    pub cpu_per_unit_ratio: f64,
+    pub p50_ratio: Option<f64>,
+}
+
+/// Where both ends run: loopback in this namespace, or the lab's host → client wire.
+pub enum Path<'a> {
+    Loopback,
+    Veth(&'a LabRecord),
+}
+
+impl Path<'_> {
+    fn name(&self) -> &'static str {
+        match self {
+            Path::Loopback => "loopback",
+            Path::Veth(_) => "veth",
+        }
+    }
+    fn server_ip(&self) -> IpAddr {
+        match self {
+            Path::Loopback => [127, 0, 0, 1].into(),
+            Path::Veth(r) => IpAddr::V4(r.endpoint("client").unwrap().address),
+        }
+    }
+    /// A command for the server (client namespace) or the driver (host namespace).
+    fn cmd(&self, server_side: bool, argv: &[String]) -> Result<Command, String> {
+        match self {
+            Path::Loopback => {
+                let mut c = Command::new(&argv[0]);
+                c.args(&argv[1..]);
+                Ok(c)
+            }
+            Path::Veth(r) => exec::command(r.endpoint(if server_side { "client" } else { "host" })?, argv),
+        }
+    }
+}
+
+fn sv(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+struct Server(Child);
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_server(mut c: Command, wait_line: Option<&str>) -> Result<Server, String> {
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut c, || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let mut child = c
+        .stdout(Stdio::null())
+        .stderr(if wait_line.is_some() { Stdio::piped() } else { Stdio::null() })
+        .spawn()
+        .map_err(|e| format!("cannot start {:?}: {e}", c.get_program()))?;
+    match wait_line {
+        Some(w) => {
+            let mut line = String::new();
+            let mut r = BufReader::new(child.stderr.take().unwrap());
+            r.read_line(&mut line).map_err(|e| e.to_string())?;
+            if !line.contains(w) {
+                let _ = child.kill();
+                return Err(format!("server did not start: {line}"));
+            }
+        }
+        None => std::thread::sleep(Duration::from_millis(400)),
+    }
+    Ok(Server(child))
+}
+
+/// Runs the client to its end; host CPU is sampled only while traffic is steady — from a quarter
+/// second after the warm-up to a quarter second before the end — so neither tool's start-up or
+/// exit (sockperf lingers ~1.5 s after its run) dilutes or inflates its figure.
+fn measured(mut c: Command, secs: f64) -> Result<(String, f64), String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sampler = std::thread::spawn(move || -> Result<f64, String> {
+        std::thread::sleep(Duration::from_secs_f64(WARMUP_S + 0.25));
+        let a = procstat::read()?;
+        // Stop early if the client already ended (its figure would be unusable anyway).
+        if rx.recv_timeout(Duration::from_secs_f64(secs - 0.5)).is_ok() {
+            return Err("the client ended before its run was over".into());
+        }
+        let b = procstat::read()?;
+        Ok(procstat::busy(&a, &b).1)
+    });
+    let out = hostcmd::run(&mut c, None, Duration::from_secs_f64(secs + WARMUP_S + 30.0));
+    let _ = tx.send(());
+    let cores = sampler.join().unwrap_or_else(|_| Err("sampler panicked".into()));
+    let out = out?;
+    if out.status != 0 {
+        return Err(format!("{:?} failed: {}", c.get_program(), hostcmd::one_line(&out.stderr)));
+    }
+    Ok((out.stdout, cores?))
+}
+
+const PORT_OURS: u16 = 15211;
+const PORT_IPERF: u16 = 15212;
+const PORT_SOCKPERF: u16 = 15213;
+/// Warm-up both tools leave out (iperf3 -O takes whole seconds).
+const WARMUP_S: f64 = 1.0;
+
+fn ours_stream(path: &Path, size: &str, secs: f64, rr: bool) -> Result<Measure, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?.display().to_string();
+    let ip = path.server_ip().to_string();
+    let token = crate::engine::serve::random_token();
+    let port = PORT_OURS.to_string();
+    let _srv = start_server(
+        path.cmd(true, &sv(&[&exe, "serve", "--bind", &ip, "--port", &port, "--token", &token]))?,
+        Some("listening"),
+    )?;
+    let l = format!("{secs}");
+    let w = format!("{WARMUP_S}");
+    let mut args = sv(&[&exe, "test", "-H", &ip, "-p", &port, "--token", &token, "-l", &l, "--warmup", &w, "--json"]);
+    if rr {
+        args.extend(sv(&["-t", "TCP_RR", "-r", "14,14"]));
+    } else {
+        args.extend(sv(&["-m", size]));
+    }
+    let (out, cores) = measured(path.cmd(false, &args)?, secs)?;
+    let v: serde_json::Value = serde_json::from_str(&out).map_err(|e| format!("vnetlab test output: {e}"))?;
+    let gbps = v["throughput_gbps"].as_f64().unwrap_or(0.0);
+    let tps = v["transactions_per_s"].as_f64();
+    Ok(measure(gbps, cores, tps, v["latency_us"]["p50"].as_f64(), v["latency_us"]["p99"].as_f64()))
+}
+
+fn measure(gbps: f64, cores: f64, tps: Option<f64>, p50: Option<f64>, p99: Option<f64>) -> Measure {
+    let per = match tps {
+        Some(t) if t > 0.0 => cores / (t / 1e5),
+        Some(_) => 0.0,
+        None if gbps > 0.0 => cores / gbps,
+        None => 0.0,
+    };
+    Measure { gbps, busy_cores: cores, cores_per_unit: per, tps, p50_us: p50, p99_us: p99 }
+}
+
+fn iperf3(path: &Path, size: &str, secs: f64) -> Result<Measure, String> {
+    let ip = path.server_ip().to_string();
+    let port = PORT_IPERF.to_string();
+    let _srv = start_server(path.cmd(true, &sv(&["iperf3", "-s", "-1", "-B", &ip, "-p", &port]))?, None)?;
+    let t = format!("{}", (secs + WARMUP_S).round() as u64);
+    let o = format!("{}", WARMUP_S as u64);
+    let (out, cores) = measured(path.cmd(false, &sv(&["iperf3", "-c", &ip, "-p", &port, "-t", &t, "-O", &o, "-l", size, "-J"]))?, secs)?;
+    let v: serde_json::Value = serde_json::from_str(&out).map_err(|e| format!("iperf3 output: {e}"))?;
+    let bps = v["end"]["sum_received"]["bits_per_second"].as_f64().ok_or("iperf3 reported no received rate")?;
+    Ok(measure(bps / 1e9, cores, None, None, None))
+}
+
+fn sockperf(path: &Path, secs: f64) -> Result<Measure, String> {
+    let ip = path.server_ip().to_string();
+    let port = PORT_SOCKPERF.to_string();
+    let _srv = start_server(path.cmd(true, &sv(&["sockperf", "sr", "--tcp", "-i", &ip, "-p", &port]))?, None)?;
+    let t = format!("{}", (secs + WARMUP_S).round() as u64);
+    let (out, cores) = measured(
+        path.cmd(false, &sv(&["sockperf", "pp", "--tcp", "-i", &ip, "-p", &port, "-t", &t, "-m", "14", "--full-rtt"]))?,
+        secs,
+    )?;
+    let (tps, p50, p99) = parse_sockperf(&out)?;
+    Ok(measure(tps * 28.0 * 8.0 / 1e9, cores, Some(tps), Some(p50), Some(p99)))
+}
+
+/// transactions/s, p50 and p99 RTT (µs) from `sockperf pp --full-rtt` output.
+pub fn parse_sockperf(out: &str) -> Result<(f64, f64, f64), String> {
+    let mut tps = None;
+    let (mut p50, mut p99) = (None, None);
+    for line in out.lines() {
+        if line.contains("[Valid Duration]") {
+            let rt = line.split("RunTime=").nth(1).and_then(|s| s.split_whitespace().next()).and_then(|s| s.parse::<f64>().ok());
+            let rx = line.split("ReceivedMessages=").nth(1).and_then(|s| s.trim().parse::<f64>().ok());
+            if let (Some(rt), Some(rx)) = (rt, rx) {
+                tps = Some(rx / rt);
+            }
+        }
+        let pct = |p: &str| line.contains(&format!("percentile {p} =")).then(|| line.rsplit('=').next().and_then(|s| s.trim().parse::<f64>().ok())).flatten();
+        p50 = p50.or_else(|| pct("50.000"));
+        p99 = p99.or_else(|| pct("99.000"));
+    }
+    match (tps, p50, p99) {
+        (Some(t), Some(a), Some(b)) => Ok((t, a, b)),
+        _ => Err("could not read sockperf's results".into()),
+    }
+}
+
+fn median(mut v: Vec<Measure>, key: fn(&Measure) -> f64) -> Measure {
+    v.sort_by(|a, b| key(a).total_cmp(&key(b)));
+    v[v.len() / 2].clone()
+}
+
+/// Runs the comparison on one path; `progress` says what runs.
+pub fn compare(path: &Path, secs: f64, repeat: u32, progress: &mut dyn FnMut(&str)) -> Result<Vec<Row>, String> {
+    let mut rows = Vec::new();
+    for size in ["1K", "128K"] {
+        let (mut ours, mut peer) = (Vec::new(), Vec::new());
+        for i in 0..repeat {
+            progress(&format!("{} TCP_STREAM {size}: run {}/{repeat}", path.name(), i + 1));
+            ours.push(ours_stream(path, size, secs, false)?);
+            peer.push(iperf3(path, size, secs)?);
+        }
+        let (o, p) = (median(ours, |m| m.gbps), median(peer, |m| m.gbps));
+        rows.push(Row {
+            path: path.name().into(),
+            test: format!("TCP_STREAM {size}"),
+            peer: "iperf3".into(),
+            throughput_ratio: o.gbps / p.gbps,
+            cpu_per_unit_ratio: o.cores_per_unit / p.cores_per_unit,
+            p50_ratio: None,
+            vnetlab: o,
+            peer_result: p,
+        });
+    }
+    let (mut ours, mut peer) = (Vec::new(), Vec::new());
+    for i in 0..repeat {
+        progress(&format!("{} TCP_RR 14 B: run {}/{repeat}", path.name(), i + 1));
+        ours.push(ours_stream(path, "14", secs, true)?);
+        peer.push(sockperf(path, secs)?);
+    }
+    let key = |m: &Measure| m.tps.unwrap_or(0.0);
+    let (o, p) = (median(ours, key), median(peer, key));
+    rows.push(Row {
+        path: path.name().into(),
+        test: "TCP_RR 14 B".into(),
+        peer: "sockperf pp".into(),
+        throughput_ratio: o.tps.unwrap_or(0.0) / p.tps.unwrap_or(1.0),
+        cpu_per_unit_ratio: o.cores_per_unit / p.cores_per_unit,
+        p50_ratio: Some(o.p50_us.unwrap_or(0.0) / p.p50_us.unwrap_or(1.0)),
+        vnetlab: o,
+        peer_result: p,
+    });
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sockperf_output_is_read() {
+        let out = "sockperf: [Valid Duration] RunTime=1.550 sec; SentMessages=26464; ReceivedMessages=26464\n\
+                   sockperf: ---> percentile 99.000 =   86.959\nsockperf: ---> percentile 50.000 =   55.642\n";
+        let (tps, p50, p99) = super::parse_sockperf(out).unwrap();
+        assert!((tps - 26464.0 / 1.55).abs() < 1e-6);
+        assert_eq!((p50, p99), (55.642, 86.959));
+        assert!(super::parse_sockperf("nothing").is_err());
+    }
+}
