@@ -1,12 +1,5 @@
-//! vnetlab: builds hypervisor virtual-NIC datapaths on one Linux host, drives traffic through
-//! them, attributes the host's CPU to each part, and plans VDI capacity. See DESIGN.md.
-
-mod bench;
-mod cli;
-mod engine;
-mod lab;
-mod meter;
+//! The `vnetlab` command: everything lives in the library; this only runs the CLI.
 
 fn main() {
-    std::process::exit(cli::main());
+    std::process::exit(vnetlab::cli::main());
 }

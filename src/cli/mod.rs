@@ -51,6 +51,8 @@ enum Cmd {
     Cleanup(lab_cmds::CleanupArgs),
     /// Run a netperf-class test: standalone against `vnetlab serve` (-H), or in a lab (--from/--to)
     Test(test_cmds::TestArgs),
+    /// Measure where the host's CPU goes in a lab over a window (no traffic of its own)
+    Meter(test_cmds::MeterArgs),
     /// Answer tests from `vnetlab test -H` (like netserver)
     Serve(test_cmds::ServeArgs),
     /// Benchmarks side by side with a named peer tool, as ratios
@@ -84,6 +86,7 @@ pub fn main() -> i32 {
         Cmd::Cleanup(a) => lab_cmds::cleanup(a),
         Cmd::Test(a) => test_cmds::test(a),
         Cmd::Serve(a) => test_cmds::serve(a),
+        Cmd::Meter(a) => test_cmds::meter(a),
         Cmd::Agent => test_cmds::agent(),
         Cmd::Bench(a) => bench_cmds::bench(a),
     };

@@ -7,6 +7,8 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use super::{input, need_root, print_json, running, CmdResult, Fail};
 use crate::engine::controller::{self, AgentConn, Pair, TestResult};
 use crate::engine::spec::{self, Spec, TestKind};
+use crate::meter::report::{self, CpuReport};
+use crate::meter::{stats, Meter, Part, PartKind};
 use crate::lab::state::{self, LabRecord};
 
 pub const DEFAULT_PORT: u16 = 12866;
@@ -67,6 +69,13 @@ pub struct TestArgs {
     /// In a lab: the server side: g1…, client or host
     #[arg(long)]
     to: Option<String>,
+    /// Run the test N times (or up to N times with --confidence) and report the spread
+    #[arg(long, default_value_t = 1)]
+    repeat: u32,
+    /// Repeat until the LEVEL % confidence interval of throughput and of host CPU is within
+    /// WIDTH % (±WIDTH/2) of the mean, as netperf's -I; e.g. 95,5 (at least 3 runs, at most --repeat)
+    #[arg(long)]
+    confidence: Option<String>,
     /// One JSON document on stdout
     #[arg(long)]
     json: bool,
@@ -99,37 +108,215 @@ impl TestArgs {
     }
 }
 
+/// A test's output: the engine's result, the meter's CPU report and, with repeats, the spread.
+#[derive(serde::Serialize)]
+pub struct Measured {
+    #[serde(flatten)]
+    pub result: TestResult,
+    pub cpu: Option<CpuReport>,
+    /// Why there is no CPU report.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<Repeats>,
+}
+
+#[derive(serde::Serialize)]
+pub struct Repeats {
+    pub runs: usize,
+    pub confidence_level: u32,
+    pub confidence_met: Option<bool>,
+    pub throughput_gbps: stats::Spread,
+    pub transactions_per_s: Option<stats::Spread>,
+    pub host_busy_pct: Option<stats::Spread>,
+    pub normalized_pct_per_gbps: Option<stats::Spread>,
+}
+
+/// Where a test runs: a lab (agents started in its endpoints) or standalone against `serve`.
+enum Target {
+    Lab { rec: LabRecord, from: String, to: String },
+    Remote { host: String, ip: IpAddr, port: u16, token: String },
+}
+
+impl Target {
+    fn agents(&self) -> Result<(Vec<AgentConn>, Vec<Pair>), String> {
+        match self {
+            Target::Lab { rec, from, to } => lab_agents(rec, from, to),
+            Target::Remote { host, ip, port, token } => {
+                let remote = AgentConn::tcp(host, SocketAddr::new(*ip, *port), token)?;
+                let local = AgentConn::local("local")?;
+                let pair = Pair { initiator: 0, server: 1, listen_on: *ip, connect_to: *ip, ports: None, from: "local".into(), to: host.clone() };
+                Ok((vec![local, remote], vec![pair]))
+            }
+        }
+    }
+
+    /// The meter's parts: the lab's cgroups, and this process (the driver and any local agent).
+    fn parts(&self) -> Vec<Part> {
+        let mut v = Vec::new();
+        if let Target::Lab { rec, .. } = self {
+            for e in &rec.endpoints {
+                let kind = match e.name.as_str() {
+                    "host" => PartKind::Host,
+                    "client" => PartKind::Client,
+                    _ => PartKind::Guest,
+                };
+                v.push(Part { name: e.name.clone(), kind, cgroups: e.cgroups.clone(), pid: None });
+            }
+        }
+        v.push(Part { name: "vnetlab driver".into(), kind: PartKind::Process, cgroups: vec![], pid: Some(std::process::id()) });
+        v
+    }
+
+    /// The parts on the sending and on the receiving side of the bulk data.
+    fn sides(&self, spec: &Spec) -> (Vec<String>, Vec<String>) {
+        let (from, to): (Vec<String>, Vec<String>) = match self {
+            Target::Lab { rec, from, to } => {
+                let f = if from == "guests" { rec.guests().map(|g| g.name.clone()).collect() } else { vec![from.clone()] };
+                (f, vec![to.clone()])
+            }
+            Target::Remote { .. } => (vec!["vnetlab driver".into()], vec![]),
+        };
+        if spec.test.initiator_sends() { (from, to) } else { (to, from) }
+    }
+}
+
+/// Runs one test with the meter on.
+fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, String> {
+    let (mut agents, pairs) = target.agents()?;
+    let meter = Meter::start(target.parts());
+    let mut on_start = |t: std::time::Instant| {
+        let a = t + std::time::Duration::from_secs_f64(spec.warmup);
+        meter.window(a, a + std::time::Duration::from_secs_f64(spec.duration));
+    };
+    let r = controller::run(spec, &mut agents, &pairs, &mut on_start);
+    drop(agents);
+    let data = meter.stop();
+    let result = r?;
+    let (send, recv) = target.sides(spec);
+    let traffic = report::Traffic { gbps: Some(result.throughput_gbps), transactions_per_s: result.transactions_per_s, send_parts: &send, recv_parts: &recv };
+    let (cpu, cpu_error) = match report::build(&data, &traffic) {
+        Ok(c) => (Some(c), None),
+        Err(e) => (None, Some(e)),
+    };
+    Ok(Measured { result, cpu, cpu_error, repeats: None })
+}
+
 pub fn test(a: TestArgs) -> CmdResult {
     let spec = input(a.spec())?;
-    let result = if a.from.is_some() || a.to.is_some() {
+    let confidence = a.confidence.as_deref().map(stats::parse_confidence).transpose().map_err(Fail::Input)?;
+    if !(1..=1000).contains(&a.repeat) {
+        return Err(Fail::Input(format!("--repeat {}: use 1 to 1000", a.repeat)));
+    }
+    let target = if a.from.is_some() || a.to.is_some() {
         if a.host.is_some() {
             return Err(Fail::Input("use either -H (standalone) or --from/--to (in a lab), not both".into()));
         }
         need_root("vnetlab test in a lab")?;
         let lab = input(state::resolve(a.lab.as_deref()))?;
         let rec = input(state::load(&lab))?;
-        let from = a.from.as_deref().ok_or(Fail::Input("--to needs --from (g1…, client, host or guests)".into()))?;
-        let to = a.to.as_deref().ok_or(Fail::Input("--from needs --to (g1…, client or host)".into()))?;
-        let (mut agents, pairs) = input(lab_agents(&rec, from, to))?;
-        running(controller::run(&spec, &mut agents, &pairs))?
+        let from = a.from.clone().ok_or(Fail::Input("--to needs --from (g1…, client, host or guests)".into()))?;
+        let to = a.to.clone().ok_or(Fail::Input("--from needs --to (g1…, client or host)".into()))?;
+        if from != "guests" {
+            input(rec.endpoint(&from))?;
+        }
+        input(rec.endpoint(&to))?;
+        Target::Lab { rec, from, to }
     } else if let Some(h) = &a.host {
         let ip = input(resolve_host(h))?;
         input(check_allowed(ip))?;
-        let token = a.token.as_deref().ok_or(Fail::Input("-H needs --token: pass the token `vnetlab serve` printed".into()))?;
-        let remote = running(AgentConn::tcp(h, SocketAddr::new(ip, a.port), token))?;
-        let local = running(AgentConn::local("local"))?;
-        let mut agents = vec![local, remote];
-        let pair = Pair { initiator: 0, server: 1, listen_on: ip, connect_to: ip, ports: None, from: "local".into(), to: h.clone() };
-        running(controller::run(&spec, &mut agents, &[pair]))?
+        let token = a.token.clone().ok_or(Fail::Input("-H needs --token: pass the token `vnetlab serve` printed".into()))?;
+        Target::Remote { host: h.clone(), ip, port: a.port, token }
     } else {
         return Err(Fail::Input("say where to test: -H HOST (with `vnetlab serve` there) or --from/--to inside a lab".into()));
     };
+    let (level, width) = confidence.unwrap_or((95, 5.0));
+    let mut runs: Vec<Measured> = Vec::new();
+    let mut met = None;
+    for i in 0..a.repeat {
+        if a.repeat > 1 && !a.json {
+            eprintln!("run {}/{}", i + 1, a.repeat);
+        }
+        runs.push(running(measured_run(&target, &spec))?);
+        if confidence.is_some() && runs.len() >= 3 {
+            let (t, c) = spreads(&runs, level);
+            let ok = stats::confident(&t, width) && c.as_ref().map_or(true, |c| stats::confident(c, width));
+            met = Some(ok);
+            if ok {
+                break;
+            }
+        }
+    }
+    let repeats = (runs.len() > 1).then(|| {
+        let (t, c) = spreads(&runs, level);
+        let tps: Vec<f64> = runs.iter().filter_map(|r| r.result.transactions_per_s).collect();
+        let norm: Vec<f64> = runs.iter().filter_map(|r| r.cpu.as_ref().and_then(|c| c.normalized_pct_per_gbps)).collect();
+        Repeats {
+            runs: runs.len(),
+            confidence_level: level,
+            confidence_met: met,
+            throughput_gbps: t,
+            transactions_per_s: (tps.len() == runs.len()).then(|| stats::spread(&tps, level)),
+            host_busy_pct: c,
+            normalized_pct_per_gbps: (norm.len() == runs.len()).then(|| stats::spread(&norm, level)),
+        }
+    });
+    // Report the run whose throughput is the median, with the spread of all of them.
+    let key = |m: &Measured| m.result.transactions_per_s.unwrap_or(m.result.throughput_gbps);
+    runs.sort_by(|x, y| key(x).total_cmp(&key(y)));
+    let mid = runs.len() / 2;
+    let mut out = runs.swap_remove(mid);
+    out.repeats = repeats;
     if a.json {
-        print_json(&result);
+        print_json(&out);
     } else {
-        print_result(&result);
+        print_result(&out.result);
+        if let Some(c) = &out.cpu {
+            print_cpu(c);
+        } else if let Some(e) = &out.cpu_error {
+            println!("  CPU: not measured ({e})");
+        }
+        if let Some(r) = &out.repeats {
+            let ci = |s: &stats::Spread| s.ci.map(|[l, h]| format!(", {}% CI {l:.3}–{h:.3}", r.confidence_level)).unwrap_or_default();
+            println!("  {} runs: Gb/s min {:.3} median {:.3} max {:.3}{}", r.runs, r.throughput_gbps.min, r.throughput_gbps.median, r.throughput_gbps.max, ci(&r.throughput_gbps));
+            if let Some(c) = &r.host_busy_pct {
+                println!("          host CPU % min {:.2} median {:.2} max {:.2}{}", c.min, c.median, c.max, ci(c));
+            }
+            if let Some(m) = r.confidence_met {
+                println!("          confidence {}", if m { "reached" } else { "NOT reached within --repeat runs" });
+            }
+        }
     }
     Ok(())
+}
+
+fn spreads(runs: &[Measured], level: u32) -> (stats::Spread, Option<stats::Spread>) {
+    let t: Vec<f64> = runs.iter().map(|r| r.result.transactions_per_s.unwrap_or(r.result.throughput_gbps)).collect();
+    let c: Vec<f64> = runs.iter().filter_map(|r| r.cpu.as_ref().map(|c| c.host_busy_pct)).collect();
+    (stats::spread(&t, level), (c.len() == runs.len()).then(|| stats::spread(&c, level)))
+}
+
+pub fn print_cpu(c: &CpuReport) {
+    let mut line = format!("  host CPU {:.2} % ({:.3} cores; machine {:.2} % with the client)", c.host_busy_pct, c.host_busy_cores, c.machine_busy_pct);
+    if let Some(n) = c.normalized_pct_per_gbps {
+        line += &format!(", {n:.3} % per Gb/s");
+    }
+    println!("{line}");
+    if let Some(d) = &c.service_demand_us_per_kb {
+        println!("  service demand µs/KB: host {:.3}  send side {:.3}  receive side {:.3}", d.host, d.send, d.recv);
+    }
+    if let Some(d) = &c.service_demand_us_per_tran {
+        println!("  service demand µs/transaction: host {:.2}  initiator {:.2}  server {:.2}", d.host, d.send, d.recv);
+    }
+    let parts: Vec<String> = c.parts.iter().filter(|p| p.busy_pct.abs() >= 0.05).map(|p| format!("{} {:.2} %", p.name, p.busy_pct)).collect();
+    println!("  parts: {}", parts.join(", "));
+    let net: Vec<String> = ["NET_RX", "NET_TX"].iter().filter_map(|k| c.softirq_per_s.get(*k).map(|v| format!("{k} {v:.0}/s"))).collect();
+    println!("  softirqs {}; interrupts {:.0}/s", net.join(", "), c.interrupts_per_s);
+    match c.counters.as_str() {
+        Some(s) => println!("  hardware counters: {s}"),
+        None => println!("  hardware counters: {}", c.counters),
+    }
+    println!("  meter: {:.2} % of one core at {} Hz", c.meter["own_cpu_pct_of_core"].as_f64().unwrap_or(0.0), c.meter["hz"]);
 }
 
 fn resolve_host(h: &str) -> Result<IpAddr, String> {
@@ -259,6 +446,42 @@ pub fn serve(a: ServeArgs) -> CmdResult {
     running(crate::engine::serve::serve(SocketAddr::new(a.bind, a.port), &token, a.once, |addr| {
         eprintln!("vnetlab serve: listening on {addr}; token {token} (pass it to vnetlab test --token)");
     }))
+}
+
+#[derive(Args)]
+pub struct MeterArgs {
+    /// The lab (default: the only one)
+    #[arg(long)]
+    lab: Option<String>,
+    /// Seconds to measure
+    #[arg(short = 'l', long = "len", default_value_t = 5.0)]
+    seconds: f64,
+    #[arg(long)]
+    json: bool,
+}
+
+/// `vnetlab meter`: where the host's CPU goes over a window, with whatever runs in the lab.
+pub fn meter(a: MeterArgs) -> CmdResult {
+    if !(0.2..=3600.0).contains(&a.seconds) {
+        return Err(Fail::Input(format!("-l {}: use 0.2 to 3600 seconds", a.seconds)));
+    }
+    let lab = input(state::resolve(a.lab.as_deref()))?;
+    let rec = input(state::load(&lab))?;
+    let target = Target::Lab { rec, from: "host".into(), to: "client".into() };
+    let m = Meter::start(target.parts());
+    let start = std::time::Instant::now() + std::time::Duration::from_millis(100);
+    let end = start + std::time::Duration::from_secs_f64(a.seconds);
+    m.window(start, end);
+    std::thread::sleep(end.saturating_duration_since(std::time::Instant::now()) + std::time::Duration::from_millis(50));
+    let data = m.stop();
+    let c = running(report::build(&data, &report::Traffic { gbps: None, transactions_per_s: None, send_parts: &[], recv_parts: &[] }))?;
+    if a.json {
+        print_json(&serde_json::json!({ "lab": lab, "cpu": c }));
+    } else {
+        println!("lab {lab}, {:.1} s:", c.window_s);
+        print_cpu(&c);
+    }
+    Ok(())
 }
 
 /// The agent started inside a lab endpoint: a session on stdin/stdout.

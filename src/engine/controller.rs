@@ -190,8 +190,9 @@ pub struct TestResult {
 /// Stream ids: pair k's streams are k*1000, k*1000+1, …
 const IDS_PER_PAIR: u32 = 1000;
 
-/// Runs one test over the pairs and returns the combined result.
-pub fn run(spec: &Spec, agents: &mut [AgentConn], pairs: &[Pair]) -> Result<TestResult, String> {
+/// Runs one test over the pairs and returns the combined result. `on_start` is called with the
+/// instant every agent was told to run (the meter's window starts a warm-up after it).
+pub fn run(spec: &Spec, agents: &mut [AgentConn], pairs: &[Pair], on_start: &mut dyn FnMut(std::time::Instant)) -> Result<TestResult, String> {
     spec.validate()?;
     if pairs.is_empty() {
         return Err("nothing to test: no pairs".into());
@@ -222,9 +223,11 @@ pub fn run(spec: &Spec, agents: &mut [AgentConn], pairs: &[Pair]) -> Result<Test
             order.push(p.initiator);
         }
     }
+    let started = std::time::Instant::now();
     for &i in &order {
         agents[i].send(&Request::Run)?;
     }
+    on_start(started);
     let wait = Duration::from_secs_f64(spec.warmup + spec.duration + super::flows::GRACE_S + super::flows::HARD_S + 10.0);
     let mut reports: Vec<(usize, SideReport)> = Vec::new();
     for &i in &order {

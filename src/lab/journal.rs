@@ -57,6 +57,11 @@ impl Journal {
 pub fn read(path: &Path) -> Result<Vec<Entry>, String> {
     let f = File::open(path).map_err(|e| format!("cannot read journal {}: {e}", path.display()))?;
     let lines: Vec<String> = BufReader::new(f).lines().map_while(Result::ok).collect();
+    parse(&lines).map_err(|(n, e)| format!("{}:{n}: bad journal line: {e}", path.display()))
+}
+
+/// Parses journal lines; the error names the 1-based line.
+pub fn parse(lines: &[String]) -> Result<Vec<Entry>, (usize, String)> {
     let mut out = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         if line.trim().is_empty() {
@@ -65,7 +70,7 @@ pub fn read(path: &Path) -> Result<Vec<Entry>, String> {
         match serde_json::from_str(line) {
             Ok(e) => out.push(e),
             Err(_) if i + 1 == lines.len() => {}
-            Err(e) => return Err(format!("{}:{}: bad journal line: {e}", path.display(), i + 1)),
+            Err(e) => return Err((i + 1, e.to_string())),
         }
     }
     Ok(out)

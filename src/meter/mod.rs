@@ -1,3 +1,191 @@
-//! The meter: where the host's CPU went while traffic flowed.
+//! The meter: where the host's CPU went while traffic flowed. A sampler thread reads /proc/stat
+//! and each part's cgroup at 10 Hz for the time series, and takes full snapshots (adding a scan
+//! of every process, interrupt counts and hardware counters) exactly at the measured window's
+//! edges. It knows parts (names, cgroup folders, PIDs), never labs or workloads.
 
+pub mod cgroupstat;
+pub mod counters;
+pub mod irqstat;
+pub mod procs;
 pub mod procstat;
+pub mod report;
+pub mod stats;
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum PartKind {
+    Guest,
+    Host,
+    Client,
+    Process,
+    Kernel,
+}
+
+/// Something whose CPU is measured: a cgroup (guest, host, client) or a process.
+#[derive(Clone, Debug)]
+pub struct Part {
+    pub name: String,
+    pub kind: PartKind,
+    pub cgroups: Vec<PathBuf>,
+    pub pid: Option<u32>,
+}
+
+pub const HZ: f64 = 10.0;
+
+/// One reading of everything cheap.
+#[derive(Clone, Debug)]
+pub struct Light {
+    pub at: Instant,
+    pub stat: procstat::Snapshot,
+    /// CPU seconds per part (same order as the parts).
+    pub parts: Vec<f64>,
+}
+
+/// A reading at a window edge.
+#[derive(Clone, Debug)]
+pub struct Full {
+    pub light: Light,
+    pub scan: procs::Scan,
+    pub irq: irqstat::Counts,
+    pub counters: Option<counters::CounterReport>,
+}
+
+pub struct MeterData {
+    pub parts: Vec<Part>,
+    pub series: Vec<Light>,
+    pub edges: Vec<Full>,
+    pub counters_unsupported: Option<String>,
+    pub counter_notes: Vec<String>,
+    /// The sampler's own CPU seconds and the wall seconds it ran.
+    pub own_cpu_s: f64,
+    pub own_wall_s: f64,
+    pub ticks_per_s: f64,
+}
+
+enum Msg {
+    Window(Instant, Instant),
+    Stop,
+}
+
+pub struct Meter {
+    tx: Sender<Msg>,
+    handle: JoinHandle<MeterData>,
+}
+
+fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
+pub fn ticks_per_s() -> f64 {
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 { t as f64 } else { 100.0 }
+}
+
+fn read_light(parts: &[Part], hz: f64) -> Light {
+    let at = Instant::now();
+    let stat = procstat::read().unwrap_or_default();
+    let parts = parts
+        .iter()
+        .map(|p| match (p.pid, p.cgroups.is_empty()) {
+            (Some(pid), true) => procs::read(pid, hz).map(|t| t.cpu_s).unwrap_or(0.0),
+            _ => cgroupstat::read_any(&p.cgroups, hz).unwrap_or(0.0),
+        })
+        .collect();
+    Light { at, stat, parts }
+}
+
+impl Meter {
+    /// Starts sampling. `v2_folders` name, per part, a cgroup v2 folder hardware counters can use.
+    pub fn start(parts: Vec<Part>) -> Meter {
+        let (tx, rx) = mpsc::channel();
+        let handle = std::thread::Builder::new()
+            .name("meter".into())
+            .spawn(move || {
+                let hz = ticks_per_s();
+                let ncpu = procstat::read().map(|s| s.cores.len()).unwrap_or(1).max(1);
+                let cpu0 = thread_cpu_s();
+                let t0 = Instant::now();
+                let v2: Vec<(String, Option<std::path::PathBuf>)> = parts
+                    .iter()
+                    .map(|p| (p.name.clone(), p.cgroups.iter().find(|d| d.join("cpu.stat").exists()).cloned()))
+                    .collect();
+                let v2_refs: Vec<(String, Option<&std::path::Path>)> = v2.iter().map(|(n, d)| (n.clone(), d.as_deref())).collect();
+                let (counters, unsupported) = match counters::Counters::start(&v2_refs, ncpu) {
+                    Ok(c) => (Some(c), None),
+                    Err(e) => (None, Some(e)),
+                };
+                let mut data = MeterData {
+                    parts: parts.clone(),
+                    series: Vec::new(),
+                    edges: Vec::new(),
+                    counters_unsupported: unsupported,
+                    counter_notes: Vec::new(),
+                    own_cpu_s: 0.0,
+                    own_wall_s: 0.0,
+                    ticks_per_s: hz,
+                };
+                let period = Duration::from_secs_f64(1.0 / HZ);
+                let mut next_tick = Instant::now();
+                let mut marks: Vec<Instant> = Vec::new();
+                loop {
+                    let next = marks.first().copied().filter(|m| *m < next_tick).unwrap_or(next_tick);
+                    let wait = next.saturating_duration_since(Instant::now());
+                    match rx.recv_timeout(wait) {
+                        Ok(Msg::Window(a, b)) => {
+                            marks = vec![a, b];
+                            continue;
+                        }
+                        Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => break,
+                        Err(RecvTimeoutError::Timeout) => {}
+                    }
+                    let now = Instant::now();
+                    if marks.first().is_some_and(|m| *m <= now) {
+                        marks.remove(0);
+                        let light = read_light(&parts, hz);
+                        let mut exclude: HashSet<u32> = procs::pids_in(&parts.iter().flat_map(|p| p.cgroups.clone()).collect::<Vec<_>>());
+                        exclude.extend(parts.iter().filter_map(|p| p.pid));
+                        data.edges.push(Full {
+                            light,
+                            scan: procs::scan(&exclude, hz),
+                            irq: irqstat::read(),
+                            counters: counters.as_ref().map(|c| c.read()),
+                        });
+                    }
+                    if now >= next_tick {
+                        data.series.push(read_light(&parts, hz));
+                        next_tick += period;
+                        if next_tick < now {
+                            next_tick = now + period;
+                        }
+                    }
+                }
+                if let Some(c) = &counters {
+                    data.counter_notes = c.read().notes;
+                }
+                data.own_cpu_s = thread_cpu_s() - cpu0;
+                data.own_wall_s = t0.elapsed().as_secs_f64();
+                data
+            })
+            .expect("cannot start the meter thread");
+        Meter { tx, handle }
+    }
+
+    /// The measured window: full snapshots are taken at exactly these instants.
+    pub fn window(&self, start: Instant, end: Instant) {
+        let _ = self.tx.send(Msg::Window(start, end));
+    }
+
+    pub fn stop(self) -> MeterData {
+        let _ = self.tx.send(Msg::Stop);
+        self.handle.join().expect("meter thread panicked")
+    }
+}

@@ -1,0 +1,66 @@
+//! One entry point that runs arbitrary input through every text parser vnetlab wrote; used by
+//! the cargo-fuzz target (`make fuzz`) and by a randomized unit test that runs in `make test`.
+
+/// Parses `data` every way vnetlab parses text. Errors are fine; panics are bugs.
+pub fn all_text_parsers(data: &[u8]) {
+    let Ok(s) = std::str::from_utf8(data) else { return };
+    use crate::lab::{addr, journal, status, topology};
+    let _ = topology::TopologyFile::parse(s, "fuzz.toml").map(|t| t.into_topology().validate());
+    let _ = s.parse::<topology::Rate>();
+    let _ = s.parse::<topology::Delay>();
+    let _ = s.parse::<topology::Loss>();
+    let _ = s.parse::<topology::Mode>();
+    let _ = s.parse::<topology::Gro>();
+    let _ = s.parse::<addr::Subnet>();
+    let _ = addr::overlapping_route(s, &"10.213.0.0/16".parse().unwrap());
+    let lines: Vec<String> = s.lines().map(str::to_string).collect();
+    let _ = journal::parse(&lines);
+    let _ = status::parse_offloads(s);
+    let _ = crate::meter::procstat::parse(s);
+    let _ = crate::engine::spec::parse_size(s);
+    let _ = crate::engine::spec::parse_rr(s);
+    let _ = s.parse::<crate::engine::spec::TestKind>();
+    let _ = serde_json::from_str::<crate::engine::proto::Request>(s);
+    let _ = serde_json::from_str::<crate::engine::proto::Reply>(s);
+    let _ = crate::bench::engine::parse_sockperf(s);
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng};
+
+    /// A quick stable-Rust stand-in for the fuzzer: random and mutated inputs, no panics.
+    #[test]
+    fn parsers_survive_random_input() {
+        let seeds: &[&str] = &[
+            "name = \"demo\"\nmode = \"nat\"\nguests = 4\n[wire]\nrate = \"1gbit\"\n",
+            "1gbit", "5ms", "0.1%", "10.213.0.0/16", "128K", "64,1K",
+            "cpu  100 0 50 800 10 5 20 0 30 0\ncpu0 1 2 3 4\n",
+            "generic-receive-offload: on\ntcp-segmentation-offload: off [fixed]\n",
+            "{\"kind\":\"netns\",\"name\":\"vlx-host\"}\n{\"kind\":\"cgroup\",\"path\":\"/x\",\"shared\":true}",
+            "{\"op\":\"listen\",\"spec\":{},\"bind\":\"127.0.0.1\",\"ports\":[1,2],\"streams\":1,\"first_id\":0}",
+            "[{\"dst\":\"10.0.0.0/8\",\"dev\":\"eth0\"}]",
+            "sockperf: [Valid Duration] RunTime=1.5 sec; SentMessages=2; ReceivedMessages=2\n---> percentile 50.000 = 1\n",
+        ];
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0x766e6c);
+        let alphabet = b" \n\t=\"'[]{},:%./-0123456789abcdefgkmnorstuwxyzKMGT\\#\xc3\xa9";
+        for _ in 0..20_000 {
+            let mut v: Vec<u8> = if rng.gen_bool(0.5) {
+                seeds[rng.gen_range(0..seeds.len())].as_bytes().to_vec()
+            } else {
+                Vec::new()
+            };
+            for _ in 0..rng.gen_range(0..12) {
+                let pos = if v.is_empty() { 0 } else { rng.gen_range(0..=v.len()) };
+                match rng.gen_range(0..3) {
+                    0 => v.insert(pos, alphabet[rng.gen_range(0..alphabet.len())]),
+                    1 if !v.is_empty() => {
+                        v.remove(pos.min(v.len() - 1));
+                    }
+                    _ => v.insert(pos, rng.gen()),
+                }
+            }
+            super::all_text_parsers(&v);
+        }
+    }
+}

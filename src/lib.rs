@@ -1,0 +1,9 @@
+//! vnetlab: builds hypervisor virtual-NIC datapaths on one Linux host, drives traffic through
+//! them, attributes the host's CPU to each part, and plans VDI capacity. See DESIGN.md.
+
+pub mod bench;
+pub mod cli;
+pub mod engine;
+pub mod fuzzing;
+pub mod lab;
+pub mod meter;

@@ -1,0 +1,62 @@
+//! CPU time of one cgroup folder: v1 `cpuacct.stat` (user and system, in USER_HZ ticks, the same
+//! ticks /proc/stat counts, softirq taken while a member task ran included) or v2 `cpu.stat`
+//! (`usage_usec`).
+
+use std::path::Path;
+
+/// CPU seconds used by a cgroup so far, from the text of its stat file.
+pub fn parse(file_name: &str, text: &str, ticks_per_s: f64) -> Result<f64, String> {
+    let field = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(k).and_then(|v| v.trim().parse::<u64>().ok()))
+            .ok_or_else(|| format!("{file_name}: no '{}' line", k.trim()))
+    };
+    match file_name {
+        "cpuacct.stat" => Ok((field("user ")? + field("system ")?) as f64 / ticks_per_s),
+        "cpu.stat" => Ok(field("usage_usec ")? as f64 / 1e6),
+        _ => Err(format!("{file_name}: not a cgroup CPU file")),
+    }
+}
+
+/// CPU seconds of a cgroup folder (whichever hierarchy it is in).
+pub fn read(dir: &Path, ticks_per_s: f64) -> Result<f64, String> {
+    for f in ["cpuacct.stat", "cpu.stat"] {
+        if let Ok(t) = std::fs::read_to_string(dir.join(f)) {
+            return parse(f, &t, ticks_per_s);
+        }
+    }
+    Err(format!("{}: no cpuacct.stat or cpu.stat (is the lab still up?)", dir.display()))
+}
+
+/// The folders' accounting file for CPU time: the first folder that has one (a part may also sit
+/// in a cpuset hierarchy, which counts nothing).
+pub fn read_any(dirs: &[std::path::PathBuf], ticks_per_s: f64) -> Result<f64, String> {
+    let mut last = Err("no cgroup folders".to_string());
+    for d in dirs {
+        last = read(d, ticks_per_s);
+        if last.is_ok() {
+            return last;
+        }
+    }
+    last
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn v1_cpuacct_stat_fixture() {
+        let t = "user 154\nsystem 46\n";
+        assert_eq!(parse("cpuacct.stat", t, 100.0).unwrap(), 2.0);
+        assert!(parse("cpuacct.stat", "user 1\n", 100.0).is_err());
+    }
+
+    #[test]
+    fn v2_cpu_stat_fixture() {
+        let t = "usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\nnr_periods 0\n";
+        assert_eq!(parse("cpu.stat", t, 100.0).unwrap(), 2.5);
+        assert!(parse("cpu.stat", "user_usec 5\n", 100.0).is_err());
+        assert!(parse("memory.stat", t, 100.0).is_err());
+    }
+}

@@ -1,0 +1,80 @@
+//! Integration tests of the meter: CPU burnt in one guest is found there and nowhere else, the
+//! parts add up to the host's busy time, and every test reports its CPU (root).
+
+mod common;
+use common::*;
+use std::process::Stdio;
+
+fn part<'a>(cpu: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    cpu["parts"].as_array().unwrap().iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("no part {name}: {cpu}"))
+}
+
+#[test]
+fn a_core_burnt_in_g1_is_attributed_to_g1_and_not_g2() {
+    let c = ctx("meter");
+    c.ok(&["up", "--name", "tmet", "--guests", "2"]);
+    let mut burner = c
+        .cmd(&["exec", "--lab", "tmet", "g1", "--", "sh", "-c", "while :; do :; done"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let v = c.json(&["meter", "--lab", "tmet", "-l", "2", "--json"]);
+    burner.kill().unwrap();
+    let _ = burner.wait();
+    let cpu = &v["cpu"];
+    let g1 = part(cpu, "g1")["cores"].as_f64().unwrap();
+    let g2 = part(cpu, "g2")["cores"].as_f64().unwrap();
+    assert!((0.85..=1.1).contains(&g1), "g1 burnt {g1} cores: {cpu}");
+    assert!(g2 < 0.05, "g2 got {g2} cores");
+    // The parts add up: what is measured part by part matches the host's busy time within 2 %.
+    let un = cpu["check"]["unattributed_kernel_pct"].as_f64().unwrap();
+    assert!(un.abs() <= 2.0, "unattributed {un} % of the host: {}", cpu["check"]);
+    let sum: f64 = cpu["parts"].as_array().unwrap().iter().map(|p| p["busy_pct"].as_f64().unwrap()).sum();
+    assert!((sum - cpu["machine_busy_pct"].as_f64().unwrap()).abs() < 1e-6);
+    // Without hardware counters the meter says so, and gives task-clock.
+    match &cpu["counters"] {
+        serde_json::Value::String(s) => assert!(s.starts_with("not supported"), "{s}"),
+        o => assert!(o["host"]["cycles"].as_u64().unwrap() > 0),
+    }
+    assert!(part(cpu, "g1")["task_clock_ms"].as_f64().unwrap() > 1500.0);
+    // The meter's own CPU at 10 Hz stays under 1 % of one core.
+    let own = cpu["meter"]["own_cpu_pct_of_core"].as_f64().unwrap();
+    assert!(own <= 1.0, "meter used {own} % of a core");
+    // On an idle-but-for-the-burner host, the guest's core is host CPU (the client is not).
+    let host = cpu["host_busy_cores"].as_f64().unwrap();
+    assert!(host >= g1 - 0.01);
+    c.ok(&["down", "tmet"]);
+}
+
+#[test]
+fn every_test_reports_where_the_cpu_went() {
+    let c = ctx("metertest");
+    c.ok(&["up", "--name", "tmt", "--guests", "1"]);
+    let v = c.json(&["test", "--lab", "tmt", "--from", "g1", "--to", "client", "-m", "64K", "-l", "1", "--json"]);
+    let cpu = &v["cpu"];
+    for k in ["host_busy_pct", "host_busy_cores", "normalized_pct_per_gbps", "machine_busy_pct"] {
+        assert!(cpu[k].as_f64().unwrap() > 0.0, "{k}: {cpu}");
+    }
+    let sd = &cpu["service_demand_us_per_kb"];
+    assert!(sd["send"].as_f64().unwrap() > 0.0 && sd["recv"].as_f64().unwrap() > 0.0, "{sd}");
+    // netperf's definition: host busy % × 10 000 × CPUs ÷ KB/s.
+    let kbs = v["throughput_gbps"].as_f64().unwrap() * 1e9 / 8.0 / 1024.0;
+    let want = cpu["host_busy_pct"].as_f64().unwrap() * 10_000.0 * cpu["ncpu"].as_f64().unwrap() / kbs;
+    assert!((sd["host"].as_f64().unwrap() - want).abs() < 1e-6 * want.max(1.0));
+    assert!(part(cpu, "g1")["busy_pct"].as_f64().unwrap() > 1.0);
+    assert!(part(cpu, "client")["busy_pct"].as_f64().unwrap() > 1.0);
+    assert!(cpu["softirq_per_s"]["NET_RX"].as_f64().unwrap() > 100.0);
+    // Network softirq taken while idle is the only unattributed time: bounded by irq+softirq.
+    let un = cpu["check"]["unattributed_kernel_pct"].as_f64().unwrap();
+    let irq = cpu["check"]["irq_softirq_pct"].as_f64().unwrap();
+    assert!(un >= -2.0 && un <= irq + 2.0, "{}", cpu["check"]);
+    // Repeats report their spread and the confidence rule.
+    let v = c.json(&["test", "--lab", "tmt", "--from", "client", "--to", "g1", "-t", "TCP_RR", "-l", "0.5", "--warmup", "0.2", "--repeat", "3", "--confidence", "99,50", "--json"]);
+    let r = &v["repeats"];
+    assert!(r["runs"].as_u64().unwrap() == 3, "{r}");
+    let t = &r["transactions_per_s"];
+    assert!(t["min"].as_f64().unwrap() <= t["median"].as_f64().unwrap() && t["median"].as_f64().unwrap() <= t["max"].as_f64().unwrap());
+    assert!(v["cpu"]["service_demand_us_per_tran"]["host"].as_f64().unwrap() > 0.0);
+    c.ok(&["down", "tmt"]);
+}
