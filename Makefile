@@ -6,7 +6,7 @@ CARGO ?= cargo
 DEPS := ip:iproute2 tc:iproute2 ethtool:ethtool nft:nftables sysctl:procps iperf3:iperf3 sockperf:sockperf
 BIN := target/release/vnetlab
 
-.PHONY: all deps build test demo clean
+.PHONY: all deps build test demo bench fuzz clean
 
 all: build
 
@@ -30,6 +30,14 @@ test: deps
 
 demo: build
 	./scripts/demo.sh $(BIN)
+
+bench: build
+	$(BIN) bench engine
+
+# Coverage-guided fuzzing of every text parser (needs a nightly toolchain and cargo-fuzz).
+fuzz:
+	@command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+	cd fuzz && cargo +nightly fuzz run parsers -- -max_total_time=$${FUZZ_SECONDS:-120} -max_len=512
 
 clean:
 	$(CARGO) clean
