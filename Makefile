@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 # command:package pairs the lab runs
-DEPS := ip:iproute2 tc:iproute2 ethtool:ethtool nft:nftables sysctl:procps iperf3:iperf3 sockperf:sockperf
+DEPS := ip:iproute2 tc:iproute2 ethtool:ethtool nft:nftables sysctl:procps pgrep:procps iperf3:iperf3 sockperf:sockperf chromium:chromium
 BIN := target/release/vnetlab
 
 .PHONY: all deps build test demo bench fuzz clean

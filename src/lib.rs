@@ -4,6 +4,10 @@
 pub mod bench;
 pub mod cli;
 pub mod engine;
+pub mod experiment;
 pub mod fuzzing;
 pub mod lab;
 pub mod meter;
+pub mod plan;
+pub mod report;
+pub mod store;

@@ -51,7 +51,7 @@ fn a_core_burnt_in_g1_is_attributed_to_g1_and_not_g2() {
 fn every_test_reports_where_the_cpu_went() {
     let c = ctx("metertest");
     c.ok(&["up", "--name", "tmt", "--guests", "1"]);
-    let v = c.json(&["test", "--lab", "tmt", "--from", "g1", "--to", "client", "-m", "64K", "-l", "1", "--json"]);
+    let v = c.json(&["test", "--lab", "tmt", "--from", "g1", "--to", "client", "-m", "64K", "-l", "2", "--json"]);
     let cpu = &v["cpu"];
     for k in ["host_busy_pct", "host_busy_cores", "normalized_pct_per_gbps", "machine_busy_pct"] {
         assert!(cpu[k].as_f64().unwrap() > 0.0, "{k}: {cpu}");

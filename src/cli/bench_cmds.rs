@@ -16,6 +16,86 @@ pub struct BenchArgs {
 enum BenchWhat {
     /// The engine beside iperf3 (TCP_STREAM 1K, 128K) and sockperf ping-pong (TCP_RR)
     Engine(EngineArgs),
+    /// The store and report: time to store a point (vs a point's length) and to report 1 000 points
+    Store(StoreArgs),
+}
+
+#[derive(Args)]
+struct StoreArgs {
+    /// Points to store and report
+    #[arg(long, default_value_t = 1000)]
+    points: u32,
+    #[arg(long)]
+    json: bool,
+}
+
+/// Stores `n` synthetic points (load for timing only, in a temporary database that is removed)
+/// the way a run does, one transaction each, then reads them back and renders the HTML report.
+fn bench_store(a: StoreArgs) -> CmdResult {
+    use crate::store::{PointRecord, Store};
+    use std::time::Instant;
+    if !(1..=100_000).contains(&a.points) {
+        return Err(Fail::Input("--points 1…100000".into()));
+    }
+    let path = std::env::temp_dir().join(format!("vnetlab-bench-store-{}.sqlite", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let store = running(Store::open(&path))?;
+    let run = running(store.begin_run("bench", "synthetic points for timing", "", "", &serde_json::json!({}), a.points))?;
+    let modes = ["native", "bridge", "nat", "macvlan", "emulated", "paravirt"];
+    let sizes = [64u64, 256, 1024, 4096, 8192, 16384, 32768, 65536];
+    let t0 = Instant::now();
+    for i in 0..a.points {
+        let p = PointRecord {
+            seq: i + 1,
+            mode: modes[i as usize % modes.len()].into(),
+            guests: 1 + i / 48,
+            direction: "guest-to-client".into(),
+            test: "TCP_STREAM".into(),
+            message_bytes: sizes[(i as usize / modes.len()) % sizes.len()],
+            gro: "both".into(),
+            tso: true,
+            mtu: 1500,
+            parallel: 1,
+            duration_s: 1.0,
+            repeat: 1,
+            throughput_gbps: Some(1.0 + (i % 17) as f64 / 3.0),
+            host_busy_pct: Some(20.0 + (i % 13) as f64),
+            normalized_pct_per_gbps: Some(5.0 + (i % 11) as f64),
+            sd_host: Some(1.0),
+            sd_send: Some(0.5),
+            sd_recv: Some(0.4),
+            samples: (1..=10).map(|k| (k as f64 * 0.1, 1.0)).collect(),
+            parts: ["g1", "client", "host", "vnetlab driver", "other processes", "kernel threads", "kernel (unattributed)"]
+                .iter()
+                .map(|n| (n.to_string(), "guest".to_string(), 5.0, 0.1))
+                .collect(),
+            result: Some(serde_json::json!({"throughput_gbps": 1.0, "intervals": [], "cpu": {"parts": []}})),
+            ..Default::default()
+        };
+        running(store.add_point(run, &p))?;
+    }
+    let store_s = t0.elapsed().as_secs_f64();
+    let r = running(store.run(&run.to_string()))?;
+    let t1 = Instant::now();
+    let pts: Vec<PointRecord> = running(store.points(run))?.into_iter().map(|(_, p)| p).collect();
+    let html = running(crate::report::html::page(&r, &pts, &crate::plan::report_sections(&r, &pts)))?;
+    let report_s = t1.elapsed().as_secs_f64();
+    drop(store);
+    for s in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{s}", path.display()));
+    }
+    let per_point_ms = store_s * 1e3 / a.points as f64;
+    // The shortest point vnetlab runs by default: 0.5 s warm-up + 2 s.
+    let share = per_point_ms / 2500.0 * 100.0;
+    let v = serde_json::json!({"points": a.points, "store_ms_per_point": per_point_ms, "store_pct_of_default_point": share,
+        "report_s": report_s, "report_bytes": html.len()});
+    if a.json {
+        print_json(&v);
+    } else {
+        println!("store: {per_point_ms:.3} ms per point = {share:.3} % of a default 2.5 s point");
+        println!("report of {} points (read back + HTML with charts): {report_s:.3} s, {} KB", a.points, html.len() / 1024);
+    }
+    Ok(())
 }
 
 #[derive(Args)]
@@ -36,6 +116,7 @@ struct EngineArgs {
 pub fn bench(a: BenchArgs) -> CmdResult {
     match a.what {
         BenchWhat::Engine(e) => bench_engine(e),
+        BenchWhat::Store(s) => bench_store(s),
     }
 }
 

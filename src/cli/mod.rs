@@ -1,6 +1,7 @@
 //! Command-line interface: parse, call a stage, print. Errors are one line; bad input exits 2.
 
 mod bench_cmds;
+mod exp_cmds;
 mod lab_cmds;
 mod test_cmds;
 
@@ -55,6 +56,16 @@ enum Cmd {
     Meter(test_cmds::MeterArgs),
     /// Answer tests from `vnetlab test -H` (like netserver)
     Serve(test_cmds::ServeArgs),
+    /// Run an experiment file: every point of its matrix, stored, with an HTML report
+    Run(exp_cmds::RunArgs),
+    /// Show a stored run (table, --json, --html FILE)
+    Report(exp_cmds::ReportArgs),
+    /// List the runs in the store
+    Runs(exp_cmds::RunsArgs),
+    /// Export a run's points (--csv) for pandas or a spreadsheet
+    Export(exp_cmds::ExportArgs),
+    /// Compare two runs point by point (ratios, marked where outside both spreads)
+    Compare(exp_cmds::CompareArgs),
     /// Benchmarks side by side with a named peer tool, as ratios
     Bench(bench_cmds::BenchArgs),
     /// (internal) an engine agent speaking the control protocol on stdin/stdout
@@ -89,6 +100,11 @@ pub fn main() -> i32 {
         Cmd::Meter(a) => test_cmds::meter(a),
         Cmd::Agent => test_cmds::agent(),
         Cmd::Bench(a) => bench_cmds::bench(a),
+        Cmd::Run(a) => exp_cmds::run(a),
+        Cmd::Report(a) => exp_cmds::report(a),
+        Cmd::Runs(a) => exp_cmds::runs(a),
+        Cmd::Export(a) => exp_cmds::export(a),
+        Cmd::Compare(a) => exp_cmds::compare(a),
     };
     match r {
         Ok(()) => 0,

@@ -5,11 +5,12 @@ use clap::Args;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 
 use super::{input, need_root, print_json, running, CmdResult, Fail};
-use crate::engine::controller::{self, AgentConn, Pair, TestResult};
+use crate::engine::controller::TestResult;
 use crate::engine::spec::{self, Spec, TestKind};
+use crate::experiment::measure::{self, Target};
 use crate::meter::report::{self, CpuReport};
-use crate::meter::{stats, Meter, Part, PartKind};
-use crate::lab::state::{self, LabRecord};
+use crate::meter::{stats, Meter};
+use crate::lab::state;
 
 pub const DEFAULT_PORT: u16 = 12866;
 
@@ -108,100 +109,6 @@ impl TestArgs {
     }
 }
 
-/// A test's output: the engine's result, the meter's CPU report and, with repeats, the spread.
-#[derive(serde::Serialize)]
-pub struct Measured {
-    #[serde(flatten)]
-    pub result: TestResult,
-    pub cpu: Option<CpuReport>,
-    /// Why there is no CPU report.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cpu_error: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub repeats: Option<Repeats>,
-}
-
-#[derive(serde::Serialize)]
-pub struct Repeats {
-    pub runs: usize,
-    pub confidence_level: u32,
-    pub confidence_met: Option<bool>,
-    pub throughput_gbps: stats::Spread,
-    pub transactions_per_s: Option<stats::Spread>,
-    pub host_busy_pct: Option<stats::Spread>,
-    pub normalized_pct_per_gbps: Option<stats::Spread>,
-}
-
-/// Where a test runs: a lab (agents started in its endpoints) or standalone against `serve`.
-enum Target {
-    Lab { rec: LabRecord, from: String, to: String },
-    Remote { host: String, ip: IpAddr, port: u16, token: String },
-}
-
-impl Target {
-    fn agents(&self) -> Result<(Vec<AgentConn>, Vec<Pair>), String> {
-        match self {
-            Target::Lab { rec, from, to } => lab_agents(rec, from, to),
-            Target::Remote { host, ip, port, token } => {
-                let remote = AgentConn::tcp(host, SocketAddr::new(*ip, *port), token)?;
-                let local = AgentConn::local("local")?;
-                let pair = Pair { initiator: 0, server: 1, listen_on: *ip, connect_to: *ip, ports: None, from: "local".into(), to: host.clone() };
-                Ok((vec![local, remote], vec![pair]))
-            }
-        }
-    }
-
-    /// The meter's parts: the lab's cgroups, and this process (the driver and any local agent).
-    fn parts(&self) -> Vec<Part> {
-        let mut v = Vec::new();
-        if let Target::Lab { rec, .. } = self {
-            for e in &rec.endpoints {
-                let kind = match e.name.as_str() {
-                    "host" => PartKind::Host,
-                    "client" => PartKind::Client,
-                    _ => PartKind::Guest,
-                };
-                v.push(Part { name: e.name.clone(), kind, cgroups: e.cgroups.clone(), pid: None });
-            }
-        }
-        v.push(Part { name: "vnetlab driver".into(), kind: PartKind::Process, cgroups: vec![], pid: Some(std::process::id()) });
-        v
-    }
-
-    /// The parts on the sending and on the receiving side of the bulk data.
-    fn sides(&self, spec: &Spec) -> (Vec<String>, Vec<String>) {
-        let (from, to): (Vec<String>, Vec<String>) = match self {
-            Target::Lab { rec, from, to } => {
-                let f = if from == "guests" { rec.guests().map(|g| g.name.clone()).collect() } else { vec![from.clone()] };
-                (f, vec![to.clone()])
-            }
-            Target::Remote { .. } => (vec!["vnetlab driver".into()], vec![]),
-        };
-        if spec.test.initiator_sends() { (from, to) } else { (to, from) }
-    }
-}
-
-/// Runs one test with the meter on.
-fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, String> {
-    let (mut agents, pairs) = target.agents()?;
-    let meter = Meter::start(target.parts());
-    let mut on_start = |t: std::time::Instant| {
-        let a = t + std::time::Duration::from_secs_f64(spec.warmup);
-        meter.window(a, a + std::time::Duration::from_secs_f64(spec.duration));
-    };
-    let r = controller::run(spec, &mut agents, &pairs, &mut on_start);
-    drop(agents);
-    let data = meter.stop();
-    let result = r?;
-    let (send, recv) = target.sides(spec);
-    let traffic = report::Traffic { gbps: Some(result.throughput_gbps), transactions_per_s: result.transactions_per_s, send_parts: &send, recv_parts: &recv };
-    let (cpu, cpu_error) = match report::build(&data, &traffic) {
-        Ok(c) => (Some(c), None),
-        Err(e) => (None, Some(e)),
-    };
-    Ok(Measured { result, cpu, cpu_error, repeats: None })
-}
-
 pub fn test(a: TestArgs) -> CmdResult {
     let spec = input(a.spec())?;
     let confidence = a.confidence.as_deref().map(stats::parse_confidence).transpose().map_err(Fail::Input)?;
@@ -230,43 +137,12 @@ pub fn test(a: TestArgs) -> CmdResult {
     } else {
         return Err(Fail::Input("say where to test: -H HOST (with `vnetlab serve` there) or --from/--to inside a lab".into()));
     };
-    let (level, width) = confidence.unwrap_or((95, 5.0));
-    let mut runs: Vec<Measured> = Vec::new();
-    let mut met = None;
-    for i in 0..a.repeat {
-        if a.repeat > 1 && !a.json {
-            eprintln!("run {}/{}", i + 1, a.repeat);
+    let progress = |i: u32, n: u32| {
+        if n > 1 && !a.json {
+            eprintln!("run {i}/{n}");
         }
-        runs.push(running(measured_run(&target, &spec))?);
-        if confidence.is_some() && runs.len() >= 3 {
-            let (t, c) = spreads(&runs, level);
-            let ok = stats::confident(&t, width) && c.as_ref().map_or(true, |c| stats::confident(c, width));
-            met = Some(ok);
-            if ok {
-                break;
-            }
-        }
-    }
-    let repeats = (runs.len() > 1).then(|| {
-        let (t, c) = spreads(&runs, level);
-        let tps: Vec<f64> = runs.iter().filter_map(|r| r.result.transactions_per_s).collect();
-        let norm: Vec<f64> = runs.iter().filter_map(|r| r.cpu.as_ref().and_then(|c| c.normalized_pct_per_gbps)).collect();
-        Repeats {
-            runs: runs.len(),
-            confidence_level: level,
-            confidence_met: met,
-            throughput_gbps: t,
-            transactions_per_s: (tps.len() == runs.len()).then(|| stats::spread(&tps, level)),
-            host_busy_pct: c,
-            normalized_pct_per_gbps: (norm.len() == runs.len()).then(|| stats::spread(&norm, level)),
-        }
-    });
-    // Report the run whose throughput is the median, with the spread of all of them.
-    let key = |m: &Measured| m.result.transactions_per_s.unwrap_or(m.result.throughput_gbps);
-    runs.sort_by(|x, y| key(x).total_cmp(&key(y)));
-    let mid = runs.len() / 2;
-    let mut out = runs.swap_remove(mid);
-    out.repeats = repeats;
+    };
+    let out = running(measure::repeated(&target, &spec, a.repeat, confidence, &progress))?;
     if a.json {
         print_json(&out);
     } else {
@@ -288,12 +164,6 @@ pub fn test(a: TestArgs) -> CmdResult {
         }
     }
     Ok(())
-}
-
-fn spreads(runs: &[Measured], level: u32) -> (stats::Spread, Option<stats::Spread>) {
-    let t: Vec<f64> = runs.iter().map(|r| r.result.transactions_per_s.unwrap_or(r.result.throughput_gbps)).collect();
-    let c: Vec<f64> = runs.iter().filter_map(|r| r.cpu.as_ref().map(|c| c.host_busy_pct)).collect();
-    (stats::spread(&t, level), (c.len() == runs.len()).then(|| stats::spread(&c, level)))
 }
 
 pub fn print_cpu(c: &CpuReport) {
@@ -349,46 +219,6 @@ fn check_allowed(ip: IpAddr) -> Result<(), String> {
     } else {
         Err(format!("{ip} is neither loopback nor a lab address: vnetlab sends test traffic only there (use --from/--to in a lab)"))
     }
-}
-
-/// Starts an agent in each named endpoint (through the lab's exec) and pairs them.
-fn lab_agents(rec: &LabRecord, from: &str, to: &str) -> Result<(Vec<AgentConn>, Vec<Pair>), String> {
-    let to_ep = rec.endpoint(to)?;
-    let froms: Vec<&str> = if from == "guests" {
-        rec.guests().map(|g| g.name.as_str()).collect()
-    } else {
-        rec.endpoint(from)?;
-        vec![from]
-    };
-    if froms.contains(&to) {
-        return Err(format!("--from and --to both name {to}: pick two different endpoints"));
-    }
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let start = |name: &str| -> Result<AgentConn, String> {
-        let ep = rec.endpoint(name)?;
-        let cmd = crate::lab::exec::command(ep, &[exe.display().to_string(), "agent".into()])?;
-        AgentConn::spawn(name, cmd)
-    };
-    let mut agents = vec![start(to)?];
-    let mut pairs = Vec::new();
-    for (k, f) in froms.iter().enumerate() {
-        agents.push(start(f)?);
-        let via_nat = *f == "client" && to_ep.reach_from_client.is_some();
-        let (connect_to, ports) = match (&to_ep.reach_from_client, via_nat) {
-            (Some(r), true) => (IpAddr::V4(r.address), Some(r.ports)),
-            _ => (IpAddr::V4(to_ep.address), None),
-        };
-        pairs.push(Pair {
-            initiator: k + 1,
-            server: 0,
-            listen_on: IpAddr::V4(to_ep.address),
-            connect_to,
-            ports,
-            from: f.to_string(),
-            to: to.to_string(),
-        });
-    }
-    Ok((agents, pairs))
 }
 
 pub fn print_result(r: &TestResult) {

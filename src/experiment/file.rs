@@ -1,0 +1,330 @@
+//! Experiment files (TOML): a name, a description and a matrix — modes × guest counts × tests ×
+//! message sizes × socket buffers × offloads × MTUs × wire rates × directions — with the
+//! duration and repetitions of each point. Every value is checked, with file:line:column and the
+//! allowed values, before anything is built.
+
+use serde::de::{self, Deserializer};
+use serde::Deserialize;
+use std::str::FromStr;
+
+use crate::engine::spec::{self, TestKind};
+use crate::lab::topology::{self, Gro, Mode, Rate};
+
+fn de_list<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr<Err = String>,
+{
+    let v: Vec<String> = Vec::deserialize(d)?;
+    if v.is_empty() {
+        return Err(de::Error::custom("an empty list makes an empty matrix: give at least one value"));
+    }
+    v.iter().map(|s| s.parse::<T>().map_err(de::Error::custom)).collect()
+}
+
+fn de_nonempty<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    let v: Vec<T> = Vec::deserialize(d)?;
+    if v.is_empty() {
+        return Err(de::Error::custom("an empty list makes an empty matrix: give at least one value"));
+    }
+    Ok(v)
+}
+
+/// A message size, written like netperf's -m: `64`, `1K`, `64K`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Size(pub usize);
+impl FromStr for Size {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        spec::parse_size(s).map(Size)
+    }
+}
+
+/// A socket buffer size, or `default` (the kernel's autotuning).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SockBuf(pub Option<usize>);
+impl FromStr for SockBuf {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "default" {
+            return Ok(SockBuf(None));
+        }
+        spec::parse_size(s).map(|v| SockBuf(Some(v))).map_err(|e| format!("{e}, or default"))
+    }
+}
+
+/// A wire rate, or `unshaped`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WireRate(pub Option<Rate>);
+impl FromStr for WireRate {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "unshaped" {
+            return Ok(WireRate(None));
+        }
+        s.parse::<Rate>().map(|r| WireRate(Some(r))).map_err(|e| format!("{e}, or unshaped"))
+    }
+}
+
+/// Who sends to whom: `guest-to-client` (g1 → client), `client-to-guest`, `guest-to-guest`
+/// (g1 → g2), `guests-to-client` (every guest at once), `host-to-client` (the VDI network).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    GuestToClient,
+    ClientToGuest,
+    GuestToGuest,
+    GuestsToClient,
+    HostToClient,
+}
+
+pub const DIRECTIONS: &str = "guest-to-client, client-to-guest, guest-to-guest, guests-to-client, host-to-client";
+
+impl FromStr for Direction {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "guest-to-client" => Direction::GuestToClient,
+            "client-to-guest" => Direction::ClientToGuest,
+            "guest-to-guest" => Direction::GuestToGuest,
+            "guests-to-client" => Direction::GuestsToClient,
+            "host-to-client" => Direction::HostToClient,
+            _ => return Err(format!("unknown direction '{s}': use one of {DIRECTIONS}")),
+        })
+    }
+}
+
+impl Direction {
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::GuestToClient => "guest-to-client",
+            Direction::ClientToGuest => "client-to-guest",
+            Direction::GuestToGuest => "guest-to-guest",
+            Direction::GuestsToClient => "guests-to-client",
+            Direction::HostToClient => "host-to-client",
+        }
+    }
+    /// The lab endpoints: `--from`, `--to`.
+    pub fn endpoints(self) -> (&'static str, &'static str) {
+        match self {
+            Direction::GuestToClient => ("g1", "client"),
+            Direction::ClientToGuest => ("client", "g1"),
+            Direction::GuestToGuest => ("g1", "g2"),
+            Direction::GuestsToClient => ("guests", "client"),
+            Direction::HostToClient => ("host", "client"),
+        }
+    }
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentFile {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub matrix: Matrix,
+    #[serde(default)]
+    pub point: PointSettings,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct Matrix {
+    #[serde(deserialize_with = "de_list")]
+    pub modes: Vec<Mode>,
+    #[serde(default = "one_guest", deserialize_with = "de_nonempty")]
+    pub guests: Vec<u32>,
+    #[serde(default = "stream", deserialize_with = "de_list")]
+    pub tests: Vec<TestKind>,
+    #[serde(default = "msg_default", deserialize_with = "de_list")]
+    pub messages: Vec<Size>,
+    #[serde(default = "buf_default", deserialize_with = "de_list")]
+    pub socket_buffers: Vec<SockBuf>,
+    #[serde(default = "gro_default", deserialize_with = "de_list")]
+    pub gro: Vec<Gro>,
+    #[serde(default = "tso_default", deserialize_with = "de_nonempty")]
+    pub tso: Vec<bool>,
+    #[serde(default = "mtu_default", deserialize_with = "de_nonempty")]
+    pub mtu: Vec<u32>,
+    #[serde(default = "rate_default", deserialize_with = "de_list")]
+    pub wire_rates: Vec<WireRate>,
+    #[serde(default = "dir_default", deserialize_with = "de_list")]
+    pub directions: Vec<Direction>,
+}
+
+fn one_guest() -> Vec<u32> {
+    vec![1]
+}
+fn stream() -> Vec<TestKind> {
+    vec![TestKind::TcpStream]
+}
+fn msg_default() -> Vec<Size> {
+    vec![Size(16384)]
+}
+fn buf_default() -> Vec<SockBuf> {
+    vec![SockBuf(None)]
+}
+fn gro_default() -> Vec<Gro> {
+    vec![Gro::Both]
+}
+fn tso_default() -> Vec<bool> {
+    vec![true]
+}
+fn mtu_default() -> Vec<u32> {
+    vec![1500]
+}
+fn rate_default() -> Vec<WireRate> {
+    vec![WireRate(None)]
+}
+fn dir_default() -> Vec<Direction> {
+    vec![Direction::GuestToClient]
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct PointSettings {
+    /// Measured seconds per point.
+    #[serde(default = "dur_default")]
+    pub duration: f64,
+    #[serde(default = "warm_default")]
+    pub warmup: f64,
+    /// Repetitions per point (the spread is stored).
+    #[serde(default = "rep_default")]
+    pub repeat: u32,
+    #[serde(default = "par_default")]
+    pub parallel: u32,
+    /// Per-stream pacing, e.g. "100mbit".
+    pub rate: Option<String>,
+    /// Request,response sizes for RR tests.
+    #[serde(default = "rr_default")]
+    pub rr: String,
+    #[serde(default)]
+    pub nodelay: bool,
+}
+
+fn dur_default() -> f64 {
+    2.0
+}
+fn warm_default() -> f64 {
+    0.5
+}
+fn rep_default() -> u32 {
+    1
+}
+fn par_default() -> u32 {
+    1
+}
+fn rr_default() -> String {
+    "1,1".into()
+}
+
+impl Default for PointSettings {
+    fn default() -> Self {
+        PointSettings { duration: 2.0, warmup: 0.5, repeat: 1, parallel: 1, rate: None, rr: "1,1".into(), nodelay: false }
+    }
+}
+
+/// Parses and checks an experiment; errors read `FILE:LINE:COL: message`.
+pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, String> {
+    let e: ExperimentFile = toml::from_str(text).map_err(|e| topology::toml_error(&e, text, file))?;
+    let at = |key: &str| -> String {
+        // Point at the key's line for checks made after parsing.
+        let (line, col) = text
+            .lines()
+            .enumerate()
+            .find(|(_, l)| l.trim_start().starts_with(key))
+            .map(|(i, l)| (i + 1, l.len() - l.trim_start().len() + 1))
+            .unwrap_or((1, 1));
+        format!("{file}:{line}:{col}")
+    };
+    crate::lab::names::check_lab_name(&e.name).map_err(|m| format!("{}: {m}", at("name")))?;
+    let p = &e.point;
+    let s = spec::Spec {
+        duration: p.duration,
+        warmup: p.warmup,
+        parallel: p.parallel,
+        rate: p.rate.as_deref().map(spec::parse_rate).transpose().map_err(|m| format!("{}: {m}", at("rate")))?,
+        ..Default::default()
+    };
+    s.validate().map_err(|m| format!("{}: {m}", at("duration")))?;
+    spec::parse_rr(&p.rr).map_err(|m| format!("{}: {m}", at("rr")))?;
+    if !(1..=100).contains(&p.repeat) {
+        return Err(format!("{}: repeat {}: use 1 to 100", at("repeat"), p.repeat));
+    }
+    let m = &e.matrix;
+    for &g in &m.guests {
+        if !(1..=400).contains(&g) {
+            return Err(format!("{}: guests {g}: use 1 to 400", at("guests")));
+        }
+    }
+    for &mtu in &m.mtu {
+        if !(576..=9000).contains(&mtu) {
+            return Err(format!("{}: mtu {mtu}: use 576 to 9000", at("mtu")));
+        }
+    }
+    for mode in &m.modes {
+        if matches!(mode, Mode::Sriov) {
+            return Err(format!("{}: mode sriov needs a PF named per host: run it with `vnetlab up --mode sriov --pf …` and `vnetlab test`", at("modes")));
+        }
+    }
+    if m.directions.contains(&Direction::GuestToGuest) && m.guests.iter().any(|&g| g < 2) {
+        return Err(format!("{}: direction guest-to-guest needs guests of 2 or more", at("directions")));
+    }
+    for t in &m.tests {
+        if t.is_udp() && m.messages.iter().any(|s| s.0 > 65507) {
+            return Err(format!("{}: UDP tests carry at most 65507-byte messages", at("messages")));
+        }
+        if *t == TestKind::UdpStream && m.messages.iter().any(|s| s.0 < 8) {
+            return Err(format!("{}: UDP_STREAM needs messages of at least 8 bytes", at("messages")));
+        }
+    }
+    Ok(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const QUICK: &str = r#"
+name = "quick"
+description = "demo"
+[matrix]
+modes = ["native", "bridge"]
+messages = ["64", "1K"]
+[point]
+duration = 1.0
+"#;
+
+    #[test]
+    fn parses_with_defaults() {
+        let e = parse(QUICK, "q.toml").unwrap();
+        assert_eq!(e.matrix.modes, vec![Mode::Native, Mode::Bridge]);
+        assert_eq!(e.matrix.messages, vec![Size(64), Size(1024)]);
+        assert_eq!(e.matrix.directions, vec![Direction::GuestToClient]);
+        assert_eq!(e.point.duration, 1.0);
+        assert_eq!(e.point.repeat, 1);
+    }
+
+    #[test]
+    fn errors_name_the_place_and_the_allowed_values() {
+        let cases = [
+            ("name = \"q\"\n[matrix]\nmodes = [\"hub\"]\n", "q.toml:3:9:", "native, bridge"),
+            ("name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\nmesages = [\"1K\"]\n", "q.toml:4:1:", "unknown field"),
+            ("name = \"q\"\n[matrix]\nmodes = []\n", "q.toml:3:9:", "empty matrix"),
+            ("name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\nguests = \"two\"\n", "q.toml:4:10:", "invalid type"),
+            ("name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\ndirections = [\"up\"]\n", "q.toml:4:", "guest-to-client"),
+            ("name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\nmessages = [\"0\"]\n", "q.toml:4:", "out of range"),
+            ("name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\n[point]\nduration = 0.0\n", "q.toml:5:1:", "-l 0"),
+            ("name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\ndirections = [\"guest-to-guest\"]\n", "q.toml:4:1:", "2 or more"),
+            ("name = \"Q!\"\n[matrix]\nmodes = [\"bridge\"]\n", "q.toml:1:1:", "bad lab name"),
+            ("name = \"q\"\n", "q.toml:", "missing field `matrix`"),
+        ];
+        for (text, at, says) in cases {
+            let e = parse(text, "q.toml").unwrap_err();
+            assert!(e.starts_with(at) && e.contains(says), "{text:?} → {e}");
+        }
+    }
+}

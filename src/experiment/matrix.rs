@@ -1,0 +1,158 @@
+//! Expands an experiment's matrix into points, grouped so each lab (mode, guests, offloads, MTU,
+//! wire rate) is built once and every point that uses it runs before it is removed.
+
+use serde::Serialize;
+
+use super::file::{Direction, ExperimentFile};
+use crate::engine::spec::{self, Spec};
+use crate::lab::topology::{Gro, Mode, Topology, Wire};
+
+/// One lab the run builds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LabConfig {
+    pub mode: Mode,
+    pub guests: u32,
+    pub gro: Gro,
+    pub tso: bool,
+    pub mtu: u32,
+    /// bits/s, None = unshaped.
+    pub wire_rate: Option<u64>,
+}
+
+impl LabConfig {
+    pub fn topology(&self, lab_name: &str) -> Topology {
+        Topology {
+            name: lab_name.into(),
+            mode: self.mode,
+            guests: self.guests,
+            gro: self.gro,
+            tso: self.tso,
+            mtu: self.mtu,
+            wire: Wire { rate: self.wire_rate.map(crate::lab::topology::Rate), ..Default::default() },
+            ..Default::default()
+        }
+    }
+}
+
+/// One measured point.
+#[derive(Clone, Debug, Serialize)]
+pub struct Point {
+    /// 1-based position in the run.
+    pub seq: u32,
+    pub lab: LabConfig,
+    pub direction: Direction,
+    pub spec: Spec,
+    /// Repetitions of the point.
+    pub repeat: u32,
+}
+
+impl serde::Serialize for Direction {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+pub fn expand(e: &ExperimentFile) -> Vec<Point> {
+    let m = &e.matrix;
+    let p = &e.point;
+    let (req, resp) = spec::parse_rr(&p.rr).unwrap_or((1, 1));
+    let rate = p.rate.as_deref().and_then(|r| spec::parse_rate(r).ok());
+    let mut out = Vec::new();
+    for &mode in &m.modes {
+        for &guests in &m.guests {
+            for &gro in &m.gro {
+                for &tso in &m.tso {
+                    for &mtu in &m.mtu {
+                        for w in &m.wire_rates {
+                            let lab = LabConfig { mode, guests, gro, tso, mtu, wire_rate: w.0.map(|r| r.0) };
+                            for &direction in &m.directions {
+                                if direction == Direction::GuestToGuest && guests < 2 {
+                                    continue;
+                                }
+                                for &test in &m.tests {
+                                    // RR tests use the request/response sizes: one point, not one per message size.
+                                    let sizes: Vec<usize> = if test.is_rr() { vec![req] } else { m.messages.iter().map(|s| s.0).collect() };
+                                    for msg in sizes {
+                                        for b in &m.socket_buffers {
+                                            let spec = Spec {
+                                                test,
+                                                msg,
+                                                req,
+                                                resp,
+                                                local_buf: b.0,
+                                                remote_buf: b.0,
+                                                duration: p.duration,
+                                                warmup: p.warmup,
+                                                parallel: p.parallel,
+                                                rate,
+                                                nodelay: p.nodelay,
+                                                zerocopy: false,
+                                                interval: (p.duration / 10.0).clamp(0.1, 1.0),
+                                            };
+                                            out.push(Point { seq: 0, lab: lab.clone(), direction, spec, repeat: p.repeat });
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (i, pt) in out.iter_mut().enumerate() {
+        pt.seq = i as u32 + 1;
+    }
+    out
+}
+
+/// Seconds a point takes, roughly (for the ETA before any point has run).
+pub fn estimate_s(p: &Point) -> f64 {
+    (p.spec.warmup + p.spec.duration + 0.8) * p.repeat as f64
+}
+
+pub fn describe(p: &Point) -> String {
+    let size = if p.spec.test.is_rr() { format!("{},{}", p.spec.req, p.spec.resp) } else { p.spec.msg.to_string() };
+    let buf = p.spec.local_buf.map(|b| format!(" buf {b}")).unwrap_or_default();
+    let rate = p.lab.wire_rate.map(|r| format!(" wire {}", crate::lab::topology::Rate(r))).unwrap_or_default();
+    format!(
+        "{:>3}  {:<8} {:>2} guest(s) {:<17} {:<10} {:>7} B{} gro {:?} tso {} mtu {}{}",
+        p.seq,
+        p.lab.mode.to_string(),
+        p.lab.guests,
+        p.direction.name(),
+        p.spec.test.to_string(),
+        size,
+        buf,
+        p.lab.gro,
+        if p.lab.tso { "on" } else { "off" },
+        p.lab.mtu,
+        rate
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::spec::TestKind;
+
+    #[test]
+    fn matrix_expands_grouped_by_lab() {
+        let text = "name = \"m\"\n[matrix]\nmodes = [\"bridge\", \"nat\"]\nmessages = [\"64\", \"1K\", \"8K\"]\ntests = [\"TCP_STREAM\", \"TCP_RR\"]\ndirections = [\"guest-to-client\", \"client-to-guest\"]\n";
+        let e = super::super::file::parse(text, "m.toml").unwrap();
+        let pts = expand(&e);
+        // Per mode: 2 directions × (3 stream sizes + 1 RR) = 8.
+        assert_eq!(pts.len(), 16);
+        assert!(pts[..8].iter().all(|p| p.lab.mode == Mode::Bridge));
+        assert_eq!(pts.iter().map(|p| p.seq).collect::<Vec<_>>(), (1..=16).collect::<Vec<_>>());
+        assert_eq!(pts.iter().filter(|p| p.spec.test == TestKind::TcpRr).count(), 4);
+        assert!(describe(&pts[0]).contains("guest-to-client"));
+    }
+
+    #[test]
+    fn guest_to_guest_needs_two_guests() {
+        let text = "name = \"m\"\n[matrix]\nmodes = [\"bridge\"]\nguests = [2, 4]\ndirections = [\"guest-to-guest\"]\n";
+        let e = super::super::file::parse(text, "m.toml").unwrap();
+        assert_eq!(expand(&e).len(), 2);
+    }
+}

@@ -1,0 +1,187 @@
+//! The run loop: expands an experiment, builds each lab once, runs its points with the meter on,
+//! stores every point as soon as it is measured, and removes the lab. Ctrl-C (or SIGTERM) stops
+//! after the point under way, keeps the finished points, marks the run interrupted and removes the lab.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use super::matrix::{self, Point};
+use super::measure::{self, Measured, Target};
+use super::{facts, file};
+use crate::lab::{build, state};
+use crate::store::{PointRecord, Store};
+
+pub struct Outcome {
+    pub run_id: i64,
+    pub status: String,
+    pub points_done: usize,
+    pub points_failed: usize,
+}
+
+/// Turns a measured point into the store's plain record.
+pub fn record(p: &Point, m: &Measured, lab_facts: &serde_json::Value) -> PointRecord {
+    let c = m.cpu.as_ref();
+    let sd = c.and_then(|c| c.service_demand_us_per_kb.as_ref().or(c.service_demand_us_per_tran.as_ref()));
+    PointRecord {
+        seq: p.seq,
+        mode: p.lab.mode.to_string(),
+        guests: p.lab.guests,
+        direction: p.direction.name().into(),
+        test: p.spec.test.to_string(),
+        message_bytes: if p.spec.test.is_rr() { p.spec.req as u64 } else { p.spec.msg as u64 },
+        socket_buffer: p.spec.local_buf.map(|b| b as u64),
+        gro: serde_json::to_value(p.lab.gro).unwrap().as_str().unwrap_or("").to_string(),
+        tso: p.lab.tso,
+        mtu: p.lab.mtu,
+        wire_rate: p.lab.wire_rate,
+        parallel: p.spec.parallel,
+        duration_s: p.spec.duration,
+        repeat: p.repeat,
+        throughput_gbps: Some(m.result.throughput_gbps),
+        transactions_per_s: m.result.transactions_per_s,
+        latency_p50_us: m.result.latency_us.as_ref().map(|l| l.p50),
+        latency_p99_us: m.result.latency_us.as_ref().map(|l| l.p99),
+        host_busy_pct: c.map(|c| c.host_busy_pct),
+        machine_busy_pct: c.map(|c| c.machine_busy_pct),
+        normalized_pct_per_gbps: c.and_then(|c| c.normalized_pct_per_gbps),
+        sd_host: sd.map(|d| d.host),
+        sd_send: sd.map(|d| d.send),
+        sd_recv: sd.map(|d| d.recv),
+        spread: m.repeats.as_ref().map(|r| serde_json::to_value(r).unwrap()),
+        lab_facts: Some(lab_facts.clone()),
+        result: Some(serde_json::to_value(m).unwrap()),
+        error: None,
+        samples: m.result.intervals.iter().map(|i| (i.t, i.gbps)).collect(),
+        parts: c
+            .map(|c| {
+                c.parts
+                    .iter()
+                    .map(|p| (p.name.clone(), serde_json::to_value(p.kind).unwrap().as_str().unwrap_or("").to_string(), p.busy_pct, p.cores))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+fn failed_record(p: &Point, error: &str) -> PointRecord {
+    PointRecord {
+        seq: p.seq,
+        mode: p.lab.mode.to_string(),
+        guests: p.lab.guests,
+        direction: p.direction.name().into(),
+        test: p.spec.test.to_string(),
+        message_bytes: p.spec.msg as u64,
+        gro: serde_json::to_value(p.lab.gro).unwrap().as_str().unwrap_or("").to_string(),
+        tso: p.lab.tso,
+        mtu: p.lab.mtu,
+        wire_rate: p.lab.wire_rate,
+        parallel: p.spec.parallel,
+        duration_s: p.spec.duration,
+        repeat: p.repeat,
+        error: Some(error.to_string()),
+        ..Default::default()
+    }
+}
+
+/// A lab name no other lab uses: `x1`, `x2`, …
+fn free_lab_name() -> String {
+    let taken = state::labs();
+    let ns = build::netns_list();
+    (1..).map(|i| format!("x{i}")).find(|n| !taken.contains(n) && !ns.iter().any(|s| s.starts_with(&format!("vl{n}-")))).unwrap()
+}
+
+/// Runs an experiment file into the store. `progress` gets (points done, total, seconds left, what).
+pub fn run(path: &Path, store: &Store, progress: &mut dyn FnMut(usize, usize, f64, &str)) -> Result<Outcome, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let exp = file::parse(&text, &path.display().to_string())?;
+    let points = matrix::expand(&exp);
+    let hash = sha256_hex(text.as_bytes());
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut sig = Vec::new();
+    for s in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        sig.push(signal_hook::flag::register(s, Arc::clone(&stop)).map_err(|e| e.to_string())?);
+    }
+    let run_id = store.begin_run(&exp.name, &exp.description, &text, &hash, &facts::host(), points.len() as u32)?;
+    let total = points.len();
+    let mut done = 0;
+    let mut failed = 0;
+    let estimates: Vec<f64> = points.iter().map(matrix::estimate_s).collect();
+    let (mut est_done, mut spent) = (0.0f64, 0.0f64);
+    // ETA: what is left by estimate, scaled by how long points really took so far.
+    let eta = |k: usize, est_done: f64, spent: f64| {
+        let left: f64 = estimates[k.min(total)..].iter().sum();
+        if est_done > 0.0 { left * spent / est_done } else { left }
+    };
+    let mut remaining = eta(0, 0.0, 0.0);
+    let mut result: Result<(), String> = Ok(());
+    let mut i = 0;
+    while i < total && !stop.load(Ordering::SeqCst) {
+        // One lab for the run of points that share its configuration.
+        let cfg = points[i].lab.clone();
+        let group: Vec<&Point> = points[i..].iter().take_while(|p| p.lab == cfg).collect();
+        i += group.len();
+        let name = free_lab_name();
+        progress(done, total, remaining, &format!("building {} lab", cfg.mode));
+        let plan = match build::prepare(&cfg.topology(&name)) {
+            Ok(p) => p,
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        };
+        if let Err(e) = build::build(&plan, false) {
+            result = Err(e);
+            break;
+        }
+        let lab_facts = facts::lab(&name);
+        for p in group {
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            progress(done, total, remaining, &matrix::describe(p));
+            let (from, to) = p.direction.endpoints();
+            let target = Target::Lab { rec: plan.record.clone(), from: from.into(), to: to.into() };
+            let t0 = std::time::Instant::now();
+            let rec = match measure::repeated(&target, &p.spec, p.repeat, None, &|_, _| {}) {
+                Ok(m) => record(p, &m, &lab_facts),
+                Err(e) if stop.load(Ordering::SeqCst) => {
+                    let _ = e;
+                    break;
+                }
+                Err(e) => {
+                    failed += 1;
+                    failed_record(p, &e)
+                }
+            };
+            store.add_point(run_id, &rec)?;
+            done += 1;
+            est_done += estimates[p.seq as usize - 1];
+            spent += t0.elapsed().as_secs_f64();
+            remaining = eta(p.seq as usize, est_done, spent);
+        }
+        if let Err(e) = build::teardown(&name) {
+            result = Err(format!("removing lab {name}: {e} (run `vnetlab cleanup`)"));
+            break;
+        }
+    }
+    for id in sig {
+        signal_hook::low_level::unregister(id);
+    }
+    let status = if result.is_err() {
+        "failed"
+    } else if stop.load(Ordering::SeqCst) {
+        "interrupted"
+    } else {
+        "complete"
+    };
+    store.finish_run(run_id, status)?;
+    progress(done, total, 0.0, status);
+    result.map(|_| Outcome { run_id, status: status.into(), points_done: done, points_failed: failed })
+}
+
+/// SHA-256 of the experiment text (so runs of the same file can be matched).
+pub fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
+}

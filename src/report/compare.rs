@@ -1,0 +1,104 @@
+//! `vnetlab compare A B`: per matching point, B ÷ A of throughput (or transactions/s) and of
+//! normalized CPU, marked where the difference is outside both runs' spread.
+
+use serde::Serialize;
+
+use crate::store::PointRecord;
+
+#[derive(Serialize, Debug)]
+pub struct Row {
+    pub key: String,
+    pub a: Option<f64>,
+    pub b: Option<f64>,
+    pub ratio: Option<f64>,
+    pub cpu_a: Option<f64>,
+    pub cpu_b: Option<f64>,
+    pub cpu_ratio: Option<f64>,
+    /// Each value lies outside the other run's [min, max]: a real difference. None: no spread known.
+    pub significant: Option<bool>,
+}
+
+fn key(p: &PointRecord) -> String {
+    format!(
+        "{} {} g{} {} {}B buf {} gro {} tso {} mtu {} wire {} P{}",
+        p.mode,
+        p.direction,
+        p.guests,
+        p.test,
+        p.message_bytes,
+        p.socket_buffer.map(|b| b.to_string()).unwrap_or("default".into()),
+        p.gro,
+        p.tso,
+        p.mtu,
+        p.wire_rate.map(|r| r.to_string()).unwrap_or("-".into()),
+        p.parallel
+    )
+}
+
+fn value(p: &PointRecord) -> Option<f64> {
+    p.transactions_per_s.or(p.throughput_gbps)
+}
+
+/// [min, max] of the point's throughput (or tps) over its repetitions.
+fn range(p: &PointRecord) -> Option<[f64; 2]> {
+    let s = p.spread.as_ref()?;
+    let t = if p.transactions_per_s.is_some() { &s["transactions_per_s"] } else { &s["throughput_gbps"] };
+    Some([t["min"].as_f64()?, t["max"].as_f64()?])
+}
+
+pub fn compare(a: &[PointRecord], b: &[PointRecord]) -> Vec<Row> {
+    let mut out = Vec::new();
+    for pa in a.iter().filter(|p| p.error.is_none()) {
+        let Some(pb) = b.iter().find(|q| q.error.is_none() && key(q) == key(pa)) else { continue };
+        let (va, vb) = (value(pa), value(pb));
+        let significant = match (range(pa), range(pb), va, vb) {
+            (Some([alo, ahi]), Some([blo, bhi]), Some(x), Some(y)) => Some((y < alo || y > ahi) && (x < blo || x > bhi)),
+            _ => None,
+        };
+        let ratio = |x: Option<f64>, y: Option<f64>| match (x, y) {
+            (Some(x), Some(y)) if x != 0.0 => Some(y / x),
+            _ => None,
+        };
+        out.push(Row {
+            key: key(pa),
+            a: va,
+            b: vb,
+            ratio: ratio(va, vb),
+            cpu_a: pa.normalized_pct_per_gbps,
+            cpu_b: pb.normalized_pct_per_gbps,
+            cpu_ratio: ratio(pa.normalized_pct_per_gbps, pb.normalized_pct_per_gbps),
+            significant,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pt(g: f64, lo: f64, hi: f64) -> PointRecord {
+        PointRecord {
+            mode: "bridge".into(),
+            test: "TCP_STREAM".into(),
+            message_bytes: 1024,
+            throughput_gbps: Some(g),
+            normalized_pct_per_gbps: Some(10.0),
+            spread: Some(serde_json::json!({"throughput_gbps": {"min": lo, "max": hi}})),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn ratios_and_significance() {
+        let r = compare(&[pt(10.0, 9.5, 10.5)], &[pt(12.0, 11.8, 12.2)]);
+        assert_eq!(r.len(), 1);
+        assert!((r[0].ratio.unwrap() - 1.2).abs() < 1e-12);
+        assert_eq!(r[0].significant, Some(true));
+        let r = compare(&[pt(10.0, 9.0, 11.0)], &[pt(10.5, 9.8, 11.2)]);
+        assert_eq!(r[0].significant, Some(false));
+        let mut other = pt(10.0, 9.0, 11.0);
+        other.mode = "nat".into();
+        assert!(compare(&[pt(10.0, 9.0, 11.0)], &[other]).is_empty());
+    }
+}

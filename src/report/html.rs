@@ -1,0 +1,190 @@
+//! The HTML report of one run: self-contained (inline CSS and SVG, no fetches, works from
+//! file://). Paper 1's three panels (bandwidth, host CPU, host CPU per Gb/s against message size),
+//! RR latency, CPU parts per datapath, every point with its spread, and host facts.
+
+use super::{charts, part_group, series_of, Labeler};
+use crate::store::{PointRecord, RunRow};
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn f(v: Option<f64>, prec: usize) -> String {
+    v.map(|x| format!("{x:.prec$}")).unwrap_or_else(|| "–".into())
+}
+
+/// Extra sections (e.g. the capacity plan) a caller adds to the page: (title, HTML).
+pub type Section = (String, String);
+
+pub fn page(run: &RunRow, points: &[PointRecord], extra: &[Section]) -> Result<String, String> {
+    let ok: Vec<&PointRecord> = points.iter().filter(|p| p.error.is_none()).collect();
+    let streams: Vec<&PointRecord> = ok.iter().copied().filter(|p| p.transactions_per_s.is_none()).collect();
+    let rrs: Vec<&PointRecord> = ok.iter().copied().filter(|p| p.transactions_per_s.is_some()).collect();
+    let mut figures: Vec<(String, String)> = Vec::new();
+    if !streams.is_empty() {
+        figures.push(("Bandwidth".into(), charts::lines("Bandwidth vs message size", "Gb/s", &series_of(&streams, |p| p.throughput_gbps))?));
+        figures.push(("Host CPU".into(), charts::lines("Host CPU vs message size", "host CPU %", &series_of(&streams, |p| p.host_busy_pct))?));
+        figures.push((
+            "Host CPU per Gb/s".into(),
+            charts::lines("Host CPU per Gb/s vs message size", "host CPU % per Gb/s", &series_of(&streams, |p| p.normalized_pct_per_gbps))?,
+        ));
+    }
+    if !rrs.is_empty() {
+        let rl = Labeler::new(&rrs);
+        let cats: Vec<String> = rrs.iter().map(|p| format!("{} {}B", rl.label(p), p.message_bytes)).collect();
+        let p50: Vec<f64> = rrs.iter().map(|p| p.latency_p50_us.unwrap_or(0.0)).collect();
+        let tail: Vec<f64> = rrs.iter().map(|p| (p.latency_p99_us.unwrap_or(0.0) - p.latency_p50_us.unwrap_or(0.0)).max(0.0)).collect();
+        figures.push(("RR latency".into(), charts::stacked_bars("Request/response latency", "µs", &cats, &[("p50".into(), p50), ("p50 → p99".into(), tail)])?));
+    }
+    // CPU parts per datapath, at each series' largest message size (or its RR point).
+    let okl = Labeler::new(&ok);
+    let mut pick: Vec<(String, &PointRecord)> = Vec::new();
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for p in &ok {
+        let label = okl.label(p);
+        match at.get(&label) {
+            Some(&i) if p.message_bytes > pick[i].1.message_bytes => pick[i].1 = p,
+            Some(_) => {}
+            None => {
+                at.insert(label.clone(), pick.len());
+                pick.push((label, p));
+            }
+        }
+    }
+    let pick_labels: Vec<String> = pick.iter().map(|(l, _)| l.clone()).collect();
+    let pick: Vec<&PointRecord> = pick.into_iter().map(|(_, p)| p).collect();
+    if pick.iter().any(|p| !p.parts.is_empty()) {
+        let cats: Vec<String> = pick.iter().zip(&pick_labels).map(|(p, l)| format!("{l} {}B", p.message_bytes)).collect();
+        let mut groups: Vec<String> = Vec::new();
+        for p in &pick {
+            for (n, kind, _, _) in &p.parts {
+                let g = part_group(n);
+                if kind != "client" && !groups.contains(&g) {
+                    groups.push(g);
+                }
+            }
+        }
+        let stacks: Vec<(String, Vec<f64>)> = groups
+            .iter()
+            .map(|g| {
+                let vals = pick.iter().map(|p| p.parts.iter().filter(|(n, k, _, _)| k != "client" && part_group(n) == *g).map(|x| x.2).sum()).collect();
+                (g.clone(), vals)
+            })
+            .collect();
+        figures.push(("CPU parts".into(), charts::stacked_bars("Host CPU by part (client excluded)", "% of the host", &cats, &stacks)?));
+    }
+    let mut h = String::new();
+    h += "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">";
+    h += &format!("<title>vnetlab run {} — {}</title>", run.id, esc(&run.name));
+    h += "<style>body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1240px}h1{font-size:22px}h2{font-size:17px;margin-top:28px}\
+          .figs{display:flex;flex-wrap:wrap;gap:12px}figure{margin:0;border:1px solid #ddd;padding:4px;background:#fff}\
+          table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ddd;padding:3px 7px;text-align:right}\
+          th{background:#f3f3f3}td.l,th.l{text-align:left}.bad{color:#b00}.muted{color:#777}</style></head><body>";
+    h += &format!(
+        "<h1>vnetlab run {} — {}</h1><p>{}</p><p class=\"muted\">status <b>{}</b> · {} of {} points · started {} · finished {} · vnetlab {} · experiment sha256 {}</p>",
+        run.id,
+        esc(&run.name),
+        esc(&run.description),
+        esc(&run.status),
+        run.points,
+        run.planned_points,
+        esc(&run.started_at),
+        esc(run.finished_at.as_deref().unwrap_or("–")),
+        esc(&run.vnetlab_version),
+        esc(&run.experiment_hash[..run.experiment_hash.len().min(12)])
+    );
+    h += "<p class=\"muted\">Host CPU is the machine's busy time without the client's part (the client stands for another machine). \
+          Normalized CPU is host CPU % per Gb/s delivered, as in paper 1.</p>";
+    h += "<h2>Figures</h2><div class=\"figs\">";
+    for (title, svg) in &figures {
+        h += &format!("<figure data-chart=\"{}\">{svg}</figure>", esc(title));
+    }
+    if figures.is_empty() {
+        h += "<p>No successful points to draw.</p>";
+    }
+    h += "</div>";
+    for (title, html) in extra {
+        h += &format!("<h2>{}</h2>{html}", esc(title));
+    }
+    h += "<h2>Points</h2><table><tr><th>#</th><th class=\"l\">datapath</th><th class=\"l\">direction</th><th class=\"l\">test</th><th>size B</th>\
+          <th>Gb/s</th><th>Gb/s spread (min–max)</th><th>trans/s</th><th>p50 µs</th><th>p99 µs</th><th>host CPU %</th><th>CPU %/Gb/s</th>\
+          <th>SD µs/KB host</th><th>send</th><th>recv</th></tr>";
+    let all: Vec<&PointRecord> = points.iter().collect();
+    let alll = Labeler::new(&all);
+    for p in points {
+        if let Some(e) = &p.error {
+            h += &format!("<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l bad\" colspan=\"10\">failed: {}</td></tr>",
+                p.seq, esc(&alll.label(p)), esc(&p.direction), esc(&p.test), p.message_bytes, esc(e));
+            continue;
+        }
+        let spread = p
+            .spread
+            .as_ref()
+            .and_then(|s| Some(format!("{:.3}–{:.3} (n={})", s["throughput_gbps"]["min"].as_f64()?, s["throughput_gbps"]["max"].as_f64()?, s["runs"])))
+            .unwrap_or_else(|| "one run".into());
+        h += &format!(
+            "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            p.seq,
+            esc(&alll.label(p)),
+            esc(&p.direction),
+            esc(&p.test),
+            p.message_bytes,
+            if p.transactions_per_s.is_some() { "–".into() } else { f(p.throughput_gbps, 3) },
+            spread,
+            f(p.transactions_per_s, 0),
+            f(p.latency_p50_us, 1),
+            f(p.latency_p99_us, 1),
+            f(p.host_busy_pct, 2),
+            f(p.normalized_pct_per_gbps, 3),
+            f(p.sd_host, 3),
+            f(p.sd_send, 3),
+            f(p.sd_recv, 3)
+        );
+    }
+    h += "</table>";
+    h += "<h2>Host</h2><table>";
+    if let Some(o) = run.host_facts.as_object() {
+        for (k, v) in o {
+            h += &format!("<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>", esc(k), esc(&v.to_string().trim_matches('"').to_string()));
+        }
+    }
+    h += "</table>";
+    // Offloads and MTU read back, one row per datapath.
+    h += "<h2>Interfaces read back from the kernel</h2><table><tr><th class=\"l\">datapath</th><th class=\"l\">interface</th><th>mtu</th><th class=\"l\">gro</th><th class=\"l\">tso</th><th class=\"l\">gso</th><th class=\"l\">qdisc</th></tr>";
+    let mut seen = std::collections::BTreeSet::new();
+    for p in &ok {
+        let label = okl.label(p);
+        let Some(lf) = &p.lab_facts else { continue };
+        if !seen.insert(label.clone()) {
+            continue;
+        }
+        let mut ifaces: Vec<&serde_json::Value> = lf["host_interfaces"].as_array().map(|a| a.iter().collect()).unwrap_or_default();
+        if let Some(eps) = lf["endpoints"].as_object() {
+            for e in eps.values() {
+                for k in ["interface", "host_port"] {
+                    if !e[k].is_null() {
+                        ifaces.push(&e[k]);
+                    }
+                }
+            }
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for i in ifaces {
+            let name = i["name"].as_str().unwrap_or("?");
+            if !names.insert(name.to_string()) {
+                continue;
+            }
+            let o = |k: &str| esc(i["offloads"][k].as_str().unwrap_or("–"));
+            h += &format!(
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+                esc(&label), esc(name), i["mtu"], o("gro"), o("tso"), o("gso"), esc(i["qdisc"].as_str().unwrap_or("–"))
+            );
+        }
+    }
+    h += "</table>";
+    h += "<script>window.addEventListener('load',function(){var s=document.querySelectorAll('figure svg'),n=0;\
+          for(var i=0;i<s.length;i++){var b=s[i].getBBox();if(b.width>0&&b.height>0&&s[i].querySelectorAll('polyline,rect,circle').length>1)n++;}\
+          document.body.setAttribute('data-charts',String(s.length));document.body.setAttribute('data-charts-rendered',String(n));});</script>";
+    h += "</body></html>\n";
+    Ok(h)
+}

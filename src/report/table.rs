@@ -1,0 +1,118 @@
+//! CLI tables: the run summary (mode × size: Gb/s, host CPU %, CPU per Gb/s) and the list of runs.
+
+use crate::store::{PointRecord, RunRow};
+
+fn opt(v: Option<f64>, prec: usize) -> String {
+    v.map(|x| format!("{x:.prec$}")).unwrap_or_else(|| "-".into())
+}
+
+pub fn summary(points: &[PointRecord]) -> String {
+    let refs: Vec<&PointRecord> = points.iter().collect();
+    let labeler = super::Labeler::new(&refs);
+    let mut s = format!(
+        "{:<28} {:>8} {:>10} {:>10} {:>10} {:>10} {:>9}\n",
+        "datapath", "size", "Gb/s", "trans/s", "host CPU%", "CPU%/Gb/s", "p50 µs"
+    );
+    for p in points {
+        if let Some(e) = &p.error {
+            s += &format!("{:<28} {:>8} FAILED: {}\n", labeler.label(p), p.message_bytes, e);
+            continue;
+        }
+        s += &format!(
+            "{:<28} {:>8} {:>10} {:>10} {:>10} {:>10} {:>9}\n",
+            labeler.label(p),
+            p.message_bytes,
+            if p.transactions_per_s.is_some() { "-".into() } else { opt(p.throughput_gbps, 3) },
+            opt(p.transactions_per_s, 0),
+            opt(p.host_busy_pct, 2),
+            opt(p.normalized_pct_per_gbps, 3),
+            opt(p.latency_p50_us, 1),
+        );
+    }
+    s
+}
+
+pub fn runs(rows: &[RunRow]) -> String {
+    let mut s = format!("{:>4}  {:<14} {:<12} {:>7}  {:<21} {}\n", "run", "name", "status", "points", "started", "description");
+    for r in rows {
+        s += &format!(
+            "{:>4}  {:<14} {:<12} {:>3}/{:<3}  {:<21} {}\n",
+            r.id, r.name, r.status, r.points, r.planned_points, r.started_at, r.description
+        );
+    }
+    s
+}
+
+/// CSV of a run's points, for pandas and spreadsheets.
+pub fn csv(run: &RunRow, points: &[PointRecord]) -> String {
+    let cols = [
+        "run", "seq", "mode", "guests", "direction", "test", "message_bytes", "socket_buffer", "gro", "tso", "mtu", "wire_rate_bps",
+        "parallel", "duration_s", "repeat", "throughput_gbps", "transactions_per_s", "latency_p50_us", "latency_p99_us",
+        "host_busy_pct", "machine_busy_pct", "normalized_pct_per_gbps", "sd_host", "sd_send", "sd_recv", "error",
+    ];
+    let mut s = cols.join(",") + "\n";
+    let f = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
+    let q = |t: &str| if t.contains([',', '"', '\n']) { format!("\"{}\"", t.replace('"', "\"\"")) } else { t.to_string() };
+    for p in points {
+        let row = [
+            run.id.to_string(),
+            p.seq.to_string(),
+            q(&p.mode),
+            p.guests.to_string(),
+            q(&p.direction),
+            q(&p.test),
+            p.message_bytes.to_string(),
+            p.socket_buffer.map(|v| v.to_string()).unwrap_or_default(),
+            q(&p.gro),
+            p.tso.to_string(),
+            p.mtu.to_string(),
+            p.wire_rate.map(|v| v.to_string()).unwrap_or_default(),
+            p.parallel.to_string(),
+            p.duration_s.to_string(),
+            p.repeat.to_string(),
+            f(p.throughput_gbps),
+            f(p.transactions_per_s),
+            f(p.latency_p50_us),
+            f(p.latency_p99_us),
+            f(p.host_busy_pct),
+            f(p.machine_busy_pct),
+            f(p.normalized_pct_per_gbps),
+            f(p.sd_host),
+            f(p.sd_send),
+            f(p.sd_recv),
+            q(p.error.as_deref().unwrap_or("")),
+        ];
+        s += &(row.join(",") + "\n");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_quotes_and_has_a_header() {
+        let run = RunRow {
+            id: 3,
+            name: "q".into(),
+            description: String::new(),
+            experiment_hash: String::new(),
+            vnetlab_version: String::new(),
+            started_at: String::new(),
+            finished_at: None,
+            status: "complete".into(),
+            planned_points: 1,
+            points: 1,
+            host_facts: serde_json::json!({}),
+            experiment_text: String::new(),
+        };
+        let p = PointRecord { seq: 1, mode: "bridge".into(), throughput_gbps: Some(1.5), error: Some("a, \"b\"".into()), ..Default::default() };
+        let c = csv(&run, &[p]);
+        let lines: Vec<&str> = c.lines().collect();
+        assert!(lines[0].starts_with("run,seq,mode"));
+        assert!(lines[1].starts_with("3,1,bridge,"));
+        assert!(lines[1].ends_with("\"a, \"\"b\"\"\""));
+        assert_eq!(lines[0].split(',').count(), 26);
+    }
+}
