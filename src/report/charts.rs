@@ -60,7 +60,7 @@ pub fn lines(title: &str, y_desc: &str, series: &[(String, Vec<(f64, f64)>)]) ->
             .margin(12)
             .x_label_area_size(38)
             .y_label_area_size(56)
-            .build_cartesian_2d((xmin.max(0.5)..xmax).log_scale(), 0f64..ymax)
+            .build_cartesian_2d((xmin.max(0.5)..xmax).log_scale().base(2.0), 0f64..ymax)
             .map_err(|x| e(&x))?;
         c.configure_mesh()
             .x_desc("message size (bytes)")

@@ -65,6 +65,7 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX parts_point ON cpu_parts(point_id);",
 ];
 
+#[derive(Debug)]
 pub struct Store {
     conn: Connection,
     pub path: PathBuf,
