@@ -83,11 +83,16 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
     let ds = b.light.stat.total.delta(&a.light.stat.total);
     let ncpu = b.light.stat.cores.len().max(1);
     let total_ticks = ds.total().max(1) as f64;
-    // One tick base for everything: seconds of CPU capacity as /proc/stat counted them.
-    let capacity_s = total_ticks / d.ticks_per_s;
     let window_s = b.light.at.duration_since(a.light.at).as_secs_f64();
+    // Parts (cgroups and processes) are precise run times: cpuacct.stat and /proc/PID/stat are
+    // scaled to the scheduler's runtime. /proc/stat's busy columns are tick samples, which a
+    // virtual machine can under-count, but its idle is precise (NO_HZ idle tracking). So the
+    // machine's busy time is the wall-clock capacity less idle; ticks give only the proportions.
+    let capacity_s = window_s * ncpu as f64;
+    let idle_s = (ds.idle + ds.iowait) as f64 / d.ticks_per_s;
+    let busy_s = (capacity_s - idle_s).max(0.0);
     let pct = |secs: f64| 100.0 * secs / capacity_s;
-    let machine_busy_pct = 100.0 * ds.busy() as f64 / total_ticks;
+    let machine_busy_pct = pct(busy_s);
     let mut parts: Vec<PartCpu> = d
         .parts
         .iter()
@@ -113,7 +118,10 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
     let client_pct: f64 = parts.iter().filter(|p| p.kind == PartKind::Client).map(|p| p.busy_pct).sum();
     let host_busy_pct = machine_busy_pct - client_pct;
     let host_busy_cores = host_busy_pct / 100.0 * ncpu as f64;
-    let share = |v: u64| 100.0 * v as f64 / total_ticks;
+    let busy_ticks = ds.busy().max(1) as f64;
+    // A busy column's share of the tick samples, scaled to the precise busy time; idle is precise.
+    let share = |v: u64| machine_busy_pct * v as f64 / busy_ticks;
+    let _ = total_ticks;
     let split_pct: BTreeMap<String, f64> = [
         ("user", ds.user),
         ("nice", ds.nice),
@@ -122,10 +130,10 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
         ("softirq", ds.softirq),
         ("steal", ds.steal),
         ("guest", ds.guest + ds.guest_nice),
-        ("idle", ds.idle + ds.iowait),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), share(v)))
+    .chain(std::iter::once(("idle".to_string(), 100.0 - machine_busy_pct)))
     .collect();
     let per_core_busy_pct = b
         .light
@@ -135,7 +143,7 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
         .zip(&a.light.stat.cores)
         .map(|(y, x)| {
             let c = y.delta(x);
-            100.0 * c.busy() as f64 / c.total().max(1) as f64
+            (100.0 * (1.0 - (c.idle + c.iowait) as f64 / d.ticks_per_s / window_s)).clamp(0.0, 100.0)
         })
         .collect();
     let side = |names: &[String]| parts.iter().filter(|p| names.contains(&p.name)).map(|p| p.busy_pct).sum::<f64>();
@@ -161,9 +169,10 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
         .filter(|w| w[1].at > a.light.at && w[1].at <= b.light.at)
         .map(|w| {
             let dd = w[1].stat.total.delta(&w[0].stat.total);
-            let tt = dd.total().max(1) as f64;
+            let cap = w[1].at.duration_since(w[0].at).as_secs_f64() * ncpu as f64;
             let client: f64 = client_idx.iter().map(|&i| (w[1].parts[i] - w[0].parts[i]).max(0.0)).sum();
-            let busy = 100.0 * dd.busy() as f64 / tt - 100.0 * client * d.ticks_per_s / tt;
+            let idle = (dd.idle + dd.iowait) as f64 / d.ticks_per_s;
+            let busy = 100.0 * ((cap - idle).max(0.0) - client) / cap;
             (w[1].at.duration_since(a.light.at).as_secs_f64(), busy.max(0.0))
         })
         .collect();
