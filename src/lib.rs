@@ -11,3 +11,4 @@ pub mod meter;
 pub mod plan;
 pub mod report;
 pub mod store;
+pub mod vnic;

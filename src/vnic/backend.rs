@@ -1,0 +1,287 @@
+//! The device model process: moves frames between the guest's tap and the host's tap.
+//! `emulated`: one frame per read and write, no virtio-net header, no offloads (the guest stack
+//! segments to MTU and checksums, as with an emulated e1000). `paravirt`: virtio-net headers and
+//! offloads (csum, TSO4, TSO6) on both taps, GSO super-frames passed through whole, each side
+//! drained to EAGAIN per edge-triggered wake-up, and optional software LRO toward the guest.
+//! Malformed or oversize frames from the guest are dropped and counted. Counters go to a JSON
+//! file every quarter second.
+
+use serde::{Deserialize, Serialize};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use super::frame::{self, VnetHdr, ETH_LEN, GSO_NONE, GSO_TCPV4, GSO_TCPV6, VNET_HDR_LEN};
+use super::lro::{Lro, LroStats};
+use super::tap::{self, Tap};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Model {
+    Emulated,
+    Paravirt,
+}
+
+pub struct Config {
+    pub model: Model,
+    pub guest_ns: String,
+    pub guest_tap: String,
+    pub host_ns: String,
+    pub host_tap: String,
+    pub lro: bool,
+    pub mtu: usize,
+    pub stats: PathBuf,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct DirStats {
+    pub frames: u64,
+    pub bytes: u64,
+    /// Frames that carried several MTU segments (GSO super-frames).
+    pub gso_frames: u64,
+    pub malformed: u64,
+    pub oversize: u64,
+    pub write_errors: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Stats {
+    pub model: Option<Model>,
+    pub pid: u32,
+    pub wakeups: u64,
+    pub from_guest: DirStats,
+    pub to_guest: DirStats,
+    pub lro: Option<serde_json::Value>,
+    /// frames_in, superframes_out and the LRO ratio (segments per buffer), when LRO is on.
+    pub lro_frames_in: u64,
+    pub lro_superframes_out: u64,
+    pub lro_segments_in: u64,
+    pub lro_buffers_out: u64,
+}
+
+/// The largest frame a reader can get: a 64 KB GSO super-frame with headers.
+const BUF: usize = 65536 + 256;
+/// Frames moved per direction before the other side gets a turn.
+const BATCH: usize = 256;
+
+/// Checks a frame from the guest. Returns the frame's length class or why it is dropped.
+pub fn check_from_guest(pkt: &[u8], model: Model, mtu: usize) -> Result<bool, &'static str> {
+    let (hdr, f) = match model {
+        Model::Paravirt => {
+            let h = VnetHdr::parse(pkt).ok_or("malformed")?;
+            (Some(h), &pkt[VNET_HDR_LEN..])
+        }
+        Model::Emulated => (None, pkt),
+    };
+    if f.len() < ETH_LEN {
+        return Err("malformed");
+    }
+    let gso = match hdr {
+        Some(h) => {
+            if !matches!(h.gso_type & 0x7f, GSO_NONE | GSO_TCPV4 | GSO_TCPV6) {
+                return Err("malformed");
+            }
+            if h.flags & frame::F_NEEDS_CSUM != 0 && h.csum_start as usize + h.csum_offset as usize + 2 > f.len() {
+                return Err("malformed");
+            }
+            if h.gso_type != GSO_NONE && (h.gso_size == 0 || h.hdr_len as usize > f.len()) {
+                return Err("malformed");
+            }
+            h.gso_type != GSO_NONE
+        }
+        None => false,
+    };
+    // A frame without GSO is at most an MTU of IP (plus the Ethernet header and a VLAN tag).
+    if !gso && f.len() > mtu + ETH_LEN + 4 {
+        return Err("oversize");
+    }
+    Ok(gso)
+}
+
+fn write_stats(path: &PathBuf, s: &Stats) {
+    let tmp = path.with_extension("tmp");
+    if std::fs::write(&tmp, serde_json::to_vec(s).unwrap_or_default()).is_ok() {
+        let _ = std::fs::rename(&tmp, path);
+    }
+}
+
+pub fn run(cfg: Config) -> Result<(), String> {
+    let vnet = cfg.model == Model::Paravirt;
+    tap::enter_netns(&cfg.guest_ns)?;
+    let guest = Tap::attach(&cfg.guest_tap, vnet)?;
+    tap::enter_netns(&cfg.host_ns)?;
+    let host = Tap::attach(&cfg.host_tap, vnet)?;
+    let offload = if vnet { tap::TUN_F_CSUM | tap::TUN_F_TSO4 | tap::TUN_F_TSO6 } else { 0 };
+    guest.set_offload(offload)?;
+    host.set_offload(offload)?;
+    let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    if ep < 0 {
+        return Err(format!("epoll: {}", std::io::Error::last_os_error()));
+    }
+    for (i, t) in [&guest, &host].iter().enumerate() {
+        let mut ev = libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLET) as u32, u64: i as u64 };
+        if unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, t.as_raw_fd(), &mut ev) } < 0 {
+            return Err(format!("epoll_ctl: {}", std::io::Error::last_os_error()));
+        }
+    }
+    let mut st = Stats { model: Some(cfg.model), pid: std::process::id(), ..Default::default() };
+    let mut lro = (cfg.lro && vnet).then(Lro::default);
+    write_stats(&cfg.stats, &st);
+    let mut buf = vec![0u8; BUF];
+    let mut out: Vec<Vec<u8>> = Vec::with_capacity(BATCH);
+    let mut last_stats = Instant::now();
+    // Pending work per side: edge-triggered, so a side stays "ready" until read to EAGAIN.
+    let mut ready = [true, true];
+    let mut events = [libc::epoll_event { events: 0, u64: 0 }; 4];
+    loop {
+        if !ready[0] && !ready[1] {
+            let n = unsafe { libc::epoll_wait(ep, events.as_mut_ptr(), events.len() as i32, 250) };
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(format!("epoll_wait: {e}"));
+                }
+            }
+            st.wakeups += 1;
+            for e in &events[..n.max(0) as usize] {
+                ready[e.u64 as usize] = true;
+            }
+        }
+        // Guest → host.
+        if ready[0] {
+            let mut moved = 0;
+            loop {
+                match guest.read(&mut buf) {
+                    Ok(Some(n)) => {
+                        let pkt = &buf[..n];
+                        match check_from_guest(pkt, cfg.model, cfg.mtu) {
+                            Ok(gso) => {
+                                st.from_guest.frames += 1;
+                                st.from_guest.bytes += n as u64;
+                                st.from_guest.gso_frames += gso as u64;
+                                if host.write(pkt).is_err() {
+                                    st.from_guest.write_errors += 1;
+                                }
+                            }
+                            Err("oversize") => st.from_guest.oversize += 1,
+                            Err(_) => st.from_guest.malformed += 1,
+                        }
+                        moved += 1;
+                        if moved == BATCH {
+                            break;
+                        }
+                    }
+                    Ok(None) => {
+                        ready[0] = false;
+                        break;
+                    }
+                    Err(e) => return Err(format!("reading {}: {e} (the guest's link went away)", cfg.guest_tap)),
+                }
+            }
+        }
+        // Host → guest (through LRO when on), written at the end of each batch.
+        if ready[1] {
+            let mut moved = 0;
+            loop {
+                match host.read(&mut buf) {
+                    Ok(Some(n)) => {
+                        let pkt = &buf[..n];
+                        st.to_guest.bytes += n as u64;
+                        match &mut lro {
+                            Some(l) => l.push(pkt, &mut out),
+                            None => {
+                                st.to_guest.frames += 1;
+                                if vnet && pkt.len() > 1 && pkt[1] != GSO_NONE {
+                                    st.to_guest.gso_frames += 1;
+                                }
+                                if guest.write(pkt).is_err() {
+                                    st.to_guest.write_errors += 1;
+                                }
+                            }
+                        }
+                        moved += 1;
+                        if moved == BATCH {
+                            break;
+                        }
+                    }
+                    Ok(None) => {
+                        ready[1] = false;
+                        break;
+                    }
+                    Err(e) => return Err(format!("reading {}: {e}", cfg.host_tap)),
+                }
+            }
+            if let Some(l) = &mut lro {
+                l.flush_all(&mut out);
+                for o in out.drain(..) {
+                    st.to_guest.frames += 1;
+                    if o.len() > 1 && o[1] != GSO_NONE {
+                        st.to_guest.gso_frames += 1;
+                    }
+                    if guest.write(&o).is_err() {
+                        st.to_guest.write_errors += 1;
+                    }
+                }
+            }
+        }
+        if last_stats.elapsed() >= Duration::from_millis(250) {
+            if let Some(l) = &lro {
+                fill_lro(&mut st, &l.stats);
+            }
+            write_stats(&cfg.stats, &st);
+            last_stats = Instant::now();
+        }
+    }
+}
+
+fn fill_lro(st: &mut Stats, l: &LroStats) {
+    st.lro_frames_in = l.frames_in;
+    st.lro_superframes_out = l.superframes_out;
+    st.lro_segments_in = l.segments_in;
+    st.lro_buffers_out = l.buffers_out;
+    st.lro = Some(serde_json::json!({"merge_hist": l.merge_hist, "flush_reasons": l.flush_reasons, "bad_checksum": l.bad_checksum}));
+}
+
+/// Counters over a test: later minus earlier, with the LRO ratio of that span.
+pub fn delta(a: &Stats, b: &Stats) -> serde_json::Value {
+    let d = |x: u64, y: u64| y.saturating_sub(x);
+    let dir = |x: &DirStats, y: &DirStats| {
+        serde_json::json!({"frames": d(x.frames, y.frames), "bytes": d(x.bytes, y.bytes), "gso_frames": d(x.gso_frames, y.gso_frames),
+            "malformed_dropped": d(x.malformed, y.malformed), "oversize_dropped": d(x.oversize, y.oversize), "write_errors": d(x.write_errors, y.write_errors)})
+    };
+    let seg = d(a.lro_segments_in, b.lro_segments_in);
+    let bufs = d(a.lro_buffers_out, b.lro_buffers_out);
+    serde_json::json!({
+        "model": b.model,
+        "frames_in": d(a.from_guest.frames + a.to_guest.frames, b.from_guest.frames + b.to_guest.frames),
+        "from_guest": dir(&a.from_guest, &b.from_guest),
+        "to_guest": dir(&a.to_guest, &b.to_guest),
+        "wakeups": d(a.wakeups, b.wakeups),
+        "lro": b.lro.as_ref().map(|l| serde_json::json!({
+            "frames_in": d(a.lro_frames_in, b.lro_frames_in),
+            "superframes_out": d(a.lro_superframes_out, b.lro_superframes_out),
+            "lro_ratio": if bufs > 0 { seg as f64 / bufs as f64 } else { 0.0 },
+            "totals": l,
+        })),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guest_frames_are_checked() {
+        assert_eq!(check_from_guest(&[0u8; 10], Model::Emulated, 1500), Err("malformed"));
+        assert_eq!(check_from_guest(&vec![0u8; 1514], Model::Emulated, 1500), Ok(false));
+        assert_eq!(check_from_guest(&vec![0u8; 1600], Model::Emulated, 1500), Err("oversize"));
+        let mut p = vec![0u8; VNET_HDR_LEN + 60000];
+        VnetHdr { gso_type: GSO_TCPV4, gso_size: 1448, hdr_len: 54, ..Default::default() }.write(&mut p);
+        assert_eq!(check_from_guest(&p, Model::Paravirt, 1500), Ok(true));
+        VnetHdr { gso_type: 9, ..Default::default() }.write(&mut p);
+        assert_eq!(check_from_guest(&p, Model::Paravirt, 1500), Err("malformed"));
+        VnetHdr { flags: frame::F_NEEDS_CSUM, csum_start: 60000, csum_offset: 16, ..Default::default() }.write(&mut p);
+        assert_eq!(check_from_guest(&p, Model::Paravirt, 1500), Err("malformed"));
+        assert_eq!(check_from_guest(&p[..5], Model::Paravirt, 1500), Err("malformed"));
+    }
+}

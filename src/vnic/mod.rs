@@ -1,0 +1,9 @@
+//! Userspace vNIC device models: the hypervisor side of a guest's NIC, between a tap in the guest
+//! and a tap on the host's bridge. `emulated` moves one frame per syscall with no offloads (an
+//! emulated e1000); `paravirt` uses virtio-net headers, offloads and super-frames, with optional
+//! software LRO toward the guest (virtio-net, Xen netfront/netback).
+
+pub mod frame;
+pub mod lro;
+pub mod backend;
+pub mod tap;
