@@ -14,7 +14,7 @@ pub struct UpArgs {
     /// Read the topology from a TOML file (same keys as these flags; see README)
     #[arg(long, short = 'f')]
     file: Option<String>,
-    /// How guests' NICs reach the wire: native, bridge, nat, macvlan, sriov [default: bridge]
+    /// How guests' NICs reach the wire: native, bridge, nat, macvlan, sriov, emulated, paravirt [default: bridge]
     #[arg(long)]
     mode: Option<Mode>,
     /// Number of guests [default: 1]
@@ -50,6 +50,9 @@ pub struct UpArgs {
     /// SR-IOV physical function to take VFs from (mode sriov)
     #[arg(long)]
     pf: Option<String>,
+    /// Software LRO in the paravirt backend toward the guest (paper 2's guest2): guest or off
+    #[arg(long)]
+    lro: Option<topology::LroPlace>,
     /// Print the iproute2/tc/ethtool/nft commands instead of running them
     #[arg(long)]
     dry_run: bool,
@@ -71,7 +74,8 @@ impl UpArgs {
             || self.wire_segment.is_some()
             || self.subnet.is_some()
             || self.pin
-            || self.pf.is_some();
+            || self.pf.is_some()
+            || self.lro.is_some();
         let mut t = match &self.file {
             Some(f) => {
                 if flags_given {
@@ -98,6 +102,7 @@ impl UpArgs {
                     },
                     pin: self.pin,
                     pf: self.pf.clone(),
+                    lro: self.lro.map(|l| l.0).unwrap_or(false),
                 }
             }
         };

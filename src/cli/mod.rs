@@ -71,6 +71,9 @@ enum Cmd {
     /// (internal) an engine agent speaking the control protocol on stdin/stdout
     #[command(hide = true)]
     Agent,
+    /// (internal) a guest's vNIC backend (device model), started by `up`
+    #[command(hide = true)]
+    Vnic(test_cmds::VnicArgs),
 }
 
 pub fn main() -> i32 {
@@ -99,6 +102,7 @@ pub fn main() -> i32 {
         Cmd::Serve(a) => test_cmds::serve(a),
         Cmd::Meter(a) => test_cmds::meter(a),
         Cmd::Agent => test_cmds::agent(),
+        Cmd::Vnic(a) => test_cmds::vnic(a),
         Cmd::Bench(a) => bench_cmds::bench(a),
         Cmd::Run(a) => exp_cmds::run(a),
         Cmd::Report(a) => exp_cmds::report(a),

@@ -147,6 +147,24 @@ pub fn test(a: TestArgs) -> CmdResult {
         print_json(&out);
     } else {
         print_result(&out.result);
+        if let Some(v) = &out.vnic {
+            for (g, x) in v {
+                let lro = &x["lro"];
+                let extra = if lro.is_null() {
+                    String::new()
+                } else {
+                    format!(", LRO: {} segments in, {} super-frames out, ratio {:.2}", lro["frames_in"], lro["superframes_out"], lro["lro_ratio"].as_f64().unwrap_or(0.0))
+                };
+                println!(
+                    "  vNIC {g} ({}): from guest {} frames ({} GSO), to guest {} frames ({} GSO){extra}",
+                    x["model"].as_str().unwrap_or("?"),
+                    x["from_guest"]["frames"],
+                    x["from_guest"]["gso_frames"],
+                    x["to_guest"]["frames"],
+                    x["to_guest"]["gso_frames"]
+                );
+            }
+        }
         if let Some(c) = &out.cpu {
             print_cpu(c);
         } else if let Some(e) = &out.cpu_error {
@@ -312,6 +330,51 @@ pub fn meter(a: MeterArgs) -> CmdResult {
         print_cpu(&c);
     }
     Ok(())
+}
+
+#[derive(Args)]
+pub struct VnicArgs {
+    #[arg(long)]
+    model: crate::vnic::backend::Model,
+    #[arg(long)]
+    guest_ns: String,
+    #[arg(long)]
+    guest_tap: String,
+    #[arg(long)]
+    host_ns: String,
+    #[arg(long)]
+    host_tap: String,
+    #[arg(long, default_value_t = 1500)]
+    mtu: usize,
+    #[arg(long)]
+    lro: bool,
+    #[arg(long)]
+    stats: std::path::PathBuf,
+}
+
+impl std::str::FromStr for crate::vnic::backend::Model {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "emulated" => Ok(crate::vnic::backend::Model::Emulated),
+            "paravirt" => Ok(crate::vnic::backend::Model::Paravirt),
+            _ => Err(format!("unknown device model '{s}': emulated or paravirt")),
+        }
+    }
+}
+
+/// The vNIC backend process the lab starts per guest in modes emulated and paravirt.
+pub fn vnic(a: VnicArgs) -> CmdResult {
+    running(crate::vnic::backend::run(crate::vnic::backend::Config {
+        model: a.model,
+        guest_ns: a.guest_ns,
+        guest_tap: a.guest_tap,
+        host_ns: a.host_ns,
+        host_tap: a.host_tap,
+        lro: a.lro,
+        mtu: a.mtu,
+        stats: a.stats,
+    }))
 }
 
 /// The agent started inside a lab endpoint: a session on stdin/stdout.

@@ -21,6 +21,9 @@ pub struct Measured {
     pub cpu_error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repeats: Option<Repeats>,
+    /// Per guest with a vNIC backend: its counters over the test (frames, super-frames, LRO ratio…).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vnic: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 #[derive(serde::Serialize)]
@@ -64,6 +67,9 @@ impl Target {
                     _ => PartKind::Guest,
                 };
                 v.push(Part { name: e.name.clone(), kind, cgroups: e.cgroups.clone(), pid: None });
+                if let Some(vn) = &e.vnic {
+                    v.push(Part { name: format!("vNIC backend {}", e.name), kind: PartKind::Process, cgroups: vn.cgroups.clone(), pid: None });
+                }
             }
         }
         v.push(Part { name: "vnetlab driver".into(), kind: PartKind::Process, cgroups: vec![], pid: Some(std::process::id()) });
@@ -83,8 +89,44 @@ impl Target {
     }
 }
 
+impl Target {
+    /// The lab's vNIC backends: (guest, counters file, log).
+    fn backends(&self) -> Vec<(String, std::path::PathBuf, std::path::PathBuf)> {
+        match self {
+            Target::Lab { rec, .. } => rec
+                .endpoints
+                .iter()
+                .filter_map(|e| e.vnic.as_ref().map(|v| (e.name.clone(), v.stats.clone(), v.log.clone())))
+                .collect(),
+            Target::Remote { .. } => vec![],
+        }
+    }
+}
+
+fn read_vnic(path: &std::path::Path) -> Option<crate::vnic::backend::Stats> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+/// A backend whose process is gone has taken its guest's link down with it.
+fn dead_backends(target: &Target) -> Vec<String> {
+    target
+        .backends()
+        .into_iter()
+        .filter(|(_, stats, _)| read_vnic(stats).map(|s| !std::path::Path::new(&format!("/proc/{}", s.pid)).exists()).unwrap_or(true))
+        .map(|(g, _, log)| {
+            let tail = std::fs::read_to_string(&log).unwrap_or_default();
+            let last = tail.lines().last().unwrap_or("no log").to_string();
+            format!("the vNIC backend of {g} died, taking its link down ({last}); `vnetlab down` removes the lab")
+        })
+        .collect()
+}
+
 /// Runs one test with the meter on.
 pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, String> {
+    if let Some(e) = dead_backends(target).into_iter().next() {
+        return Err(e);
+    }
+    let vnic_before: Vec<(String, Option<crate::vnic::backend::Stats>)> = target.backends().into_iter().map(|(g, p, _)| (g, read_vnic(&p))).collect();
     let (mut agents, pairs) = target.agents()?;
     let meter = Meter::start(target.parts());
     let mut on_start = |t: std::time::Instant| {
@@ -94,14 +136,30 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, String> {
     let r = controller::run(spec, &mut agents, &pairs, &mut on_start);
     drop(agents);
     let data = meter.stop();
+    let dead = dead_backends(target);
+    if !dead.is_empty() {
+        return Err(dead.join("; "));
+    }
     let result = r?;
+    // Counters are written every 0.25 s: wait for a fresh write so the test's tail is in.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let vnic = (!vnic_before.is_empty()).then(|| {
+        vnic_before
+            .iter()
+            .zip(target.backends())
+            .filter_map(|((g, before), (_, path, _))| {
+                let after = read_vnic(&path)?;
+                Some((g.clone(), crate::vnic::backend::delta(&before.clone().unwrap_or_default(), &after)))
+            })
+            .collect()
+    });
     let (send, recv) = target.sides(spec);
     let traffic = report::Traffic { gbps: Some(result.throughput_gbps), transactions_per_s: result.transactions_per_s, send_parts: &send, recv_parts: &recv };
     let (cpu, cpu_error) = match report::build(&data, &traffic) {
         Ok(c) => (Some(c), None),
         Err(e) => (None, Some(e)),
     };
-    Ok(Measured { result, cpu, cpu_error, repeats: None })
+    Ok(Measured { result, cpu, cpu_error, repeats: None, vnic })
 }
 
 /// Starts an agent in each named endpoint (through the lab's exec) and pairs them.

@@ -129,6 +129,10 @@ pub fn build(p: &Plan, progress: bool) -> Result<(), String> {
                         if matches!(cmd, HostCmd::Tc { .. }) && e.contains("qdisc kind is unknown") { NO_NETEM.to_string() } else { e }
                     })?;
                 }
+                Step::StartBackend { guest, args, netns, cgroups, stats, log: logf } => {
+                    let _ = writeln!(log, "{}", plan::shell_step(&p.steps[i]));
+                    start_backend(guest, args, netns, cgroups, stats, logf)?;
+                }
                 Step::MoveVf { pf, vf, netns, name } => {
                     let ifname = vf_ifname(pf, *vf)?;
                     j.record(&[Entry::Vf { pf: pf.clone(), ifname: ifname.clone(), netns: netns.clone(), lab_name: name.clone() }])?;
@@ -163,6 +167,55 @@ pub fn build(p: &Plan, progress: bool) -> Result<(), String> {
         signal_hook::low_level::unregister(id);
     }
     Ok(())
+}
+
+/// Starts a vNIC backend detached from `up` (its own session, no parent-death signal) inside the
+/// host namespace and its cgroup, and waits until it has attached both taps (its counters file
+/// appears) — or reports its log if it exits first.
+fn start_backend(guest: &str, args: &[String], netns: &str, cgroups: &[std::path::PathBuf], stats: &Path, log: &Path) -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let ep = state::Endpoint {
+        name: format!("vnic-{guest}"),
+        netns: netns.into(),
+        address: std::net::Ipv4Addr::UNSPECIFIED,
+        iface: String::new(),
+        cgroups: cgroups.to_vec(),
+        cpus: None,
+        reach_from_client: None,
+        vnic: None,
+    };
+    let mut argv = vec![exe.display().to_string()];
+    argv.extend(args.iter().cloned());
+    let mut cmd = super::exec::command(&ep, &argv)?;
+    let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let _ = std::fs::remove_file(stats);
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(out.try_clone().map_err(|e| e.to_string())?)
+        .stderr(out)
+        .spawn()
+        .map_err(|e| format!("cannot start the vNIC backend of {guest}: {e}"))?;
+    let t0 = Instant::now();
+    loop {
+        if stats.exists() {
+            return Ok(());
+        }
+        if let Ok(Some(st)) = child.try_wait() {
+            let tail = std::fs::read_to_string(log).unwrap_or_default();
+            return Err(format!("the vNIC backend of {guest} exited ({st}): {}", hostcmd::one_line(&tail)));
+        }
+        if t0.elapsed() > Duration::from_secs(5) {
+            return Err(format!("the vNIC backend of {guest} did not attach its taps within 5 s (see {})", log.display()));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// Waits (at most 3 s) until the kernel reports every lab interface that is set up as up: the
@@ -337,6 +390,13 @@ pub fn teardown(lab: &str) -> Result<(), String> {
     }
     for p in [jpath, state::record_path(lab), state::log_path(lab)] {
         let _ = std::fs::remove_file(p);
+    }
+    // The backends' counters and logs.
+    let prefix = format!("{lab}.vnic-");
+    for e in std::fs::read_dir(state::dir()).into_iter().flatten().flatten() {
+        if e.file_name().to_str().is_some_and(|n| n.starts_with(&prefix)) {
+            let _ = std::fs::remove_file(e.path());
+        }
     }
     Ok(())
 }

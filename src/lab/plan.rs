@@ -17,6 +17,9 @@ pub enum Step {
     Run { creates: Vec<Entry>, cmd: HostCmd },
     /// Move VF number `vf` of `pf` into `netns`, renamed `name` (its current name is read at build time).
     MoveVf { pf: String, vf: u32, netns: String, name: String },
+    /// Start guest `guest`'s vNIC backend (a `vnetlab vnic` process) in the host namespace and
+    /// its own cgroup; it lives until `down` (it is in the lab's namespace and cgroup).
+    StartBackend { guest: String, args: Vec<String>, netns: String, cgroups: Vec<std::path::PathBuf>, stats: std::path::PathBuf, log: std::path::PathBuf },
 }
 
 /// What the builder read about an SR-IOV PF before planning.
@@ -38,18 +41,14 @@ pub fn sriov_vfs_needed(guests: u32) -> u32 {
 
 pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &[usize], sriov: Option<&SriovPf>) -> Result<Plan, String> {
     t.validate()?;
-    if matches!(t.mode, Mode::Emulated | Mode::Paravirt) {
-        // The userspace device models (issue 6) plug in here: a guest tap, a host tap on the
-        // bridge and a backend process between them.
-        return Err(format!(
-            "mode {} needs vnetlab's userspace vNIC device model, which is not built yet: use bridge, nat, macvlan or native",
-            t.mode
-        ));
-    }
     let n = Names::new(&t.name);
     let a = addr::allocate(t.mode, &t.subnet, t.guests);
     let (h, c) = (n.host_ns(), n.client_ns());
     let native = t.mode == Mode::Native;
+    // The userspace device models: the guest's NIC is a tap, a backend process moves its frames
+    // to a tap on the host's bridge.
+    let vnic = matches!(t.mode, Mode::Emulated | Mode::Paravirt);
+    let bridged = matches!(t.mode, Mode::Bridge | Mode::Nat) || vnic;
     let guest_ns = |i: u32| if native { h.clone() } else { n.guest_ns(i) };
     let guests: Vec<u32> = (1..=t.guests).collect();
     let mut steps = Vec::new();
@@ -68,6 +67,10 @@ pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &[usize], sriov: Option<&SriovPf
         parts.extend(guests.iter().map(|&i| (guest_name(i), Some(guest_cpus[i as usize - 1].clone()))));
     } else {
         parts.extend(guests.iter().map(|&i| (guest_name(i), None)));
+    }
+    if vnic {
+        let host_cpus = parts[0].1.clone();
+        parts.extend(guests.iter().map(|&i| (format!("vnic-{}", guest_name(i)), host_cpus.clone())));
     }
     let cgp = cgroup::plan(cg, &n.cgroup(), &parts)?;
     if let Hierarchy::None { why } = cg {
@@ -139,17 +142,22 @@ pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &[usize], sriov: Option<&SriovPf
     let mut creates = Vec::new();
     let mut lines = vec!["link set lo up".to_string(), format!("link set {wh} mtu {mtu}")];
     let br = n.bridge();
+    let vnet_hdr = if t.mode == Mode::Paravirt { " vnet_hdr" } else { "" };
     let host_iface = match t.mode {
-        Mode::Bridge | Mode::Nat => {
+        Mode::Bridge | Mode::Nat | Mode::Emulated | Mode::Paravirt => {
             creates.push(inns(&h, format!("link {br}")));
             lines.push(format!("link add {br} type bridge"));
             for &i in &guests {
                 let port = n.guest_port(i);
+                if vnic {
+                    creates.push(inns(&h, format!("link {port}")));
+                    lines.push(format!("tuntap add dev {port} mode tap{vnet_hdr}"));
+                }
                 lines.push(format!("link set {port} mtu {mtu}"));
                 lines.push(format!("link set {port} master {br}"));
                 lines.push(format!("link set {port} up"));
             }
-            if t.mode == Mode::Bridge {
+            if t.mode != Mode::Nat {
                 lines.push(format!("link set {wh} master {br}"));
                 lines.push(format!("addr add {}/{wlen} dev {br}", a.host));
             } else {
@@ -158,7 +166,7 @@ pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &[usize], sriov: Option<&SriovPf
             }
             lines.push(format!("link set {br} mtu {mtu}"));
             lines.push(format!("link set {br} up"));
-            if t.mode == Mode::Bridge { br.clone() } else { wh.clone() }
+            if t.mode != Mode::Nat { br.clone() } else { wh.clone() }
         }
         Mode::Macvlan => {
             for &i in &guests {
@@ -191,16 +199,57 @@ pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &[usize], sriov: Option<&SriovPf
     if !native {
         for (k, &i) in guests.iter().enumerate() {
             let gif = n.guest_if(i);
-            let mut lines = vec![
+            let mut creates = vec![];
+            let mut lines = vec![];
+            if vnic {
+                creates.push(inns(&n.guest_ns(i), format!("link {gif}")));
+                lines.push(format!("tuntap add dev {gif} mode tap{vnet_hdr}"));
+            }
+            lines.extend([
                 "link set lo up".to_string(),
                 format!("link set {gif} mtu {mtu}"),
                 format!("addr add {}/{} dev {gif}", a.guests[k], a.guest_net.len),
                 format!("link set {gif} up"),
-            ];
+            ]);
             if t.mode == Mode::Nat {
                 lines.push(format!("route add {} via {}", a.wire, a.host_inner.unwrap()));
             }
-            steps.push(run(vec![], HostCmd::ip(Some(&n.guest_ns(i)), lines)));
+            steps.push(run(creates, HostCmd::ip(Some(&n.guest_ns(i)), lines)));
+        }
+    }
+
+    // 5b. The device-model backends, one per guest.
+    if vnic {
+        for &i in &guests {
+            let g = guest_name(i);
+            let mut args = vec![
+                "vnic".to_string(),
+                "--model".into(),
+                t.mode.to_string(),
+                "--guest-ns".into(),
+                n.guest_ns(i),
+                "--guest-tap".into(),
+                n.guest_if(i),
+                "--host-ns".into(),
+                h.clone(),
+                "--host-tap".into(),
+                n.guest_port(i),
+                "--mtu".into(),
+                t.mtu.to_string(),
+                "--stats".into(),
+                super::state::vnic_stats_path(&t.name, &g).display().to_string(),
+            ];
+            if t.lro {
+                args.push("--lro".into());
+            }
+            steps.push(Step::StartBackend {
+                guest: g.clone(),
+                args,
+                netns: h.clone(),
+                cgroups: folders(&format!("vnic-{g}")),
+                stats: super::state::vnic_stats_path(&t.name, &g),
+                log: super::state::vnic_log_path(&t.name, &g),
+            });
         }
     }
 
@@ -216,15 +265,17 @@ pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &[usize], sriov: Option<&SriovPf
     let onoff = |b: bool| if b { "on" } else { "off" };
     let wire_tso = if w.segment { false } else { t.tso };
     let mut eth = vec![(h.clone(), wh.clone(), t.gro.host(), wire_tso), (c.clone(), wc.clone(), true, wire_tso)];
-    if matches!(t.mode, Mode::Bridge | Mode::Nat) {
+    // Emulated NICs have no offloads: the guest segments and checksums.
+    let guest_tso = t.tso && t.mode != Mode::Emulated;
+    if bridged {
         eth.push((h.clone(), br.clone(), t.gro.host(), t.tso));
         for &i in &guests {
-            eth.push((h.clone(), n.guest_port(i), t.gro.host(), t.tso));
+            eth.push((h.clone(), n.guest_port(i), t.gro.host(), guest_tso));
         }
     }
     if !native {
         for &i in &guests {
-            eth.push((n.guest_ns(i), n.guest_if(i), t.gro.guest(), t.tso));
+            eth.push((n.guest_ns(i), n.guest_if(i), t.gro.guest(), guest_tso));
         }
     }
     for (ns, dev, gro, tso) in eth {
@@ -249,14 +300,21 @@ pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &[usize], sriov: Option<&SriovPf
 
     // The record other commands use.
     let mut endpoints = vec![
-        Endpoint { name: "host".into(), netns: h.clone(), address: a.host, iface: host_iface.clone(), cgroups: folders("host"), cpus: cpus_of("host"), reach_from_client: None },
-        Endpoint { name: "client".into(), netns: c.clone(), address: a.client, iface: wc.clone(), cgroups: folders("client"), cpus: cpus_of("client"), reach_from_client: None },
+        Endpoint { name: "host".into(), netns: h.clone(), address: a.host, iface: host_iface.clone(), cgroups: folders("host"), cpus: cpus_of("host"), reach_from_client: None, vnic: None },
+        Endpoint { name: "client".into(), netns: c.clone(), address: a.client, iface: wc.clone(), cgroups: folders("client"), cpus: cpus_of("client"), reach_from_client: None, vnic: None },
     ];
     for (k, &i) in guests.iter().enumerate() {
         let g = guest_name(i);
         let (address, iface): (Ipv4Addr, String) = if native { (a.host, host_iface.clone()) } else { (a.guests[k], n.guest_if(i)) };
         let reach = (t.mode == Mode::Nat).then(|| NatReach { address: a.host, ports: nat_ports(k as u32) });
-        endpoints.push(Endpoint { name: g.clone(), netns: guest_ns(i), address, iface, cgroups: folders(&g), cpus: cpus_of(&g), reach_from_client: reach });
+        let vnic_info = vnic.then(|| super::state::VnicInfo {
+            model: t.mode.to_string(),
+            lro: t.lro,
+            stats: super::state::vnic_stats_path(&t.name, &g),
+            log: super::state::vnic_log_path(&t.name, &g),
+            cgroups: folders(&format!("vnic-{g}")),
+        });
+        endpoints.push(Endpoint { name: g.clone(), netns: guest_ns(i), address, iface, cgroups: folders(&g), cpus: cpus_of(&g), reach_from_client: reach, vnic: vnic_info });
     }
     if t.mode == Mode::Sriov && (w.rate.is_some() || w.delay.is_some() || w.loss.is_some()) {
         notes.push("sriov: wire shaping applies to the host's and the client's VFs, not between guests (the NIC switches those)".into());
@@ -299,15 +357,19 @@ fn shaping(dev: &str, t: &Topology) -> Vec<String> {
 
 /// Every command the plan runs, as shell text (for --dry-run).
 pub fn shell(p: &Plan) -> Vec<String> {
-    p.steps
-        .iter()
-        .map(|s| match s {
+    p.steps.iter().map(shell_step).collect()
+}
+
+pub fn shell_step(s: &Step) -> String {
+    match s {
             Step::Run { cmd, .. } => cmd.shell(),
             Step::MoveVf { pf, vf, netns, name } => format!(
                 "ip link set dev $(ls /sys/class/net/{pf}/device/virtfn{vf}/net) netns {netns} name {name}"
             ),
-        })
-        .collect()
+            Step::StartBackend { args, netns, log, .. } => {
+                format!("ip netns exec {netns} vnetlab {} > {} 2>&1 &  # in its own cgroup", args.join(" "), log.display())
+            }
+    }
 }
 
 #[cfg(test)]
@@ -433,9 +495,21 @@ mod tests {
     }
 
     #[test]
-    fn device_model_modes_say_they_are_not_built() {
-        let cg = Hierarchy::None { why: "test".into() };
-        let e = plan(&Topology { mode: Mode::Emulated, ..Default::default() }, &cg, &[0], None).err().unwrap();
-        assert!(e.contains("not built yet"));
+    fn device_model_modes_put_taps_and_a_backend_between_guest_and_bridge() {
+        let t = Topology { mode: Mode::Paravirt, guests: 2, lro: true, ..Default::default() };
+        let p = plan_of(&t);
+        let text = shell(&p).join("\n");
+        assert!(text.contains("tuntap add dev vllabg1 mode tap vnet_hdr"), "{text}");
+        assert!(text.contains("tuntap add dev vllabg2h mode tap vnet_hdr"));
+        assert!(text.contains("link set vllabg2h master vllabbr"));
+        assert!(text.contains("vnetlab vnic --model paravirt --guest-ns vllab-g1 --guest-tap vllabg1 --host-ns vllab-host --host-tap vllabg1h"));
+        assert!(text.contains("--lro"));
+        let g1 = p.record.endpoint("g1").unwrap();
+        assert_eq!(g1.vnic.as_ref().unwrap().cgroups[0], std::path::PathBuf::from("/nonexistent/cpuacct/vnetlab/vllab/vnic-g1"));
+        let e = plan_of(&Topology { mode: Mode::Emulated, ..Default::default() });
+        let text = shell(&e).join("\n");
+        assert!(text.contains("tuntap add dev vllabg1 mode tap\n") && !text.contains("vnet_hdr"));
+        assert!(text.contains("ethtool -K vllabg1 gro on tso off gso off"), "emulated NICs have no TSO");
+        assert!(Topology { mode: Mode::Bridge, lro: true, ..Default::default() }.validate().unwrap_err().contains("paravirt"));
     }
 }

@@ -41,6 +41,28 @@ pub struct Endpoint {
     pub cpus: Option<String>,
     /// Behind NAT: the address and port range at which the client reaches this guest.
     pub reach_from_client: Option<NatReach>,
+    /// The guest's vNIC backend, in modes emulated and paravirt.
+    #[serde(default)]
+    pub vnic: Option<VnicInfo>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct VnicInfo {
+    pub model: String,
+    pub lro: bool,
+    /// Where the backend writes its counters, and its log.
+    pub stats: PathBuf,
+    pub log: PathBuf,
+    /// The backend's cgroup folders (its CPU is the part "vNIC backend gN").
+    pub cgroups: Vec<PathBuf>,
+}
+
+pub fn vnic_stats_path(lab: &str, guest: &str) -> PathBuf {
+    dir().join(format!("{lab}.vnic-{guest}.json"))
+}
+
+pub fn vnic_log_path(lab: &str, guest: &str) -> PathBuf {
+    dir().join(format!("{lab}.vnic-{guest}.log"))
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]

@@ -35,6 +35,8 @@ pub struct EndpointStatus {
     pub cgroups: Vec<String>,
     pub cpus: Option<String>,
     pub reach_from_client: Option<String>,
+    /// The vNIC backend (modes emulated, paravirt): model, LRO, pid and whether it runs.
+    pub vnic: Option<serde_json::Value>,
 }
 
 #[derive(Serialize, Debug)]
@@ -117,7 +119,7 @@ fn lab_status(r: &LabRecord) -> Result<LabStatus, String> {
     let ep = |name: &str| -> Result<EndpointStatus, String> {
         let e = r.endpoint(name)?;
         let port = super::names::parse_guest(name)
-            .filter(|_| matches!(t.mode, Mode::Bridge | Mode::Nat))
+            .filter(|_| matches!(t.mode, Mode::Bridge | Mode::Nat | Mode::Emulated | Mode::Paravirt))
             .and_then(|i| get(&h, &n.guest_port(i)));
         Ok(EndpointStatus {
             name: e.name.clone(),
@@ -128,6 +130,12 @@ fn lab_status(r: &LabRecord) -> Result<LabStatus, String> {
             cgroups: e.cgroups.iter().map(|p| p.display().to_string()).collect(),
             cpus: e.cpus.clone(),
             reach_from_client: e.reach_from_client.as_ref().map(|rc| format!("{}:{}-{}", rc.address, rc.ports[0], rc.ports[1])),
+            vnic: e.vnic.as_ref().map(|v| {
+                let st: Option<crate::vnic::backend::Stats> = std::fs::read(&v.stats).ok().and_then(|b| serde_json::from_slice(&b).ok());
+                let pid = st.as_ref().map(|s| s.pid);
+                serde_json::json!({"model": v.model, "lro": v.lro, "pid": pid,
+                    "running": pid.is_some_and(|p| std::path::Path::new(&format!("/proc/{p}")).exists()), "log": v.log})
+            }),
         })
     };
     let mut host_interfaces: Vec<Iface> =

@@ -210,6 +210,9 @@ pub struct Topology {
     pub pin: bool,
     /// The SR-IOV physical function (mode `sriov` only).
     pub pf: Option<String>,
+    /// Software LRO in the paravirt backend, toward the guest (paper 2's "guest2").
+    #[serde(default)]
+    pub lro: bool,
 }
 
 pub const DEFAULT_NAME: &str = "lab";
@@ -228,6 +231,7 @@ impl Default for Topology {
             wire: Wire::default(),
             pin: false,
             pf: None,
+            lro: false,
         }
     }
 }
@@ -264,6 +268,9 @@ impl Topology {
             (_, Some(_)) => return Err("--pf is only for mode sriov: drop it or use --mode sriov".into()),
             _ => {}
         }
+        if self.lro && self.mode != Mode::Paravirt {
+            return Err(format!("--lro guest is software LRO in the paravirt backend: use --mode paravirt (this lab is {})", self.mode));
+        }
         Ok(())
     }
 }
@@ -287,7 +294,27 @@ pub struct TopologyFile {
     pub subnet: Option<Subnet>,
     pub pin: Option<bool>,
     pub pf: Option<String>,
+    /// "guest" or "off".
+    #[serde(default, deserialize_with = "de_from_str")]
+    pub lro: Option<LroPlace>,
     pub wire: Option<WireFile>,
+}
+
+/// Where software LRO runs: `guest` (the paravirt backend, toward the guest) or `off`.
+/// (LRO on the physical side is GRO on the host side: `--gro host`.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LroPlace(pub bool);
+
+impl FromStr for LroPlace {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "guest" => Ok(LroPlace(true)),
+            "off" => Ok(LroPlace(false)),
+            "host" => Err("--lro host: LRO on the physical side is the host's GRO: use --gro host".into()),
+            _ => Err(format!("unknown lro setting '{s}': use guest or off")),
+        }
+    }
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -344,6 +371,7 @@ impl TopologyFile {
             subnet: self.subnet.unwrap_or(d.subnet),
             pin: self.pin.unwrap_or(d.pin),
             pf: self.pf,
+            lro: self.lro.map(|l| l.0).unwrap_or(false),
             wire: Wire {
                 rate: w.rate,
                 delay: w.delay,
