@@ -52,6 +52,12 @@ pub struct TestArgs {
     /// Length of a reported interval, seconds
     #[arg(long, default_value_t = 1.0)]
     interval: f64,
+    /// Send exactly this many bytes per stream (e.g. 256M), as netperf's -l -N; -l is then the time limit
+    #[arg(long)]
+    bytes: Option<String>,
+    /// Send a known pattern and check it arrives intact (SHA-256 of both ends)
+    #[arg(long)]
+    verify: bool,
     /// Standalone: the host running `vnetlab serve` (loopback or a lab address)
     #[arg(short = 'H', long = "host")]
     host: Option<String>,
@@ -103,6 +109,8 @@ impl TestArgs {
             nodelay: self.nodelay,
             zerocopy: self.zerocopy,
             interval: self.interval,
+            bytes: self.bytes.as_deref().map(spec::parse_size).transpose()?.map(|b| b as u64),
+            verify: self.verify,
         };
         s.validate()?;
         Ok(s)
@@ -240,10 +248,14 @@ fn check_allowed(ip: IpAddr) -> Result<(), String> {
 }
 
 pub fn print_result(r: &TestResult) {
-    println!(
-        "{} {} → {}: {} B messages, {} stream(s), {:.1} s measured after a {:.1} s warm-up",
-        r.test, r.from, r.to, r.message_bytes, r.parallel, r.duration_s, r.warmup_s
-    );
+    if r.transfer.is_some() && !r.intervals.is_empty() || r.transfer.is_none() {
+        println!(
+            "{} {} → {}: {} B messages, {} stream(s), {:.1} s measured after a {:.1} s warm-up",
+            r.test, r.from, r.to, r.message_bytes, r.parallel, r.duration_s, r.warmup_s
+        );
+    } else {
+        println!("{} {} → {}: {} B messages, {} stream(s), a fixed transfer", r.test, r.from, r.to, r.message_bytes, r.parallel);
+    }
     match (&r.transactions_per_s, &r.latency_us) {
         (Some(tps), Some(l)) => {
             println!("  {:.0} transactions/s   latency µs: p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}", tps, l.p50, l.p90, l.p99, l.p999, l.max);
@@ -267,6 +279,13 @@ pub fn print_result(r: &TestResult) {
     }
     if let Some(l) = r.udp_loss_pct {
         println!("  UDP loss: {l:.2} %");
+    }
+    if let Some(t) = &r.transfer {
+        println!("  transfer: {} bytes sent, {} received{}", t["bytes_sent"], t["bytes_received"], match t["match"].as_bool() {
+            Some(true) if !t["sent_sha256"].is_null() => ", SHA-256 matches",
+            Some(true) => "",
+            _ => ", MISMATCH",
+        });
     }
     if let Some(z) = &r.zerocopy {
         println!("  MSG_ZEROCOPY: {} sends completed, {:.0} % copied by the kernel anyway", z["sends_completed"], z["copied_pct"].as_f64().unwrap_or(0.0));

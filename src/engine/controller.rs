@@ -185,6 +185,9 @@ pub struct TestResult {
     pub tcp_info: Vec<TcpSample>,
     /// MSG_ZEROCOPY: sends completed and the share the kernel copied anyway.
     pub zerocopy: Option<serde_json::Value>,
+    /// --bytes/--verify: what was sent and received, and whether the hashes match.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfer: Option<serde_json::Value>,
 }
 
 /// Stream ids: pair k's streams are k*1000, k*1000+1, …
@@ -243,7 +246,16 @@ pub fn run(spec: &Spec, agents: &mut [AgentConn], pairs: &[Pair], on_start: &mut
     if !errors.is_empty() {
         return Err(errors.join("; "));
     }
-    Ok(combine(spec, pairs, &reports))
+    let r = combine(spec, pairs, &reports);
+    if let Some(t) = &r.transfer {
+        if t["match"] == false {
+            return Err(format!(
+                "verify: the receiver got other bytes than were sent ({} sent, {} received; sha256 {} ≠ {})",
+                t["bytes_sent"], t["bytes_received"], t["sent_sha256"], t["received_sha256"]
+            ));
+        }
+    }
+    Ok(r)
 }
 
 fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> TestResult {
@@ -302,6 +314,11 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
     });
     let throughput = if is_rr {
         tps.unwrap_or(0.0) * (spec.req + spec.resp) as f64 * 8.0 / 1e9
+    } else if spec.bytes.is_some() {
+        // A fixed transfer: all bytes over the receivers' time from first byte to end.
+        let all: u64 = reports.iter().flat_map(|(_, r)| r.streams.iter()).filter(|s| s.receiver).map(|s| s.total_bytes).sum();
+        let active = reports.iter().flat_map(|(_, r)| r.streams.iter()).filter(|s| s.receiver).map(|s| s.active_s).fold(0.0, f64::max);
+        intervals::gbps(all, active)
     } else {
         intervals::gbps(total_bytes, secs)
     };
@@ -321,12 +338,13 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
         throughput_gbps: throughput,
         streams,
         per_source_gbps: per_source.into_iter().map(|(k, v)| (k, serde_json::json!(v))).collect(),
-        intervals: if is_rr { vec![] } else { intervals::fold(&intervals::sum(&bucket_sets), spec.interval) },
+        intervals: if is_rr || spec.bytes.is_some() { vec![] } else { intervals::fold(&intervals::sum(&bucket_sets), spec.interval) },
         transactions_per_s: tps,
         latency_us: latency,
         udp_loss_pct: udp_loss,
         tcp_retransmits: (!spec.test.is_udp()).then_some(retrans),
         tcp_info,
+        transfer: (spec.bytes.is_some() || spec.verify).then(|| transfer(reports)),
         zerocopy: spec.zerocopy.then(|| {
             serde_json::json!({"sends_completed": zc_done, "copied_pct": if zc_done > 0 { 100.0 * zc_copied as f64 / zc_done as f64 } else { 0.0 }})
         }),
@@ -341,4 +359,29 @@ fn unique<'a>(names: impl Iterator<Item = &'a str>) -> String {
         }
     }
     v.join(",")
+}
+
+/// Sent and received bytes and hashes, per stream id (one stream per id on each side).
+fn transfer(reports: &[(usize, SideReport)]) -> serde_json::Value {
+    let mut sent: Vec<(u32, u64, Option<String>)> = Vec::new();
+    let mut got: Vec<(u32, u64, Option<String>)> = Vec::new();
+    for (_, r) in reports {
+        for s in &r.streams {
+            let v = (s.id, s.total_bytes, s.sha256.clone());
+            if s.receiver { got.push(v) } else { sent.push(v) }
+        }
+    }
+    sent.sort_by_key(|v| v.0);
+    got.sort_by_key(|v| v.0);
+    let total = |v: &[(u32, u64, Option<String>)]| v.iter().map(|x| x.1).sum::<u64>();
+    let hashes = |v: &[(u32, u64, Option<String>)]| v.iter().map(|x| x.2.clone().unwrap_or_default()).collect::<Vec<_>>().join(",");
+    let (hs, hr) = (hashes(&sent), hashes(&got));
+    let verified = sent.iter().all(|x| x.2.is_some());
+    serde_json::json!({
+        "bytes_sent": total(&sent),
+        "bytes_received": total(&got),
+        "sent_sha256": if verified { serde_json::json!(hs) } else { serde_json::Value::Null },
+        "received_sha256": if verified { serde_json::json!(hr) } else { serde_json::Value::Null },
+        "match": if verified { serde_json::json!(hs == hr && total(&sent) == total(&got)) } else { serde_json::json!(total(&sent) == total(&got)) },
+    })
 }

@@ -63,8 +63,29 @@ fn timed_out(e: &std::io::Error) -> bool {
 
 // ---------------- bulk streams ----------------
 
+/// The bytes --verify sends: 1 MiB of xorshift output, repeated; byte n of the stream is
+/// pattern[n % len].
+pub fn pattern() -> Vec<u8> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..1 << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 32) as u8
+        })
+        .collect()
+}
+
+fn hex(d: &[u8]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 pub fn tcp_send(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
+    use sha2::Digest;
     let mut p = Piece { report: StreamReport { id, ..Default::default() }, ..Default::default() };
+    let pat = (spec.verify || spec.bytes.is_some()).then(pattern);
+    let mut hasher = spec.verify.then(sha2::Sha256::new);
     let buf = vec![0x5au8; spec.msg];
     let pacer = spec.rate.map(|r| Pacer::new(r, spec.msg));
     s.set_write_timeout(Some(TICK)).ok();
@@ -73,7 +94,7 @@ pub fn tcp_send(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
     let mut sent = 0u64;
     loop {
         let now = clock.now();
-        if now >= clock.send_end() {
+        if now >= clock.send_end() || spec.bytes.is_some_and(|b| sent >= b) {
             break;
         }
         if let Some(pc) = &pacer {
@@ -83,12 +104,28 @@ pub fn tcp_send(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
                 continue;
             }
         }
+        let chunk: &[u8] = match &pat {
+            Some(pt) => {
+                let off = (sent % pt.len() as u64) as usize;
+                let mut n = spec.msg.min(pt.len() - off);
+                if let Some(b) = spec.bytes {
+                    n = n.min((b - sent) as usize);
+                }
+                &pt[off..off + n]
+            }
+            None => &buf,
+        };
         let r = match &mut zc {
-            Some(z) => z.send(fd, &buf),
-            None => s.write(&buf),
+            Some(z) => z.send(fd, chunk),
+            None => s.write(chunk),
         };
         match r {
-            Ok(n) => sent += n as u64,
+            Ok(n) => {
+                if let Some(h) = &mut hasher {
+                    h.update(&chunk[..n]);
+                }
+                sent += n as u64
+            }
             Err(e) if timed_out(&e) => continue,
             Err(e) => {
                 p.error = Some(format!("stream {id}: the receiver went away ({e})"));
@@ -103,6 +140,10 @@ pub fn tcp_send(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
     }
     let _ = s.shutdown(std::net::Shutdown::Write);
     p.report.total_bytes = sent;
+    p.report.sha256 = hasher.map(|h| hex(&h.finalize()));
+    if spec.bytes.is_some_and(|b| sent < b) && p.error.is_none() {
+        p.error = Some(format!("stream {id}: only {sent} of {} bytes were sent within {:.0} s", spec.bytes.unwrap(), clock.send_end()));
+    }
     p.report.retrans = tcpinfo::read(fd).map(|i| i.total_retrans as u64).unwrap_or(0);
     // Wait for the receiver to finish reading (its EOF) so the retransmit count is final.
     s.set_read_timeout(Some(Duration::from_secs(2))).ok();
@@ -180,7 +221,10 @@ impl ZeroCopy {
 }
 
 pub fn tcp_recv(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock, sample: bool) -> Piece {
+    use sha2::Digest;
     let mut p = Piece { report: StreamReport { id, receiver: true, ..Default::default() }, ..Default::default() };
+    let mut hasher = spec.verify.then(sha2::Sha256::new);
+    let (mut first_at, mut last_at): (Option<f64>, f64) = (None, 0.0);
     let (first, last) = window(spec.warmup, spec.duration);
     p.buckets = vec![0; last - first];
     s.set_read_timeout(Some(TICK)).ok();
@@ -192,6 +236,11 @@ pub fn tcp_recv(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock, sample: bo
             Ok(0) => break,
             Ok(n) => {
                 let now = clock.now();
+                first_at.get_or_insert(now);
+                last_at = now;
+                if let Some(h) = &mut hasher {
+                    h.update(&buf[..n]);
+                }
                 p.report.total_bytes += n as u64;
                 let b = bucket_of(now);
                 if (first..last).contains(&b) {
@@ -217,6 +266,8 @@ pub fn tcp_recv(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock, sample: bo
             }
         }
     }
+    p.report.sha256 = hasher.map(|h| hex(&h.finalize()));
+    p.report.active_s = first_at.map(|f| last_at - f).unwrap_or(0.0);
     p
 }
 

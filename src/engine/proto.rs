@@ -50,6 +50,10 @@ pub struct StreamReport {
     /// MSG_ZEROCOPY sends completed, and how many of them the kernel copied after all.
     pub zc_completed: u64,
     pub zc_copied: u64,
+    /// --verify: SHA-256 of every byte sent (sender) or received (receiver).
+    pub sha256: Option<String>,
+    /// Seconds from the first byte to the end of the stream (receivers).
+    pub active_s: f64,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, Default)]

@@ -103,6 +103,12 @@ pub struct Spec {
     pub zerocopy: bool,
     /// Length of a reported interval, seconds.
     pub interval: f64,
+    /// Send exactly this many bytes (streams), then stop; `duration` becomes the time limit.
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    /// Send a known pattern and compare SHA-256 hashes of what was sent and what arrived.
+    #[serde(default)]
+    pub verify: bool,
 }
 
 impl Default for Spec {
@@ -121,6 +127,8 @@ impl Default for Spec {
             nodelay: false,
             zerocopy: false,
             interval: 1.0,
+            bytes: None,
+            verify: false,
         }
     }
 }
@@ -144,6 +152,12 @@ impl Spec {
         }
         if self.test == TestKind::UdpStream && self.msg < 8 {
             return Err("UDP_STREAM needs -m of at least 8 bytes (each datagram carries its sequence number)".into());
+        }
+        if (self.bytes.is_some() || self.verify) && !matches!(self.test, TestKind::TcpStream | TestKind::TcpMaerts) {
+            return Err("--bytes and --verify are for TCP_STREAM and TCP_MAERTS".into());
+        }
+        if self.bytes == Some(0) {
+            return Err("--bytes 0: send at least one byte".into());
         }
         if self.zerocopy && self.test.is_rr() {
             return Err("--zerocopy is for stream tests".into());

@@ -88,6 +88,8 @@ pub fn expand(e: &ExperimentFile) -> Vec<Point> {
                                                 nodelay: p.nodelay,
                                                 zerocopy: false,
                                                 interval: (p.duration / 10.0).clamp(0.1, 1.0),
+                                                bytes: None,
+                                                verify: false,
                                             };
                                             out.push(Point { seq: 0, lab: lab.clone(), direction, spec, repeat: p.repeat });
                                         }

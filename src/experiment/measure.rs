@@ -90,12 +90,13 @@ impl Target {
 }
 
 impl Target {
-    /// The lab's vNIC backends: (guest, counters file, log).
+    /// The vNIC backends of the endpoints this test uses: (guest, counters file, log).
     fn backends(&self) -> Vec<(String, std::path::PathBuf, std::path::PathBuf)> {
         match self {
-            Target::Lab { rec, .. } => rec
+            Target::Lab { rec, from, to } => rec
                 .endpoints
                 .iter()
+                .filter(|e| e.name == *from || e.name == *to || (from == "guests" && e.vnic.is_some()))
                 .filter_map(|e| e.vnic.as_ref().map(|v| (e.name.clone(), v.stats.clone(), v.log.clone())))
                 .collect(),
             Target::Remote { .. } => vec![],

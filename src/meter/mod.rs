@@ -168,6 +168,13 @@ impl Meter {
                         }
                     }
                 }
+                // A window still open at stop (a fixed-size transfer ended early) closes now.
+                if data.edges.len() == 1 {
+                    let light = read_light(&parts, hz);
+                    let mut exclude: HashSet<u32> = procs::pids_in(&parts.iter().flat_map(|p| p.cgroups.clone()).collect::<Vec<_>>());
+                    exclude.extend(parts.iter().filter_map(|p| p.pid));
+                    data.edges.push(Full { light, scan: procs::scan(&exclude, hz), irq: irqstat::read(), counters: counters.as_ref().map(|c| c.read()) });
+                }
                 if let Some(c) = &counters {
                     data.counter_notes = c.read().notes;
                 }
