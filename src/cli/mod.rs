@@ -3,6 +3,7 @@
 mod bench_cmds;
 mod exp_cmds;
 mod lab_cmds;
+mod plan_cmds;
 mod test_cmds;
 
 use clap::{Parser, Subcommand};
@@ -66,6 +67,8 @@ enum Cmd {
     Export(exp_cmds::ExportArgs),
     /// Compare two runs point by point (ratios, marked where outside both spreads)
     Compare(exp_cmds::CompareArgs),
+    /// Capacity plan: host CPU on a VDI server's networks per datapath (paper 1's Eq. 5) and desktops per server
+    Plan(plan_cmds::PlanArgs),
     /// Benchmarks side by side with a named peer tool, as ratios
     Bench(bench_cmds::BenchArgs),
     /// (internal) an engine agent speaking the control protocol on stdin/stdout
@@ -105,6 +108,7 @@ pub fn main() -> i32 {
         Cmd::Vnic(a) => test_cmds::vnic(a),
         Cmd::Bench(a) => bench_cmds::bench(a),
         Cmd::Run(a) => exp_cmds::run(a),
+        Cmd::Plan(a) => plan_cmds::plan(a),
         Cmd::Report(a) => exp_cmds::report(a),
         Cmd::Runs(a) => exp_cmds::runs(a),
         Cmd::Export(a) => exp_cmds::export(a),

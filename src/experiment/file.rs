@@ -240,7 +240,10 @@ pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, String> {
             .unwrap_or((1, 1));
         format!("{file}:{line}:{col}")
     };
-    crate::lab::names::check_lab_name(&e.name).map_err(|m| format!("{}: {m}", at("name")))?;
+    let name_ok = !e.name.is_empty() && e.name.len() <= 40 && e.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !name_ok {
+        return Err(format!("{}: bad experiment name '{}': use 1 to 40 letters, digits, '-' or '_'", at("name"), e.name));
+    }
     let p = &e.point;
     let s = spec::Spec {
         duration: p.duration,
@@ -319,7 +322,7 @@ duration = 1.0
             ("name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\nmessages = [\"0\"]\n", "q.toml:4:", "out of range"),
             ("name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\n[point]\nduration = 0.0\n", "q.toml:5:1:", "-l 0"),
             ("name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\ndirections = [\"guest-to-guest\"]\n", "q.toml:4:1:", "2 or more"),
-            ("name = \"Q!\"\n[matrix]\nmodes = [\"bridge\"]\n", "q.toml:1:1:", "bad lab name"),
+            ("name = \"Q!\"\n[matrix]\nmodes = [\"bridge\"]\n", "q.toml:1:1:", "bad experiment name"),
             ("name = \"q\"\n", "q.toml:", "missing field `matrix`"),
         ];
         for (text, at, says) in cases {

@@ -1,9 +1,39 @@
-//! The capacity planner (paper 1's model, generalized).
+//! The capacity planner: paper 1's model (Eq. 1–5, Tables IV and V), generalized to any number of
+//! datapaths, with per-Gbit costs from a paper preset, the command line, a file, or a stored run.
+
+pub mod from_run;
+pub mod model;
+pub mod preset;
 
 use crate::report::html::Section;
 use crate::store::{PointRecord, RunRow};
 
-/// Sections the planner adds to a run's HTML report.
-pub fn report_sections(_run: &RunRow, _points: &[PointRecord]) -> Vec<Section> {
-    Vec::new()
+/// The screen stream of paper 1's scenario, per desktop: 11.1 Gbit over 253 s.
+pub const SCREEN_GBPS: f64 = 11.1 / 253.0;
+
+/// The report's capacity section: desktops per server per datapath with this run's costs and
+/// paper 1's per-desktop load (2.5 % of the host each, 100 Mb/s VM network plus the screen stream).
+pub fn report_sections(run: &RunRow, points: &[PointRecord]) -> Vec<Section> {
+    let Ok(c) = from_run::costs(run, points, None, true, false) else { return Vec::new() };
+    let Ok(d) = model::density(&c.datapaths, 2.5, 0.1, SCREEN_GBPS) else { return Vec::new() };
+    let cats: Vec<String> = d.datapaths.iter().map(|r| r.name.clone()).collect();
+    let vals: Vec<f64> = d.datapaths.iter().map(|r| r.max_desktops as f64).collect();
+    let chart = crate::report::charts::stacked_bars("Desktops per server", "desktops", &cats, &[("max desktops".into(), vals)]).unwrap_or_default();
+    let mut h = String::from("<div class=\"figs\"><figure data-chart=\"Desktops per server\">");
+    h += &chart;
+    h += "</figure></div><p class=\"muted\">Paper 1's per-desktop load: 2.5 % of the host for the desktop itself, 100 Mb/s through \
+          its VM network and an 11.1 Gbit screen stream over 253 s through the VDI network, at this run's per-Gbit costs. \
+          Run <code>vnetlab plan --from-run</code> for Table V with them.</p><table><tr><th class=\"l\">datapath</th>\
+          <th>VM network % per Gb/s</th><th>VDI network % per Gb/s</th><th>network % per desktop</th><th>max desktops</th><th>more than the dearest</th></tr>";
+    for (r, dp) in d.datapaths.iter().zip(&c.datapaths) {
+        h += &format!(
+            "<tr><td class=\"l\">{}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{}</td><td>{}</td></tr>",
+            r.name, dp.vm_net_pct_per_gbps, dp.vdi_net_pct_per_gbps, r.network_pct_per_desktop, r.max_desktops, r.more_than_last
+        );
+    }
+    h += "</table>";
+    for n in c.notes.iter().chain(c.used.iter()) {
+        h += &format!("<p class=\"muted\">{n}</p>");
+    }
+    vec![("Capacity: desktops per server".into(), h)]
 }
