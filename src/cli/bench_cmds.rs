@@ -18,6 +18,115 @@ enum BenchWhat {
     Engine(EngineArgs),
     /// The store and report: time to store a point (vs a point's length) and to report 1 000 points
     Store(StoreArgs),
+    /// The vNIC device models beside the bridge: TCP_STREAM 64K both ways, and LRO on vs off
+    Vnic(VnicBenchArgs),
+}
+
+#[derive(Args)]
+struct VnicBenchArgs {
+    /// Measured seconds per run
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
+    /// Runs per point; the median is compared
+    #[arg(long, default_value_t = 3)]
+    repeat: u32,
+    #[arg(long)]
+    json: bool,
+}
+
+/// One measured datapath and direction.
+#[derive(serde::Serialize, Clone)]
+struct VnicRow {
+    lab: String,
+    direction: String,
+    gbps: f64,
+    host_pct_per_gbps: f64,
+    /// The receiving guest's own CPU per Gb/s (client → guest only).
+    guest_pct_per_gbps: Option<f64>,
+    backend_pct: Option<f64>,
+    lro_ratio: Option<f64>,
+}
+
+fn bench_vnic(a: VnicBenchArgs) -> CmdResult {
+    use crate::experiment::measure::{self, Target};
+    use crate::lab::topology::Gro;
+    need_root("vnetlab bench vnic")?;
+    if !(0.5..=600.0).contains(&a.seconds) || !(1..=50).contains(&a.repeat) {
+        return Err(Fail::Input("--seconds 0.5…600 and --repeat 1…50".into()));
+    }
+    let labs: Vec<(&str, &str, Topology)> = vec![
+        ("bench1", "bridge", Topology { name: "bench1".into(), mode: Mode::Bridge, ..Default::default() }),
+        ("bench2", "paravirt", Topology { name: "bench2".into(), mode: Mode::Paravirt, ..Default::default() }),
+        ("bench3", "emulated", Topology { name: "bench3".into(), mode: Mode::Emulated, ..Default::default() }),
+        ("bench4", "paravirt, host GRO off", Topology { name: "bench4".into(), mode: Mode::Paravirt, gro: Gro::Guest, ..Default::default() }),
+        ("bench5", "paravirt, host GRO off, LRO guest", Topology { name: "bench5".into(), mode: Mode::Paravirt, gro: Gro::Guest, lro: true, ..Default::default() }),
+    ];
+    let spec = crate::engine::spec::Spec { msg: 65536, duration: a.seconds, warmup: 0.5, ..Default::default() };
+    let mut rows: Vec<VnicRow> = Vec::new();
+    for (name, label, t) in &labs {
+        let plan = input(build::prepare(t))?;
+        running(build::build(&plan, false))?;
+        let dirs: &[(&str, &str)] = if name == &"bench4" || name == &"bench5" { &[("client", "g1")] } else { &[("g1", "client"), ("client", "g1")] };
+        let mut result = Ok(());
+        for (from, to) in dirs {
+            eprintln!("bench: {label} {from} → {to}");
+            let target = Target::Lab { rec: plan.record.clone(), from: (*from).into(), to: (*to).into() };
+            match measure::repeated(&target, &spec, a.repeat, None, &|_, _| {}) {
+                Ok(m) => {
+                    let g = m.result.throughput_gbps;
+                    let c = m.cpu.as_ref();
+                    let part = |n: &str| c.and_then(|c| c.parts.iter().find(|p| p.name == n).map(|p| p.busy_pct));
+                    rows.push(VnicRow {
+                        lab: label.to_string(),
+                        direction: format!("{from} → {to}"),
+                        gbps: g,
+                        host_pct_per_gbps: c.and_then(|c| c.normalized_pct_per_gbps).unwrap_or(0.0),
+                        guest_pct_per_gbps: (*to == "g1").then(|| part("g1").unwrap_or(0.0) / g),
+                        backend_pct: part("vNIC backend g1"),
+                        lro_ratio: m.vnic.as_ref().and_then(|v| v["g1"]["lro"]["lro_ratio"].as_f64()),
+                    });
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        let down = build::teardown(name);
+        running(result)?;
+        running(down)?;
+    }
+    if a.json {
+        print_json(&rows);
+        return Ok(());
+    }
+    let find = |lab: &str, dir: &str| rows.iter().find(|r| r.lab == lab && r.direction == dir).cloned();
+    println!("{:<36} {:<16} {:>8} {:>12} {:>12} {:>10} {:>9}", "datapath", "direction", "Gb/s", "host %/Gb/s", "guest %/Gb/s", "backend %", "LRO ratio");
+    for r in &rows {
+        let o = |v: Option<f64>, p: usize| v.map(|x| format!("{x:.p$}")).unwrap_or("-".into());
+        println!("{:<36} {:<16} {:>8.2} {:>12.3} {:>12} {:>10} {:>9}", r.lab, r.direction, r.gbps, r.host_pct_per_gbps, o(r.guest_pct_per_gbps, 3), o(r.backend_pct, 1), o(r.lro_ratio, 1));
+    }
+    println!();
+    for dir in ["g1 → client", "client → g1"] {
+        if let (Some(b), Some(p), Some(e)) = (find("bridge", dir), find("paravirt", dir), find("emulated", dir)) {
+            println!(
+                "{dir}: paravirt/bridge throughput {:.2}×, CPU per Gb/s {:.2}×; emulated/paravirt CPU per Gb/s {:.2}×",
+                p.gbps / b.gbps,
+                p.host_pct_per_gbps / b.host_pct_per_gbps,
+                e.host_pct_per_gbps / p.host_pct_per_gbps
+            );
+        }
+    }
+    if let (Some(off), Some(on)) = (find("paravirt, host GRO off", "client → g1"), find("paravirt, host GRO off, LRO guest", "client → g1")) {
+        println!(
+            "LRO guest vs off (host GRO off, client → g1): throughput {:.2}×, host CPU per Gb/s {:.2}×, guest receive CPU per Gb/s {:.2}×, LRO ratio {:.1}",
+            on.gbps / off.gbps,
+            on.host_pct_per_gbps / off.host_pct_per_gbps,
+            on.guest_pct_per_gbps.unwrap_or(0.0) / off.guest_pct_per_gbps.unwrap_or(1.0),
+            on.lro_ratio.unwrap_or(0.0)
+        );
+    }
+    Ok(())
 }
 
 #[derive(Args)]
@@ -117,6 +226,7 @@ pub fn bench(a: BenchArgs) -> CmdResult {
     match a.what {
         BenchWhat::Engine(e) => bench_engine(e),
         BenchWhat::Store(s) => bench_store(s),
+        BenchWhat::Vnic(v) => bench_vnic(v),
     }
 }
 
