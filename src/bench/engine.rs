@@ -81,12 +81,7 @@ impl Drop for Server {
 }
 
 fn start_server(mut c: Command, wait_line: Option<&str>) -> Result<Server, String> {
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut c, || {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
+    hostcmd::die_with_parent(&mut c);
     let mut child = c
         .stdout(Stdio::null())
         .stderr(if wait_line.is_some() { Stdio::piped() } else { Stdio::null() })

@@ -59,12 +59,7 @@ impl AgentConn {
 
     /// An agent started as a child (e.g. inside a lab namespace), speaking on its stdin/stdout.
     pub fn spawn(name: &str, mut cmd: Command) -> Result<AgentConn, String> {
-        unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
+        crate::lab::hostcmd::die_with_parent(&mut cmd);
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -19,10 +19,8 @@ pub struct Outcome {
     pub points_failed: usize,
 }
 
-/// Turns a measured point into the store's plain record.
-pub fn record(p: &Point, m: &Measured, lab_facts: &serde_json::Value) -> PointRecord {
-    let c = m.cpu.as_ref();
-    let sd = c.and_then(|c| c.service_demand_us_per_kb.as_ref().or(c.service_demand_us_per_tran.as_ref()));
+/// The point's identity (what was asked), without figures.
+fn base(p: &Point) -> PointRecord {
     PointRecord {
         seq: p.seq,
         mode: p.lab.mode.to_string(),
@@ -38,6 +36,15 @@ pub fn record(p: &Point, m: &Measured, lab_facts: &serde_json::Value) -> PointRe
         parallel: p.spec.parallel,
         duration_s: p.spec.duration,
         repeat: p.repeat,
+        ..Default::default()
+    }
+}
+
+/// Turns a measured point into the store's plain record.
+pub fn record(p: &Point, m: &Measured, lab_facts: &serde_json::Value) -> PointRecord {
+    let c = m.cpu.as_ref();
+    let sd = c.and_then(|c| c.service_demand_us_per_kb.as_ref().or(c.service_demand_us_per_tran.as_ref()));
+    PointRecord {
         throughput_gbps: Some(m.result.throughput_gbps),
         transactions_per_s: m.result.transactions_per_s,
         latency_p50_us: m.result.latency_us.as_ref().map(|l| l.p50),
@@ -51,7 +58,6 @@ pub fn record(p: &Point, m: &Measured, lab_facts: &serde_json::Value) -> PointRe
         spread: m.repeats.as_ref().map(|r| serde_json::to_value(r).unwrap()),
         lab_facts: Some(lab_facts.clone()),
         result: Some(serde_json::to_value(m).unwrap()),
-        error: None,
         samples: m.result.intervals.iter().map(|i| (i.t, i.gbps)).collect(),
         parts: c
             .map(|c| {
@@ -61,27 +67,12 @@ pub fn record(p: &Point, m: &Measured, lab_facts: &serde_json::Value) -> PointRe
                     .collect()
             })
             .unwrap_or_default(),
+        ..base(p)
     }
 }
 
 fn failed_record(p: &Point, error: &str) -> PointRecord {
-    PointRecord {
-        seq: p.seq,
-        mode: p.lab.mode.to_string(),
-        guests: p.lab.guests,
-        direction: p.direction.name().into(),
-        test: p.spec.test.to_string(),
-        message_bytes: p.spec.msg as u64,
-        gro: serde_json::to_value(p.lab.gro).unwrap().as_str().unwrap_or("").to_string(),
-        tso: p.lab.tso,
-        mtu: p.lab.mtu,
-        wire_rate: p.lab.wire_rate,
-        parallel: p.spec.parallel,
-        duration_s: p.spec.duration,
-        repeat: p.repeat,
-        error: Some(error.to_string()),
-        ..Default::default()
-    }
+    PointRecord { error: Some(error.to_string()), ..base(p) }
 }
 
 /// A lab name no other lab uses: `x1`, `x2`, …

@@ -101,16 +101,21 @@ pub struct Output {
     pub stderr: String,
 }
 
-/// Runs a child with input, collecting output, killing it after `timeout`. The child dies with
-/// vnetlab (PR_SET_PDEATHSIG), so a killed `up` leaves no command still building.
-pub fn run(cmd: &mut Command, input: Option<&str>, timeout: Duration) -> Result<Output, String> {
-    let name = cmd.get_program().to_string_lossy().into_owned();
+/// Makes a child die with the thread that spawns it (PR_SET_PDEATHSIG), so a killed vnetlab
+/// leaves no command still building and no agent running.
+pub fn die_with_parent(cmd: &mut Command) {
     unsafe {
         cmd.pre_exec(|| {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             Ok(())
         });
     }
+}
+
+/// Runs a child with input, collecting output, killing it after `timeout`; it dies with vnetlab.
+pub fn run(cmd: &mut Command, input: Option<&str>, timeout: Duration) -> Result<Output, String> {
+    let name = cmd.get_program().to_string_lossy().into_owned();
+    die_with_parent(cmd);
     let mut child = cmd
         .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
