@@ -147,6 +147,9 @@ pub struct Matrix {
     pub gro: Vec<Gro>,
     #[serde(default = "tso_default", deserialize_with = "de_nonempty")]
     pub tso: Vec<bool>,
+    /// Software LRO toward the guest (paravirt only; other modes take `false` alone).
+    #[serde(default = "lro_default", deserialize_with = "de_nonempty")]
+    pub lro: Vec<bool>,
     #[serde(default = "mtu_default", deserialize_with = "de_nonempty")]
     pub mtu: Vec<u32>,
     #[serde(default = "rate_default", deserialize_with = "de_list")]
@@ -172,6 +175,9 @@ fn gro_default() -> Vec<Gro> {
 }
 fn tso_default() -> Vec<bool> {
     vec![true]
+}
+fn lro_default() -> Vec<bool> {
+    vec![false]
 }
 fn mtu_default() -> Vec<u32> {
     vec![1500]
@@ -272,6 +278,9 @@ pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, String> {
         if matches!(mode, Mode::Sriov) {
             return Err(format!("{}: mode sriov needs a PF named per host: run it with `vnetlab up --mode sriov --pf …` and `vnetlab test`", at("modes")));
         }
+    }
+    if m.lro.contains(&true) && !m.modes.contains(&Mode::Paravirt) {
+        return Err(format!("{}: lro = true is software LRO in the paravirt backend: add mode paravirt", at("lro")));
     }
     if m.directions.contains(&Direction::GuestToGuest) && m.guests.iter().any(|&g| g < 2) {
         return Err(format!("{}: direction guest-to-guest needs guests of 2 or more", at("directions")));

@@ -14,6 +14,7 @@ pub struct LabConfig {
     pub guests: u32,
     pub gro: Gro,
     pub tso: bool,
+    pub lro: bool,
     pub mtu: u32,
     /// bits/s, None = unshaped.
     pub wire_rate: Option<u64>,
@@ -27,6 +28,7 @@ impl LabConfig {
             guests: self.guests,
             gro: self.gro,
             tso: self.tso,
+            lro: self.lro,
             mtu: self.mtu,
             wire: Wire { rate: self.wire_rate.map(crate::lab::topology::Rate), ..Default::default() },
             ..Default::default()
@@ -62,9 +64,14 @@ pub fn expand(e: &ExperimentFile) -> Vec<Point> {
         for &guests in &m.guests {
             for &gro in &m.gro {
                 for &tso in &m.tso {
+                  for &lro in &m.lro {
+                    // LRO lives in the paravirt backend: other modes run without it, once.
+                    if lro && mode != Mode::Paravirt {
+                        continue;
+                    }
                     for &mtu in &m.mtu {
                         for w in &m.wire_rates {
-                            let lab = LabConfig { mode, guests, gro, tso, mtu, wire_rate: w.0.map(|r| r.0) };
+                            let lab = LabConfig { mode, guests, gro, tso, lro, mtu, wire_rate: w.0.map(|r| r.0) };
                             for &direction in &m.directions {
                                 if direction == Direction::GuestToGuest && guests < 2 {
                                     continue;
@@ -98,6 +105,7 @@ pub fn expand(e: &ExperimentFile) -> Vec<Point> {
                             }
                         }
                     }
+                  }
                 }
             }
         }
@@ -118,7 +126,7 @@ pub fn describe(p: &Point) -> String {
     let buf = p.spec.local_buf.map(|b| format!(" buf {b}")).unwrap_or_default();
     let rate = p.lab.wire_rate.map(|r| format!(" wire {}", crate::lab::topology::Rate(r))).unwrap_or_default();
     format!(
-        "{:>3}  {:<8} {:>2} guest(s) {:<17} {:<10} {:>7} B{} gro {:?} tso {} mtu {}{}",
+        "{:>3}  {:<8} {:>2} guest(s) {:<17} {:<10} {:>7} B{} gro {:?} tso {}{} mtu {}{}",
         p.seq,
         p.lab.mode.to_string(),
         p.lab.guests,
@@ -128,6 +136,7 @@ pub fn describe(p: &Point) -> String {
         buf,
         p.lab.gro,
         if p.lab.tso { "on" } else { "off" },
+        if p.lab.lro { " lro guest" } else { "" },
         p.lab.mtu,
         rate
     )
@@ -149,6 +158,17 @@ mod tests {
         assert_eq!(pts.iter().map(|p| p.seq).collect::<Vec<_>>(), (1..=16).collect::<Vec<_>>());
         assert_eq!(pts.iter().filter(|p| p.spec.test == TestKind::TcpRr).count(), 4);
         assert!(describe(&pts[0]).contains("guest-to-client"));
+    }
+
+    #[test]
+    fn lro_applies_to_paravirt_only() {
+        let text = "name = \"m\"\n[matrix]\nmodes = [\"native\", \"paravirt\"]\nlro = [false, true]\n";
+        let e = super::super::file::parse(text, "m.toml").unwrap();
+        let pts = expand(&e);
+        assert_eq!(pts.len(), 3);
+        assert!(pts.iter().filter(|p| p.lab.lro).all(|p| p.lab.mode == Mode::Paravirt));
+        let bad = "name = \"m\"\n[matrix]\nmodes = [\"bridge\"]\nlro = [true]\n";
+        assert!(super::super::file::parse(bad, "m.toml").unwrap_err().contains("paravirt"));
     }
 
     #[test]

@@ -31,6 +31,7 @@ fn base(p: &Point) -> PointRecord {
         socket_buffer: p.spec.local_buf.map(|b| b as u64),
         gro: serde_json::to_value(p.lab.gro).unwrap().as_str().unwrap_or("").to_string(),
         tso: p.lab.tso,
+        lro: p.lab.lro,
         mtu: p.lab.mtu,
         wire_rate: p.lab.wire_rate,
         parallel: p.spec.parallel,

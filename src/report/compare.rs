@@ -20,7 +20,7 @@ pub struct Row {
 
 fn key(p: &PointRecord) -> String {
     format!(
-        "{} {} g{} {} {}B buf {} gro {} tso {} mtu {} wire {} P{}",
+        "{} {} g{} {} {}B buf {} gro {} tso {} lro {} mtu {} wire {} P{}",
         p.mode,
         p.direction,
         p.guests,
@@ -29,6 +29,7 @@ fn key(p: &PointRecord) -> String {
         p.socket_buffer.map(|b| b.to_string()).unwrap_or("default".into()),
         p.gro,
         p.tso,
+        p.lro,
         p.mtu,
         p.wire_rate.map(|r| r.to_string()).unwrap_or("-".into()),
         p.parallel

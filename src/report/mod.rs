@@ -12,12 +12,13 @@ use crate::store::PointRecord;
 type Axis = (&'static str, fn(&PointRecord) -> String);
 
 /// The axes besides message size that can tell two points' datapaths apart.
-const AXES: [Axis; 9] = [
+const AXES: [Axis; 10] = [
     ("", |q| q.direction.clone()),
     ("", |q| q.test.clone()),
     ("guests ", |q| q.guests.to_string()),
     ("gro ", |q| q.gro.clone()),
     ("tso ", |q| if q.tso { "on".into() } else { "off".into() }),
+    ("lro ", |q| if q.lro { "guest".into() } else { "off".into() }),
     ("mtu ", |q| q.mtu.to_string()),
     ("wire ", |q| q.wire_rate.map(|r| format!("{}M", r / 1_000_000)).unwrap_or("unshaped".into())),
     ("buf ", |q| q.socket_buffer.map(|b| b.to_string()).unwrap_or("default".into())),

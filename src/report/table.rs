@@ -46,7 +46,7 @@ pub fn runs(rows: &[RunRow]) -> String {
 /// CSV of a run's points, for pandas and spreadsheets.
 pub fn csv(run: &RunRow, points: &[PointRecord]) -> String {
     let cols = [
-        "run", "seq", "mode", "guests", "direction", "test", "message_bytes", "socket_buffer", "gro", "tso", "mtu", "wire_rate_bps",
+        "run", "seq", "mode", "guests", "direction", "test", "message_bytes", "socket_buffer", "gro", "tso", "lro", "mtu", "wire_rate_bps",
         "parallel", "duration_s", "repeat", "throughput_gbps", "transactions_per_s", "latency_p50_us", "latency_p99_us",
         "host_busy_pct", "machine_busy_pct", "normalized_pct_per_gbps", "sd_host", "sd_send", "sd_recv", "error",
     ];
@@ -65,6 +65,7 @@ pub fn csv(run: &RunRow, points: &[PointRecord]) -> String {
             p.socket_buffer.map(|v| v.to_string()).unwrap_or_default(),
             q(&p.gro),
             p.tso.to_string(),
+            p.lro.to_string(),
             p.mtu.to_string(),
             p.wire_rate.map(|v| v.to_string()).unwrap_or_default(),
             p.parallel.to_string(),
@@ -113,6 +114,6 @@ mod tests {
         assert!(lines[0].starts_with("run,seq,mode"));
         assert!(lines[1].starts_with("3,1,bridge,"));
         assert!(lines[1].ends_with("\"a, \"\"b\"\"\""));
-        assert_eq!(lines[0].split(',').count(), 26);
+        assert_eq!(lines[0].split(',').count(), 27);
     }
 }

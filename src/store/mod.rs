@@ -63,6 +63,7 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX samples_point ON samples(point_id);
     CREATE TABLE cpu_parts (point_id INTEGER NOT NULL REFERENCES points(id), name TEXT NOT NULL, kind TEXT NOT NULL, busy_pct REAL NOT NULL, cores REAL NOT NULL);
     CREATE INDEX parts_point ON cpu_parts(point_id);",
+    "ALTER TABLE points ADD COLUMN lro INTEGER NOT NULL DEFAULT 0;",
 ];
 
 #[derive(Debug)]
@@ -82,6 +83,8 @@ pub struct PointRecord {
     pub socket_buffer: Option<u64>,
     pub gro: String,
     pub tso: bool,
+    /// Software LRO toward the guest (paravirt).
+    pub lro: bool,
     pub mtu: u32,
     pub wire_rate: Option<u64>,
     pub parallel: u32,
@@ -247,13 +250,13 @@ impl Store {
         tx.execute(
             "INSERT INTO points (run_id, seq, mode, guests, direction, test, message_bytes, socket_buffer, gro, tso, mtu, wire_rate,
                parallel, duration_s, repeat, throughput_gbps, transactions_per_s, latency_p50_us, latency_p99_us, host_busy_pct,
-               machine_busy_pct, normalized_pct_per_gbps, sd_host, sd_send, sd_recv, spread, lab_facts, result, error)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)",
+               machine_busy_pct, normalized_pct_per_gbps, sd_host, sd_send, sd_recv, spread, lab_facts, result, error, lro)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)",
             params![
                 run, p.seq, p.mode, p.guests, p.direction, p.test, p.message_bytes as i64, p.socket_buffer.map(|v| v as i64), p.gro, p.tso,
                 p.mtu, p.wire_rate.map(|v| v as i64), p.parallel, p.duration_s, p.repeat, p.throughput_gbps, p.transactions_per_s,
                 p.latency_p50_us, p.latency_p99_us, p.host_busy_pct, p.machine_busy_pct, p.normalized_pct_per_gbps, p.sd_host,
-                p.sd_send, p.sd_recv, js(&p.spread), js(&p.lab_facts), js(&p.result), p.error
+                p.sd_send, p.sd_recv, js(&p.spread), js(&p.lab_facts), js(&p.result), p.error, p.lro
             ],
         )
         .map_err(e)?;
@@ -326,7 +329,7 @@ impl Store {
             .prepare(
                 "SELECT id, seq, mode, guests, direction, test, message_bytes, socket_buffer, gro, tso, mtu, wire_rate, parallel, duration_s,
                    repeat, throughput_gbps, transactions_per_s, latency_p50_us, latency_p99_us, host_busy_pct, machine_busy_pct,
-                   normalized_pct_per_gbps, sd_host, sd_send, sd_recv, spread, lab_facts, error
+                   normalized_pct_per_gbps, sd_host, sd_send, sd_recv, spread, lab_facts, error, lro
                  FROM points WHERE run_id = ?1 ORDER BY seq",
             )
             .map_err(|e| e.to_string())?;
@@ -364,6 +367,7 @@ impl Store {
                         lab_facts: json(r.get(26)?),
                         result: None,
                         error: r.get(27)?,
+                        lro: r.get(28)?,
                         samples: vec![],
                         parts: vec![],
                     },
