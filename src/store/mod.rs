@@ -481,6 +481,30 @@ mod tests {
     }
 
     #[test]
+    fn an_older_store_is_migrated_with_its_points() {
+        let p = tmp("migrate");
+        {
+            // A store as the first schema left it, holding one point.
+            let c = Connection::open(&p).unwrap();
+            c.execute_batch("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES ('app', 'vnetlab'), ('schema_version', '1');").unwrap();
+            c.execute_batch(MIGRATIONS[0]).unwrap();
+            c.execute_batch("INSERT INTO runs (name, description, experiment_text, experiment_hash, vnetlab_version, started_at, status, pid, planned_points, host_facts)
+                             VALUES ('old', '', '', '', '0.0.1', 'then', 'complete', 1, 1, '{}');
+                             INSERT INTO points (run_id, seq, mode, guests, direction, test, message_bytes, gro, tso, mtu, parallel, duration_s, repeat, throughput_gbps)
+                             VALUES (1, 1, 'bridge', 1, 'guest-to-client', 'TCP_STREAM', 1024, 'both', 1, 1500, 1, 1.0, 1, 3.5);").unwrap();
+        }
+        let s = Store::open(&p).unwrap();
+        let v: String = s.conn.query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0)).unwrap();
+        assert_eq!(v, MIGRATIONS.len().to_string());
+        let pts = s.points(1).unwrap();
+        assert_eq!((pts[0].1.throughput_gbps, pts[0].1.lro), (Some(3.5), false));
+        // A store from a newer vnetlab is refused, not downgraded.
+        s.conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'", []).unwrap();
+        drop(s);
+        assert!(Store::open(&p).unwrap_err().contains("newer vnetlab"));
+    }
+
+    #[test]
     fn dates_are_civil() {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(20_414), (2025, 11, 22));
