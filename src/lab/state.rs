@@ -130,6 +130,6 @@ pub fn resolve(lab: Option<&str>) -> Result<String, String> {
     match labs().as_slice() {
         [one] => Ok(one.clone()),
         [] => Err("there are no labs: make one with `vnetlab up`".into()),
-        many => Err(format!("there are {} labs ({}): name one with --lab", many.len(), many.join(", "))),
+        many => Err(format!("there are {} labs ({}): name the one you mean", many.len(), many.join(", "))),
     }
 }
