@@ -63,6 +63,10 @@ fn standalone_runs_every_test_type_and_refuses_a_wrong_token() {
             assert!(!r["intervals"].as_array().unwrap().is_empty());
         }
     }
+    // MSG_ZEROCOPY completes its sends and says how many the kernel copied anyway.
+    let r = test_json(&["-H", "127.0.0.1", "-p", &p, "--token", "tok", "-m", "64K", "-l", "0.5", "--warmup", "0.2", "--zerocopy"]);
+    assert!(r["zerocopy"]["sends_completed"].as_u64().unwrap() > 0, "{}", r["zerocopy"]);
+    assert!((0.0..=100.0).contains(&r["zerocopy"]["copied_pct"].as_f64().unwrap()));
     let o = Command::new(BIN).args(["test", "-H", "127.0.0.1", "-p", &p, "--token", "nope", "-l", "0.5"]).output().unwrap();
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("wrong token"));

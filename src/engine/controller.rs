@@ -380,3 +380,54 @@ fn transfer(reports: &[(usize, SideReport)]) -> serde_json::Value {
         "match": if verified { serde_json::json!(hs == hr && total(&sent) == total(&got)) } else { serde_json::json!(total(&sent) == total(&got)) },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::proto::StreamReport;
+
+    fn pair(k: &str) -> Pair {
+        Pair { initiator: 1, server: 0, listen_on: [127, 0, 0, 1].into(), connect_to: [127, 0, 0, 1].into(), ports: None, from: k.into(), to: "client".into() }
+    }
+
+    #[test]
+    fn latency_histograms_from_several_agents_merge_into_percentiles() {
+        // Two initiators: one saw 900 transactions at 10 µs, the other 100 at 1 ms.
+        let spec = Spec { test: TestKind::TcpRr, duration: 1.0, ..Default::default() };
+        let rep = |id: u32, ns: u64, n: u64| SideReport {
+            streams: vec![StreamReport { id, transactions: n, ..Default::default() }],
+            latency_ns: vec![(ns, n)],
+            ..Default::default()
+        };
+        let r = combine(&spec, &[pair("g1"), pair("g2")], &[(1, rep(0, 10_000, 900)), (2, rep(1000, 1_000_000, 100))]);
+        assert_eq!(r.transactions_per_s, Some(1000.0));
+        let l = r.latency_us.unwrap();
+        assert!((l.p50 - 10.0).abs() < 0.1, "{l:?}");
+        assert!((l.p90 - 10.0).abs() < 0.1, "{l:?}");
+        assert!((l.p99 - 1000.0).abs() / 1000.0 < 0.01, "{l:?}");
+        assert!((l.max - 1000.0).abs() / 1000.0 < 0.01);
+        assert!((l.mean - (0.9 * 10.0 + 0.1 * 1000.0)).abs() < 1.0);
+        assert!(r.intervals.is_empty() && r.udp_loss_pct.is_none());
+    }
+
+    #[test]
+    fn streams_count_at_the_receiver_per_source() {
+        let spec = Spec { duration: 2.0, ..Default::default() };
+        let recv = SideReport {
+            streams: vec![
+                StreamReport { id: 0, receiver: true, window_bytes: 250_000_000, ..Default::default() },
+                StreamReport { id: 1000, receiver: true, window_bytes: 500_000_000, ..Default::default() },
+            ],
+            buckets: vec![3_750_000; 200],
+            ..Default::default()
+        };
+        let send = SideReport { streams: vec![StreamReport { id: 0, retrans: 3, ..Default::default() }], ..Default::default() };
+        let r = combine(&spec, &[pair("g1"), pair("g2")], &[(0, recv), (1, send)]);
+        assert!((r.throughput_gbps - 3.0).abs() < 1e-9);
+        assert_eq!(r.per_source_gbps["g1"], 1.0);
+        assert_eq!(r.per_source_gbps["g2"], 2.0);
+        assert_eq!(r.tcp_retransmits, Some(3));
+        assert_eq!(r.intervals.len(), 2);
+        assert!((r.intervals[0].gbps - 3.0).abs() < 1e-9);
+    }
+}
