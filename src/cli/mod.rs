@@ -29,8 +29,11 @@ pub fn running<T>(r: Result<T, String>) -> Result<T, Fail> {
     version,
     about = "Build the virtual-NIC datapaths of hypervisors on this host, measure them, plan VDI capacity",
     long_about = "vnetlab builds, on one Linux host, the datapaths hypervisors give a VM's NIC (native, bridge, nat, \
-macvlan, sriov), as network namespaces joined by veth pairs, bridges and NAT. Every object is named vl… and \
-journaled before it is made; `down` and `cleanup` remove exactly those. Building labs needs root (CAP_NET_ADMIN)."
+macvlan, sriov, and its own userspace device models: emulated and paravirt with software LRO) as network namespaces, \
+veth pairs, taps, bridges and NAT; drives netperf-class traffic through them (test, serve); attributes the host's \
+CPU to each part (meter); runs experiment matrices into a SQLite store with HTML reports (run, report, compare); \
+and turns per-Gbit costs into VDI capacity plans (plan). Every lab object is named vl… and journaled before it is \
+made; down and cleanup remove exactly those. Labs need root (CAP_NET_ADMIN). Start with: make demo"
 )]
 struct Cli {
     #[command(subcommand)]
