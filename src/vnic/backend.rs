@@ -189,15 +189,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
                         st.to_guest.bytes += n as u64;
                         match &mut lro {
                             Some(l) => l.push(pkt, &mut out),
-                            None => {
-                                st.to_guest.frames += 1;
-                                if vnet && pkt.len() > 1 && pkt[1] != GSO_NONE {
-                                    st.to_guest.gso_frames += 1;
-                                }
-                                if guest.write(pkt).is_err() {
-                                    st.to_guest.write_errors += 1;
-                                }
-                            }
+                            None => to_guest(&guest, &mut st.to_guest, pkt, vnet),
                         }
                         moved += 1;
                         if moved == BATCH {
@@ -214,13 +206,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
             if let Some(l) = &mut lro {
                 l.flush_all(&mut out);
                 for o in out.drain(..) {
-                    st.to_guest.frames += 1;
-                    if o.len() > 1 && o[1] != GSO_NONE {
-                        st.to_guest.gso_frames += 1;
-                    }
-                    if guest.write(&o).is_err() {
-                        st.to_guest.write_errors += 1;
-                    }
+                    to_guest(&guest, &mut st.to_guest, &o, vnet);
                 }
             }
         }
@@ -231,6 +217,17 @@ pub fn run(cfg: Config) -> Result<(), String> {
             write_stats(&cfg.stats, &st);
             last_stats = Instant::now();
         }
+    }
+}
+
+/// Writes one frame to the guest's tap, counting it (and whether it is a GSO super-frame).
+fn to_guest(guest: &Tap, st: &mut DirStats, pkt: &[u8], vnet: bool) {
+    st.frames += 1;
+    if vnet && pkt.len() > 1 && pkt[1] != GSO_NONE {
+        st.gso_frames += 1;
+    }
+    if guest.write(pkt).is_err() {
+        st.write_errors += 1;
     }
 }
 

@@ -72,7 +72,7 @@ struct Held {
     buf: Vec<u8>,
     hdr: VnetHdr,
     seg: TcpSeg,
-    key: Vec<u8>,
+    key: FlowKey,
     next_seq: u32,
     mss: usize,
     count: u32,
@@ -86,13 +86,15 @@ pub struct Lro {
     pub stats: LroStats,
 }
 
-/// Flow key: addresses and ports.
-fn key(f: &[u8], s: &TcpSeg) -> Vec<u8> {
+/// Flow key: addresses and ports (IPv6: 16 + 16 + 4 bytes), built without allocating.
+type FlowKey = [u8; 36];
+
+fn key(f: &[u8], s: &TcpSeg) -> FlowKey {
     let (a, b) = s.addrs(f);
-    let mut k = Vec::with_capacity(36);
-    k.extend_from_slice(a);
-    k.extend_from_slice(b);
-    k.extend_from_slice(s.ports(f));
+    let mut k = [0u8; 36];
+    k[..a.len()].copy_from_slice(a);
+    k[16..16 + b.len()].copy_from_slice(b);
+    k[32..].copy_from_slice(s.ports(f));
     k
 }
 
@@ -206,7 +208,6 @@ impl Lro {
             let off = VNET_HDR_LEN + h.seg.l4_off + 13;
             h.buf[off] |= frame::TCP_PSH;
         }
-        self.stats.segments_in += 0;
     }
 
     fn pass(&mut self, pkt: &[u8], out: &mut Vec<Vec<u8>>) {
