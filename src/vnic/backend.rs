@@ -149,60 +149,30 @@ pub fn run(cfg: Config) -> Result<(), String> {
         }
         // Guest → host.
         if ready[0] {
-            let mut moved = 0;
-            loop {
-                match guest.read(&mut buf) {
-                    Ok(Some(n)) => {
-                        let pkt = &buf[..n];
-                        match check_from_guest(pkt, cfg.model, cfg.mtu) {
-                            Ok(gso) => {
-                                st.from_guest.frames += 1;
-                                st.from_guest.bytes += n as u64;
-                                st.from_guest.gso_frames += gso as u64;
-                                if host.write(pkt).is_err() {
-                                    st.from_guest.write_errors += 1;
-                                }
-                            }
-                            Err("oversize") => st.from_guest.oversize += 1,
-                            Err(_) => st.from_guest.malformed += 1,
-                        }
-                        moved += 1;
-                        if moved == BATCH {
-                            break;
-                        }
+            ready[0] = drain(&guest, &mut buf, |pkt| match check_from_guest(pkt, cfg.model, cfg.mtu) {
+                Ok(gso) => {
+                    st.from_guest.frames += 1;
+                    st.from_guest.bytes += pkt.len() as u64;
+                    st.from_guest.gso_frames += gso as u64;
+                    if host.write(pkt).is_err() {
+                        st.from_guest.write_errors += 1;
                     }
-                    Ok(None) => {
-                        ready[0] = false;
-                        break;
-                    }
-                    Err(e) => return Err(format!("reading {}: {e} (the guest's link went away)", cfg.guest_tap)),
                 }
-            }
+                Err("oversize") => st.from_guest.oversize += 1,
+                Err(_) => st.from_guest.malformed += 1,
+            })
+            .map_err(|e| format!("reading {}: {e} (the guest's link went away)", cfg.guest_tap))?;
         }
         // Host → guest (through LRO when on), written at the end of each batch.
         if ready[1] {
-            let mut moved = 0;
-            loop {
-                match host.read(&mut buf) {
-                    Ok(Some(n)) => {
-                        let pkt = &buf[..n];
-                        st.to_guest.bytes += n as u64;
-                        match &mut lro {
-                            Some(l) => l.push(pkt, &mut out),
-                            None => to_guest(&guest, &mut st.to_guest, pkt, vnet),
-                        }
-                        moved += 1;
-                        if moved == BATCH {
-                            break;
-                        }
-                    }
-                    Ok(None) => {
-                        ready[1] = false;
-                        break;
-                    }
-                    Err(e) => return Err(format!("reading {}: {e}", cfg.host_tap)),
+            ready[1] = drain(&host, &mut buf, |pkt| {
+                st.to_guest.bytes += pkt.len() as u64;
+                match &mut lro {
+                    Some(l) => l.push(pkt, &mut out),
+                    None => to_guest(&guest, &mut st.to_guest, pkt, vnet),
                 }
-            }
+            })
+            .map_err(|e| format!("reading {}: {e}", cfg.host_tap))?;
             if let Some(l) = &mut lro {
                 l.flush_all(&mut out);
                 for o in out.drain(..) {
@@ -218,6 +188,18 @@ pub fn run(cfg: Config) -> Result<(), String> {
             last_stats = Instant::now();
         }
     }
+}
+
+/// Reads frames from a tap until it is empty (Ok(false): wait for the next edge) or a batch is
+/// done (Ok(true): still ready, so the other side gets its turn first), handing each to `each`.
+fn drain(tap: &Tap, buf: &mut [u8], mut each: impl FnMut(&[u8])) -> std::io::Result<bool> {
+    for _ in 0..BATCH {
+        match tap.read(buf)? {
+            Some(n) => each(&buf[..n]),
+            None => return Ok(false),
+        }
+    }
+    Ok(true)
 }
 
 /// Writes one frame to the guest's tap, counting it (and whether it is a GSO super-frame).
