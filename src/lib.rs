@@ -11,4 +11,6 @@ pub mod meter;
 pub mod plan;
 pub mod report;
 pub mod store;
+pub mod sys;
+pub mod text;
 pub mod vnic;

@@ -55,8 +55,9 @@ fn status_reads_offloads_and_mtu_back_from_the_kernel() {
     assert_eq!(g1["host_port"]["offloads"]["gro"], "off");
     let wire = l["host_interfaces"].as_array().unwrap().iter().find(|i| i["name"] == "vltoffw").unwrap();
     assert_eq!(wire["offloads"]["gro"], "off");
-    assert_eq!(wire["offloads"]["tso"], "off", "the wire carries MTU frames");
+    assert_eq!(wire["offloads"]["tso"], "off", "--tso off: the host's NIC does not segment");
     assert_eq!(wire["qdisc"], "tbf");
+    assert_eq!(l["client"]["interface"]["offloads"]["tso"], "off", "the client's end segments its sends");
     // exec runs in the guest's namespace and cgroup and passes the exit code through.
     let out = c.ok(&["exec", "--lab", "toff", "g1", "--", "sh", "-c", "ip -br addr show vltoffg1; cat /proc/self/cgroup"]);
     assert!(out.contains("10.213.0.3/16"), "{out}");

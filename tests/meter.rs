@@ -9,6 +9,10 @@ fn part<'a>(cpu: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     cpu["parts"].as_array().unwrap().iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("no part {name}: {cpu}"))
 }
 
+fn side_sum(cpu: &serde_json::Value, side: &str) -> f64 {
+    cpu["parts"].as_array().unwrap().iter().filter(|p| p["side"] == side).map(|p| p["busy_pct"].as_f64().unwrap()).sum()
+}
+
 #[test]
 fn a_core_burnt_in_g1_is_attributed_to_g1_and_not_g2() {
     let c = ctx("meter");
@@ -30,8 +34,8 @@ fn a_core_burnt_in_g1_is_attributed_to_g1_and_not_g2() {
     // The parts add up: what is measured part by part matches the host's busy time within 2 %.
     let un = cpu["check"]["unattributed_kernel_pct"].as_f64().unwrap();
     assert!(un.abs() <= 2.0, "unattributed {un} % of the host: {}", cpu["check"]);
-    let sum: f64 = cpu["parts"].as_array().unwrap().iter().map(|p| p["busy_pct"].as_f64().unwrap()).sum();
-    assert!((sum - cpu["machine_busy_pct"].as_f64().unwrap()).abs() < 1e-6);
+    assert!((side_sum(cpu, "host") - cpu["host_busy_pct"].as_f64().unwrap()).abs() < 1e-6);
+    assert!((side_sum(cpu, "client") - cpu["client_busy_pct"].as_f64().unwrap()).abs() < 1e-6);
     // Without hardware counters the meter says so, and gives task-clock.
     match &cpu["counters"] {
         serde_json::Value::String(s) => assert!(s.starts_with("not supported"), "{s}"),
@@ -41,9 +45,10 @@ fn a_core_burnt_in_g1_is_attributed_to_g1_and_not_g2() {
     // The meter's own CPU at 10 Hz stays under 1 % of one core.
     let own = cpu["meter"]["own_cpu_pct_of_core"].as_f64().unwrap();
     assert!(own <= 1.0, "meter used {own} % of a core");
-    // On an idle-but-for-the-burner host, the guest's core is host CPU (the client is not).
+    // On an idle-but-for-the-burner host, the guest's core is host CPU (the client's is not).
     let host = cpu["host_busy_cores"].as_f64().unwrap();
     assert!(host >= g1 - 0.01);
+    assert!(cpu["client_busy_pct"].as_f64().unwrap() < 15.0, "{cpu}");
     c.ok(&["down", "tmet"]);
 }
 
@@ -53,17 +58,22 @@ fn every_test_reports_where_the_cpu_went() {
     c.ok(&["up", "--name", "tmt", "--guests", "1"]);
     let v = c.json(&["test", "--lab", "tmt", "--from", "g1", "--to", "client", "-m", "64K", "-l", "2", "--json"]);
     let cpu = &v["cpu"];
-    for k in ["host_busy_pct", "host_busy_cores", "normalized_pct_per_gbps", "machine_busy_pct"] {
+    for k in ["host_busy_pct", "host_busy_cores", "normalized_pct_per_gbps", "machine_busy_pct", "client_busy_pct"] {
         assert!(cpu[k].as_f64().unwrap() > 0.0, "{k}: {cpu}");
     }
     let sd = &cpu["service_demand_us_per_kb"];
     assert!(sd["send"].as_f64().unwrap() > 0.0 && sd["recv"].as_f64().unwrap() > 0.0, "{sd}");
-    // netperf's definition: host busy % × 10 000 × CPUs ÷ KB/s.
+    // netperf's definition: host busy % × 10 000 × the host's CPUs ÷ KB/s (= busy cores × 10^6 ÷ KB/s).
     let kbs = v["throughput_gbps"].as_f64().unwrap() * 1e9 / 8.0 / 1024.0;
-    let want = cpu["host_busy_pct"].as_f64().unwrap() * 10_000.0 * cpu["ncpu"].as_f64().unwrap() / kbs;
+    let ncpu = cpu["host_cores"].as_array().unwrap().len() as f64;
+    let want = cpu["host_busy_pct"].as_f64().unwrap() * 10_000.0 * ncpu / kbs;
     assert!((sd["host"].as_f64().unwrap() - want).abs() < 1e-6 * want.max(1.0));
     assert!(part(cpu, "g1")["busy_pct"].as_f64().unwrap() > 1.0);
     assert!(part(cpu, "client")["busy_pct"].as_f64().unwrap() > 1.0);
+    assert_eq!(part(cpu, "g1")["side"], "host");
+    assert_eq!(part(cpu, "client")["side"], "client");
+    // The host's and the client's cores are each side's own: nothing leaked across.
+    assert!(cpu["leak_pct"].as_f64().unwrap() < 2.0, "{}", cpu["leak_pct"]);
     assert!(cpu["softirq_per_s"]["NET_RX"].as_f64().unwrap() > 100.0);
     // Network softirq taken while idle is the only unattributed time: bounded by irq+softirq.
     let un = cpu["check"]["unattributed_kernel_pct"].as_f64().unwrap();

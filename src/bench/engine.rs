@@ -36,26 +36,35 @@ pub struct Row {
     pub p50_ratio: Option<f64>,
 }
 
-/// Where both ends run: loopback in this namespace, or the lab's host → client wire.
+/// Where both ends run: loopback in this namespace, or a lab, from one endpoint (`host` over the
+/// bare wire, `g1` through the lab's datapath) to the client. In a lab both tools run placed the
+/// same way: the sender in its endpoint's cpuset on the host's cores, the server on the client's.
 pub enum Path<'a> {
     Loopback,
-    Veth(&'a LabRecord),
+    Lab { name: &'static str, rec: &'a LabRecord, from: &'static str },
 }
 
 impl Path<'_> {
     fn name(&self) -> &'static str {
         match self {
             Path::Loopback => "loopback",
-            Path::Veth(_) => "veth",
+            Path::Lab { name, .. } => name,
         }
     }
     fn server_ip(&self) -> IpAddr {
         match self {
             Path::Loopback => [127, 0, 0, 1].into(),
-            Path::Veth(r) => IpAddr::V4(r.endpoint("client").unwrap().address),
+            Path::Lab { rec, .. } => IpAddr::V4(rec.endpoint("client").unwrap().address),
         }
     }
-    /// A command for the server (client namespace) or the driver (host namespace).
+    /// The cores whose busy time counts: the lab's host cores, or every core on loopback.
+    fn host_cores(&self) -> Vec<usize> {
+        match self {
+            Path::Loopback => crate::sys::online_cpus(),
+            Path::Lab { rec, .. } => rec.cpus.host.0.clone(),
+        }
+    }
+    /// A command for the server (client namespace) or the sender (its endpoint).
     fn cmd(&self, server_side: bool, argv: &[String]) -> Result<Command, String> {
         match self {
             Path::Loopback => {
@@ -63,7 +72,7 @@ impl Path<'_> {
                 c.args(&argv[1..]);
                 Ok(c)
             }
-            Path::Veth(r) => exec::command(r.endpoint(if server_side { "client" } else { "host" })?, argv),
+            Path::Lab { rec, from, .. } => exec::command(rec.endpoint(if server_side { "client" } else { from })?, argv),
         }
     }
 }
@@ -105,17 +114,20 @@ fn start_server(mut c: Command, wait_line: Option<&str>) -> Result<Server, Strin
 /// Runs the client to its end; host CPU is sampled only while traffic is steady — from a quarter
 /// second after the warm-up to a quarter second before the end — so neither tool's start-up or
 /// exit (sockperf lingers ~1.5 s after its run) dilutes or inflates its figure.
-fn measured(mut c: Command, secs: f64) -> Result<(String, f64), String> {
+/// Busy cores are those of `host` (the lab's host cores; every core on loopback), by the meter's
+/// definition: the window less the cores' idle.
+fn measured(mut c: Command, secs: f64, host: Vec<usize>) -> Result<(String, f64), String> {
     let (tx, rx) = std::sync::mpsc::channel();
     let sampler = std::thread::spawn(move || -> Result<f64, String> {
         std::thread::sleep(Duration::from_secs_f64(WARMUP_S + 0.25));
-        let a = procstat::read()?;
+        let (a, t0) = (procstat::read()?, std::time::Instant::now());
         // Stop early if the client already ended (its figure would be unusable anyway).
         if rx.recv_timeout(Duration::from_secs_f64(secs - 0.5)).is_ok() {
             return Err("the client ended before its run was over".into());
         }
-        let b = procstat::read()?;
-        Ok(procstat::busy(&a, &b).1)
+        let (b, wall) = (procstat::read()?, t0.elapsed().as_secs_f64());
+        let busy = procstat::core_busy(&a, &b, wall, crate::meter::ticks_per_s());
+        Ok(host.iter().filter_map(|c| busy.get(c)).sum::<f64>() / wall)
     });
     let out = hostcmd::run(&mut c, None, Duration::from_secs_f64(secs + WARMUP_S + 30.0));
     let _ = tx.send(());
@@ -150,7 +162,7 @@ fn ours_stream(path: &Path, size: &str, secs: f64, rr: bool) -> Result<Measure, 
     } else {
         args.extend(sv(&["-m", size]));
     }
-    let (out, cores) = measured(path.cmd(false, &args)?, secs)?;
+    let (out, cores) = measured(path.cmd(false, &args)?, secs, path.host_cores())?;
     let v: serde_json::Value = serde_json::from_str(&out).map_err(|e| format!("vnetlab test output: {e}"))?;
     let gbps = v["throughput_gbps"].as_f64().unwrap_or(0.0);
     let tps = v["transactions_per_s"].as_f64();
@@ -173,7 +185,7 @@ fn iperf3(path: &Path, size: &str, secs: f64) -> Result<Measure, String> {
     let _srv = start_server(path.cmd(true, &sv(&["iperf3", "-s", "-1", "-B", &ip, "-p", &port]))?, None)?;
     let t = format!("{}", (secs + WARMUP_S).round() as u64);
     let o = format!("{}", WARMUP_S as u64);
-    let (out, cores) = measured(path.cmd(false, &sv(&["iperf3", "-c", &ip, "-p", &port, "-t", &t, "-O", &o, "-l", size, "-J"]))?, secs)?;
+    let (out, cores) = measured(path.cmd(false, &sv(&["iperf3", "-c", &ip, "-p", &port, "-t", &t, "-O", &o, "-l", size, "-J"]))?, secs, path.host_cores())?;
     let v: serde_json::Value = serde_json::from_str(&out).map_err(|e| format!("iperf3 output: {e}"))?;
     let bps = v["end"]["sum_received"]["bits_per_second"].as_f64().ok_or("iperf3 reported no received rate")?;
     Ok(measure(bps / 1e9, cores, None, None, None))
@@ -187,6 +199,7 @@ fn sockperf(path: &Path, secs: f64) -> Result<Measure, String> {
     let (out, cores) = measured(
         path.cmd(false, &sv(&["sockperf", "pp", "--tcp", "-i", &ip, "-p", &port, "-t", &t, "-m", "14", "--full-rtt"]))?,
         secs,
+        path.host_cores(),
     )?;
     let (tps, p50, p99) = parse_sockperf(&out)?;
     Ok(measure(tps * 28.0 * 8.0 / 1e9, cores, Some(tps), Some(p50), Some(p99)))

@@ -215,8 +215,9 @@ struct EngineArgs {
     /// Runs per tool and test; the median is compared
     #[arg(long, default_value_t = 3)]
     repeat: u32,
-    /// Paths: loopback, veth (a pair between two lab namespaces), or both
-    #[arg(long, default_value = "loopback,veth")]
+    /// Paths: loopback, veth (the wire between the host's and the client's namespaces), bridge
+    /// (a guest through a bridge lab to the client); in a lab both tools run placed the same way
+    #[arg(long, default_value = "loopback,veth,bridge")]
     paths: String,
     #[arg(long)]
     json: bool,
@@ -235,8 +236,8 @@ fn bench_engine(a: EngineArgs) -> CmdResult {
         return Err(Fail::Input("--seconds 1…600 and --repeat 1…50".into()));
     }
     let paths: Vec<&str> = a.paths.split(',').map(str::trim).collect();
-    if let Some(p) = paths.iter().find(|p| !matches!(**p, "loopback" | "veth")) {
-        return Err(Fail::Input(format!("unknown path '{p}': use loopback, veth or both")));
+    if let Some(p) = paths.iter().find(|p| !matches!(**p, "loopback" | "veth" | "bridge")) {
+        return Err(Fail::Input(format!("unknown path '{}': use loopback, veth, bridge or a list of them", crate::text::clip(p))));
     }
     for tool in ["iperf3", "sockperf"] {
         if crate::lab::hostcmd::read(&["sh", "-c", &format!("command -v {tool}")]).is_err() {
@@ -248,12 +249,17 @@ fn bench_engine(a: EngineArgs) -> CmdResult {
     if paths.contains(&"loopback") {
         rows.extend(running(engine::compare(&Path::Loopback, a.seconds, a.repeat, &mut progress))?);
     }
-    if paths.contains(&"veth") {
-        need_root("vnetlab bench engine (veth path)")?;
-        let t = Topology { name: "bench".into(), mode: Mode::Native, guests: 1, ..Default::default() };
+    // The lab paths: the bare wire (host → client) and through a bridge (g1 → client).
+    for (name, mode, from) in [("veth", Mode::Native, "host"), ("bridge", Mode::Bridge, "g1")] {
+        if !paths.contains(&name) {
+            continue;
+        }
+        need_root(&format!("vnetlab bench engine ({name} path)"))?;
+        let t = Topology { name: "bench".into(), mode, guests: 1, ..Default::default() };
         let plan = input(build::prepare(&t))?;
         running(build::build(&plan, false))?;
-        let r = engine::compare(&Path::Veth(&plan.record), a.seconds, a.repeat, &mut progress);
+        crate::experiment::measure::place_driver(Some(&plan.record.cpus));
+        let r = engine::compare(&Path::Lab { name, rec: &plan.record, from }, a.seconds, a.repeat, &mut progress);
         let down = build::teardown("bench");
         rows.extend(running(r)?);
         running(down)?;

@@ -213,8 +213,8 @@ pub fn compare(a: CompareArgs) -> CmdResult {
         println!("runs {} and {} share no points (same mode, test, size, direction, offloads, wire)", ra.id, rb.id);
         return Ok(());
     }
-    println!("B = run {}, A = run {}; ratio = B ÷ A; * = outside both runs' spread, ? = no spread (single runs)", rb.id, ra.id);
-    println!("{:<70} {:>10} {:>10} {:>8} {:>10}", "point", "A", "B", "ratio", "CPU/Gb ×");
+    println!("B = run {}, A = run {}; median (min–max) over repeats; ratio = B ÷ A of the medians; * = outside both runs' spread, ? = no spread (single runs), ! = unstable (>10 % across repeats)", rb.id, ra.id);
+    println!("{:<78} {:>24} {:>24} {:>8} {:>10}", "point", "A", "B", "ratio", "CPU/Gb ×");
     for r in rows {
         let mark = match r.significant {
             Some(true) => "*",
@@ -222,7 +222,12 @@ pub fn compare(a: CompareArgs) -> CmdResult {
             None => "?",
         };
         let o = |v: Option<f64>, p: usize| v.map(|x| format!("{x:.p$}")).unwrap_or("-".into());
-        println!("{:<70} {:>10} {:>10} {:>7}{mark:1} {:>10}", r.key, o(r.a, 3), o(r.b, 3), o(r.ratio, 3), o(r.cpu_ratio, 3));
+        let with = |v: Option<f64>, r: Option<[f64; 2]>| match r {
+            Some([lo, hi]) => format!("{} ({lo:.3}–{hi:.3})", o(v, 3)),
+            None => o(v, 3),
+        };
+        let flag = if r.unstable { "!" } else { "" };
+        println!("{:<78} {:>24} {:>24} {:>7}{mark:1}{flag:1} {:>10}", r.key, with(r.a, r.range_a), with(r.b, r.range_b), o(r.ratio, 3), o(r.cpu_ratio, 3));
     }
     Ok(())
 }

@@ -44,9 +44,15 @@ pub struct UpArgs {
     /// Private IPv4 range for the lab [default: 10.213.0.0/16]
     #[arg(long)]
     subnet: Option<crate::lab::addr::Subnet>,
-    /// Pin: the client to its own CPU, guests round-robin over the rest (cpuset cgroups)
+    /// Each guest and its backend on its own host core, round-robin over the host's cores
     #[arg(long)]
     pin: bool,
+    /// The client's cores, e.g. 3 or 6-7 [default: the top ⌈ncpu/4⌉ cores]; it stands for another machine
+    #[arg(long, value_name = "LIST")]
+    client_cpus: Option<crate::lab::cpus::CpuList>,
+    /// The host's cores, e.g. 0-2 [default: every core the client does not have]
+    #[arg(long, value_name = "LIST")]
+    host_cpus: Option<crate::lab::cpus::CpuList>,
     /// SR-IOV physical function to take VFs from (mode sriov)
     #[arg(long)]
     pf: Option<String>,
@@ -74,6 +80,8 @@ impl UpArgs {
             || self.wire_segment.is_some()
             || self.subnet.is_some()
             || self.pin
+            || self.client_cpus.is_some()
+            || self.host_cpus.is_some()
             || self.pf.is_some()
             || self.lro.is_some();
         let mut t = match &self.file {
@@ -101,6 +109,8 @@ impl UpArgs {
                         segment: self.wire_segment.unwrap_or(true),
                     },
                     pin: self.pin,
+                    client_cpus: self.client_cpus.clone(),
+                    host_cpus: self.host_cpus.clone(),
                     pf: self.pf.clone(),
                     lro: self.lro.map(|l| l.0).unwrap_or(false),
                 }
@@ -135,6 +145,7 @@ pub fn up(a: UpArgs) -> CmdResult {
     for e in &r.endpoints {
         println!("  {:<7} {:<16} {:<15} {}", e.name, e.netns, e.address.to_string(), e.iface);
     }
+    println!("  cpus: {}", r.cpus.describe());
     for n in &r.notes {
         println!("  note: {n}");
     }
@@ -232,6 +243,20 @@ pub fn status(a: StatusArgs) -> CmdResult {
                 i.offloads.get("gro").map(String::as_str).unwrap_or("-"),
                 i.offloads.get("tso").map(String::as_str).unwrap_or("-"),
                 i.qdisc.as_ref().map(|q| format!(" qdisc {q}")).unwrap_or_default()
+            );
+        }
+        println!("  cpus: {}", l.cpus.describe());
+        for st in &l.steering {
+            let napi: Vec<String> = st.napi_threads.iter().map(|t| format!("{} on {}", t.pid, crate::lab::cpus::CpuList(t.cpus.clone()))).collect();
+            println!(
+                "  wire end {} ({:?} side): rps {} xps {} threaded NAPI {}{} — {}",
+                st.iface,
+                st.side,
+                st.rps_cpus.join(","),
+                st.xps_cpus.join(","),
+                if st.threaded { "on" } else { "off" },
+                if napi.is_empty() { String::new() } else { format!(" (threads {})", napi.join(", ")) },
+                if st.as_planned { "as planned" } else { "NOT as planned: `vnetlab down` and `up` again" }
             );
         }
         for n in &l.notes {

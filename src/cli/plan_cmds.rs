@@ -26,6 +26,12 @@ pub struct PlanArgs {
     /// --from-run: take the points at this message size [default: 8K, else the largest]
     #[arg(long)]
     size: Option<String>,
+    /// --from-run: take the points at this offered load per stream: max or a rate such as 500mbit [default: the largest paced load nothing bound, else max]
+    #[arg(long)]
+    load: Option<String>,
+    /// --from-run: also take costs from points a saturated core, backend or the wire bound
+    #[arg(long)]
+    allow_bound: bool,
     /// --from-run: the VDI network's cost with offloads on (the TOE stand-in) or off
     #[arg(long, default_value = "on", value_parser = crate::lab::topology::parse_on_off, action = clap::ArgAction::Set)]
     vdi_offload: bool,
@@ -90,6 +96,15 @@ fn parse_datapath(s: &str) -> Result<model::Datapath, String> {
     Ok(model::Datapath { name: p[0].into(), vdi_net_pct_per_gbps: f(p[1])?, vm_net_pct_per_gbps: f(p[2])? })
 }
 
+/// A table cell of host CPU %: over 100 % is not a share of this host, so it says so.
+fn cell(v: f64, w: usize) -> String {
+    if v > 100.0 {
+        format!("{:>w$}", "no fit")
+    } else {
+        format!("{v:>w$.2}")
+    }
+}
+
 fn parse_list(s: &str) -> Result<Vec<f64>, String> {
     s.split(',').map(|x| x.trim().parse::<f64>().map_err(|_| format!("bad --buffer '{s}': write seconds separated by commas, e.g. 16,20,40"))).collect()
 }
@@ -110,6 +125,7 @@ pub fn plan(a: PlanArgs) -> CmdResult {
     };
     let mut source = preset_name.as_ref().map(|p| format!("preset {p}")).unwrap_or_else(|| "paper 1's scenario".into());
     let mut used: Vec<String> = Vec::new();
+    let mut host_cores: Option<usize> = None;
     if let Some(v) = file.vms { s.vms = v; }
     if let Some(v) = file.vm_net_gbit { s.vm_net_gbit = v; }
     if let Some(v) = file.vdi_net_gbit { s.vdi_net_gbit = v; }
@@ -126,8 +142,15 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         let r = input(store.run(run))?;
         let pts: Vec<PointRecord> = running(store.points(r.id))?.into_iter().map(|(_, p)| p).collect();
         let size = a.size.as_deref().map(crate::engine::spec::parse_size).transpose().map_err(Fail::Input)?.map(|v| v as u64);
-        let c = input(from_run::costs(&r, &pts, size, a.vdi_offload, true))?;
+        let load = match a.load.as_deref() {
+            None => None,
+            Some("max") => Some(None),
+            Some(r) => Some(Some(crate::engine::spec::parse_rate(r).map_err(|e| Fail::Input(format!("--load: {e}, or max")))?)),
+        };
+        let pick = from_run::Pick { size, load, allow_bound: a.allow_bound };
+        let c = input(from_run::costs(&r, &pts, pick, a.vdi_offload, true))?;
         s.datapaths = c.datapaths;
+        host_cores = c.host_cores;
         source = format!("run {} ({})", r.id, r.name);
         used = c.used.into_iter().chain(c.notes).collect();
     }
@@ -178,11 +201,12 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         if names.len() == 2 {
             // As the paper prints it: cells rounded, differences of the rounded cells.
             let p = model::paper_rounding(r, &first, &last);
-            line += &format!(" {:>w$.2} {:>w$.2} {:>7.2} | {:>w$.2} {:>w$.2} {:>7.2} | {:>7.2}", p[0], p[1], p[2], p[3], p[4], p[5], p[6]);
+            let (a, b, c, d) = (cell(p[0], w), cell(p[1], w), cell(p[3], w), cell(p[4], w));
+            line += &format!(" {a} {b} {:>7.2} | {c} {d} {:>7.2} | {:>7.2}", p[2], p[5], p[6]);
         } else {
             for key in ["vm_net_pct", "vdi_net_pct"] {
                 for n in &names {
-                    line += &format!(" {:>w$.2}", r.datapaths[*n][key].as_f64().unwrap_or(0.0));
+                    line += &format!(" {}", cell(r.datapaths[*n][key].as_f64().unwrap_or(0.0), w));
                 }
                 line += &format!(" {:>7.2} |", if key == "vm_net_pct" { r.vm_net_diff_pct } else { r.vdi_net_diff_pct });
             }
@@ -192,6 +216,17 @@ pub fn plan(a: PlanArgs) -> CmdResult {
     }
     if names.len() == 2 {
         println!("(differences as the paper prints them: between the rounded cells; --json has the exact values)");
+    }
+    // Percentages over 100 are not shares of this host: say how much host it would take.
+    for n in &names {
+        let worst = rows.iter().filter_map(|r| {
+            let c = &r.datapaths[*n];
+            let total = c["vm_net_pct"].as_f64().unwrap_or(0.0) + c["vdi_net_pct"].as_f64().unwrap_or(0.0);
+            (c["fits"] == false).then_some((r.t_buffer_s, total))
+        });
+        if let Some((t, total)) = worst.into_iter().next() {
+            println!("{n} at T_buffer {t} s: {} (network CPU {:.0} % of the host)", model::does_not_fit(total, host_cores), total);
+        }
     }
     println!(
         "\ndensity at {share} % of the host per desktop, {vm_rate} VM network and a {:.4} Gb/s screen stream each:",

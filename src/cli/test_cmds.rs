@@ -184,6 +184,12 @@ pub fn test(a: TestArgs) -> CmdResult {
             if let Some(c) = &r.host_busy_pct {
                 println!("          host CPU % min {:.2} median {:.2} max {:.2}{}", c.min, c.median, c.max, ci(c));
             }
+            if let Some(c) = &r.normalized_pct_per_gbps {
+                println!("          CPU % per Gb/s min {:.3} median {:.3} max {:.3}{}", c.min, c.median, c.max, ci(c));
+            }
+            if r.unstable {
+                println!("          UNSTABLE: throughput or CPU per Gb/s varied by more than 10 % across the runs");
+            }
             if let Some(m) = r.confidence_met {
                 println!("          confidence {}", if m { "reached" } else { "NOT reached within --repeat runs" });
             }
@@ -193,9 +199,26 @@ pub fn test(a: TestArgs) -> CmdResult {
 }
 
 pub fn print_cpu(c: &CpuReport) {
-    let mut line = format!("  host CPU {:.2} % ({:.3} cores; machine {:.2} % with the client)", c.host_busy_pct, c.host_busy_cores, c.machine_busy_pct);
+    let cores = |v: &[usize]| crate::lab::cpus::CpuList(v.to_vec()).to_string();
+    if c.placed {
+        let client = c.client_busy_pct.map(|p| format!("; client {p:.2} % of core(s) {}", cores(&c.client_cores))).unwrap_or_default();
+        println!("  host CPU {:.2} % of core(s) {} ({:.3} cores){client}", c.host_busy_pct, cores(&c.host_cores), c.host_busy_cores);
+    } else {
+        println!(
+            "  host CPU {:.2} % ({:.3} cores; machine {:.2} % with the client) — UNPLACED: the client's work may be counted as the host's",
+            c.host_busy_pct, c.host_busy_cores, c.machine_busy_pct
+        );
+    }
+    let mut line = String::from("  ");
     if let Some(n) = c.normalized_pct_per_gbps {
-        line += &format!(", {n:.3} % per Gb/s");
+        line += &format!("{n:.3} % per Gb/s ({:.4} cores per Gb/s); ", c.cores_per_gbps.unwrap_or(0.0));
+    }
+    line += &match &c.bound_by {
+        Some(b) => format!("bound by {b}"),
+        None => "bound by nothing (below every limit)".into(),
+    };
+    if let Some(l) = c.leak_pct {
+        line += &format!("; leak across the boundary {l:.2} % of host busy{}", if l < 2.0 { "" } else { " (OVER 2 %)" });
     }
     println!("{line}");
     if let Some(d) = &c.service_demand_us_per_kb {
@@ -204,8 +227,13 @@ pub fn print_cpu(c: &CpuReport) {
     if let Some(d) = &c.service_demand_us_per_tran {
         println!("  service demand µs/transaction: host {:.2}  initiator {:.2}  server {:.2}", d.host, d.send, d.recv);
     }
-    let parts: Vec<String> = c.parts.iter().filter(|p| p.busy_pct.abs() >= 0.05).map(|p| format!("{} {:.2} %", p.name, p.busy_pct)).collect();
-    println!("  parts: {}", parts.join(", "));
+    for side in [crate::meter::Side::Host, crate::meter::Side::Client] {
+        let parts: Vec<String> =
+            c.parts.iter().filter(|p| p.side == side && p.busy_pct.abs() >= 0.05).map(|p| format!("{} {:.2} %", p.name, p.busy_pct)).collect();
+        if !parts.is_empty() {
+            println!("  {} parts: {}", if side == crate::meter::Side::Host { "host" } else { "client" }, parts.join(", "));
+        }
+    }
     let net: Vec<String> = ["NET_RX", "NET_TX"].iter().filter_map(|k| c.softirq_per_s.get(*k).map(|v| format!("{k} {v:.0}/s"))).collect();
     println!("  softirqs {}; interrupts {:.0}/s", net.join(", "), c.interrupts_per_s);
     match c.counters.as_str() {
@@ -335,7 +363,7 @@ pub fn meter(a: MeterArgs) -> CmdResult {
     let lab = input(state::resolve(a.lab.as_deref()))?;
     let rec = input(state::load(&lab))?;
     let target = Target::Lab { rec, from: "host".into(), to: "client".into() };
-    let m = Meter::start(target.parts());
+    let m = Meter::start(running(target.setup())?);
     let start = std::time::Instant::now() + std::time::Duration::from_millis(100);
     let end = start + std::time::Duration::from_secs_f64(a.seconds);
     m.window(start, end);

@@ -16,7 +16,7 @@ pub fn host() -> Value {
     json!({
         "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim(),
         "cpu_model": first_line_value(&cpuinfo, "model name").unwrap_or_else(|| "unknown".into()),
-        "cores": crate::lab::cgroup::online_cpus().len(),
+        "cores": crate::sys::online_cpus().len(),
         "memory_gib": (mem_kb / 1024.0 / 1024.0 * 10.0).round() / 10.0,
         "cgroups": crate::lab::cgroup::detect().describe(),
         "hardware_counters": match crate::meter::counters::probe() { Ok(()) => "supported".to_string(), Err(e) => format!("not supported: {e}") },

@@ -70,6 +70,20 @@ impl FromStr for WireRate {
     }
 }
 
+/// An offered load per stream: `max` (as fast as it goes) or a paced rate such as `500mbit`.
+/// Per-Gbit costs for plans come from paced points nothing bound (paper 1's Table IV).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Load(pub Option<u64>);
+impl FromStr for Load {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "max" {
+            return Ok(Load(None));
+        }
+        spec::parse_rate(s).map(|r| Load(Some(r))).map_err(|e| format!("{e}, or max"))
+    }
+}
+
 /// Who sends to whom: `guest-to-client` (g1 → client), `client-to-guest`, `guest-to-guest`
 /// (g1 → g2), `guests-to-client` (every guest at once), `host-to-client` (the VDI network).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,6 +170,17 @@ pub struct Matrix {
     pub wire_rates: Vec<WireRate>,
     #[serde(default = "dir_default", deserialize_with = "de_list")]
     pub directions: Vec<Direction>,
+    /// Offered loads per stream: `max` and/or paced rates (default: [point] rate, else max).
+    #[serde(default, deserialize_with = "de_opt_list")]
+    pub loads: Option<Vec<Load>>,
+}
+
+fn de_opt_list<'de, D, T>(d: D) -> Result<Option<Vec<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr<Err = String>,
+{
+    de_list(d).map(Some)
 }
 
 fn one_guest() -> Vec<u32> {
@@ -260,6 +285,9 @@ pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, String> {
     };
     s.validate().map_err(|m| format!("{}: {m}", at("duration")))?;
     spec::parse_rr(&p.rr).map_err(|m| format!("{}: {m}", at("rr")))?;
+    if e.matrix.loads.is_some() && p.rate.is_some() {
+        return Err(format!("{}: give the offered load either as [point] rate or as [matrix] loads, not both", at("rate")));
+    }
     if !(1..=100).contains(&p.repeat) {
         return Err(format!("{}: repeat {}: use 1 to 100", at("repeat"), p.repeat));
     }

@@ -59,6 +59,10 @@ pub fn expand(e: &ExperimentFile) -> Vec<Point> {
     let p = &e.point;
     let (req, resp) = spec::parse_rr(&p.rr).unwrap_or((1, 1));
     let rate = p.rate.as_deref().and_then(|r| spec::parse_rate(r).ok());
+    let loads: Vec<Option<u64>> = match &m.loads {
+        Some(l) => l.iter().map(|x| x.0).collect(),
+        None => vec![rate],
+    };
     let mut out = Vec::new();
     for &mode in &m.modes {
         for &guests in &m.guests {
@@ -80,6 +84,7 @@ pub fn expand(e: &ExperimentFile) -> Vec<Point> {
                                     // RR tests use the request/response sizes: one point, not one per message size.
                                     let sizes: Vec<usize> = if test.is_rr() { vec![req] } else { m.messages.iter().map(|s| s.0).collect() };
                                     for msg in sizes {
+                                      for &rate in &loads {
                                         for b in &m.socket_buffers {
                                             let spec = Spec {
                                                 test,
@@ -100,6 +105,7 @@ pub fn expand(e: &ExperimentFile) -> Vec<Point> {
                                             };
                                             out.push(Point { seq: 0, lab: lab.clone(), direction, spec, repeat: p.repeat });
                                         }
+                                      }
                                     }
                                 }
                             }
@@ -125,8 +131,9 @@ pub fn describe(p: &Point) -> String {
     let size = if p.spec.test.is_rr() { format!("{},{}", p.spec.req, p.spec.resp) } else { p.spec.msg.to_string() };
     let buf = p.spec.local_buf.map(|b| format!(" buf {b}")).unwrap_or_default();
     let rate = p.lab.wire_rate.map(|r| format!(" wire {}", crate::lab::topology::Rate(r))).unwrap_or_default();
+    let load = p.spec.rate.map(|r| format!(" at {}", crate::lab::topology::Rate(r))).unwrap_or_default();
     format!(
-        "{:>3}  {:<8} {:>2} guest(s) {:<17} {:<10} {:>7} B{} gro {:?} tso {}{} mtu {}{}",
+        "{:>3}  {:<8} {:>2} guest(s) {:<17} {:<10} {:>7} B{}{load} gro {:?} tso {}{} mtu {}{}",
         p.seq,
         p.lab.mode.to_string(),
         p.lab.guests,
@@ -169,6 +176,18 @@ mod tests {
         assert!(pts.iter().filter(|p| p.lab.lro).all(|p| p.lab.mode == Mode::Paravirt));
         let bad = "name = \"m\"\n[matrix]\nmodes = [\"bridge\"]\nlro = [true]\n";
         assert!(super::super::file::parse(bad, "m.toml").unwrap_err().contains("paravirt"));
+    }
+
+    #[test]
+    fn loads_are_an_axis() {
+        let text = "name = \"m\"\n[matrix]\nmodes = [\"bridge\"]\nmessages = [\"1K\", \"8K\"]\nloads = [\"max\", \"500mbit\"]\n";
+        let pts = expand(&super::super::file::parse(text, "m.toml").unwrap());
+        assert_eq!(pts.iter().map(|p| p.spec.rate).collect::<Vec<_>>(), vec![None, Some(500_000_000), None, Some(500_000_000)]);
+        assert!(describe(&pts[1]).contains("at 500mbit"));
+        let both = "name = \"m\"\n[matrix]\nmodes = [\"bridge\"]\nloads = [\"max\"]\n[point]\nrate = \"1gbit\"\n";
+        assert!(super::super::file::parse(both, "m.toml").unwrap_err().contains("not both"));
+        let bad = "name = \"m\"\n[matrix]\nmodes = [\"bridge\"]\nloads = [\"fast\"]\n";
+        assert!(super::super::file::parse(bad, "m.toml").unwrap_err().contains("or max"));
     }
 
     #[test]

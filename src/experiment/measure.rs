@@ -4,17 +4,21 @@
 
 use std::net::{IpAddr, SocketAddr};
 
+use super::bound::{self, Limits};
 use crate::engine::controller::{self, AgentConn, Pair, TestResult};
 use crate::engine::spec::Spec;
-use crate::lab::state::LabRecord;
+use crate::lab::cpus::CpuPlan;
+use crate::lab::state::{self, LabRecord};
 use crate::meter::report::{self, CpuReport};
-use crate::meter::{stats, Meter, Part, PartKind};
+use crate::meter::{stats, Meter, Part, PartKind, Setup, Side, Sides};
 
 /// A test's output: the engine's result, the meter's CPU report and, with repeats, the spread.
 #[derive(serde::Serialize)]
 pub struct Measured {
     #[serde(flatten)]
     pub result: TestResult,
+    /// Where the client and the host ran (the lab's CPU plan); None for standalone tests.
+    pub cpus: Option<CpuPlan>,
     pub cpu: Option<CpuReport>,
     /// Why there is no CPU report.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -35,6 +39,42 @@ pub struct Repeats {
     pub transactions_per_s: Option<stats::Spread>,
     pub host_busy_pct: Option<stats::Spread>,
     pub normalized_pct_per_gbps: Option<stats::Spread>,
+    /// Throughput (or transactions/s) or CPU per Gb/s varied by more than 10 % across repeats.
+    pub unstable: bool,
+    /// Every repeat's figures, in the order they ran.
+    pub each: Vec<Repeat>,
+}
+
+/// One repeat's headline figures.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct Repeat {
+    pub throughput_gbps: f64,
+    pub transactions_per_s: Option<f64>,
+    pub host_busy_pct: Option<f64>,
+    pub normalized_pct_per_gbps: Option<f64>,
+    pub bound_by: Option<String>,
+    pub leak_pct: Option<f64>,
+}
+
+impl Repeat {
+    fn of(m: &Measured) -> Repeat {
+        let c = m.cpu.as_ref();
+        Repeat {
+            throughput_gbps: m.result.throughput_gbps,
+            transactions_per_s: m.result.transactions_per_s,
+            host_busy_pct: c.map(|c| c.host_busy_pct),
+            normalized_pct_per_gbps: c.and_then(|c| c.normalized_pct_per_gbps),
+            bound_by: c.and_then(|c| c.bound_by.clone()),
+            leak_pct: c.and_then(|c| c.leak_pct),
+        }
+    }
+}
+
+/// A spread wider than this share of its median marks a point unstable.
+pub const UNSTABLE: f64 = 0.10;
+
+fn unstable(s: &stats::Spread) -> bool {
+    s.median.abs() > 0.0 && (s.max - s.min) / s.median.abs() > UNSTABLE
 }
 
 /// Where a test runs: a lab (agents started in its endpoints) or standalone against `serve`.
@@ -56,24 +96,45 @@ impl Target {
         }
     }
 
-    /// The meter's parts: the lab's cgroups, and this process (the driver and any local agent).
-    pub fn parts(&self) -> Vec<Part> {
-        let mut v = Vec::new();
-        if let Target::Lab { rec, .. } = self {
-            for e in &rec.endpoints {
-                let kind = match e.name.as_str() {
-                    "host" => PartKind::Host,
-                    "client" => PartKind::Client,
-                    _ => PartKind::Guest,
-                };
-                v.push(Part { name: e.name.clone(), kind, cgroups: e.cgroups.clone(), pid: None });
-                if let Some(vn) = &e.vnic {
-                    v.push(Part { name: format!("vNIC backend {}", e.name), kind: PartKind::Process, cgroups: vn.cgroups.clone(), pid: None });
-                }
+    /// What the meter measures: the lab's cgroups on their sides, the wire ends' NAPI threads,
+    /// and this process (the driver and any local agent), with the two sides' cores.
+    pub fn setup(&self) -> Result<Setup, String> {
+        let mut parts = Vec::new();
+        let rec = match self {
+            Target::Lab { rec, .. } => rec,
+            Target::Remote { .. } => {
+                parts.push(Part { name: "vnetlab driver".into(), kind: PartKind::Driver, side: Side::Host, cgroups: vec![], pid: Some(std::process::id()) });
+                return Ok(Setup { parts, sides: None, root: None });
+            }
+        };
+        for e in &rec.endpoints {
+            let (kind, side) = match e.name.as_str() {
+                "host" => (PartKind::Host, Side::Host),
+                "client" => (PartKind::Client, Side::Client),
+                _ => (PartKind::Guest, Side::Host),
+            };
+            parts.push(Part { name: e.name.clone(), kind, side, cgroups: e.cgroups.clone(), pid: None });
+            if let Some(vn) = &e.vnic {
+                parts.push(Part { name: format!("vNIC backend {}", e.name), kind: PartKind::Backend, side: Side::Host, cgroups: vn.cgroups.clone(), pid: None });
             }
         }
-        v.push(Part { name: "vnetlab driver".into(), kind: PartKind::Process, cgroups: vec![], pid: Some(std::process::id()) });
-        v
+        for t in crate::lab::steer::ensure_placed(rec)? {
+            let side = if t.side == state::Side::Client { Side::Client } else { Side::Host };
+            parts.push(Part { name: format!("NAPI {} ({} end of the wire)", t.iface, side_name(side)), kind: PartKind::Kernel, side, cgroups: vec![], pid: Some(t.pid as u32) });
+        }
+        let placed = rec.cpus.placed;
+        let driver_side = if placed { Side::Client } else { Side::Host };
+        parts.push(Part { name: "vnetlab driver".into(), kind: PartKind::Driver, side: driver_side, cgroups: vec![], pid: Some(std::process::id()) });
+        let sides = placed.then(|| Sides { host: rec.cpus.host.0.clone(), client: rec.cpus.client.0.clone() });
+        Ok(Setup { parts, sides, root: accounting_root(rec) })
+    }
+
+    /// The lab's CPU plan (None standalone).
+    pub fn cpus(&self) -> Option<&CpuPlan> {
+        match self {
+            Target::Lab { rec, .. } => Some(&rec.cpus),
+            Target::Remote { .. } => None,
+        }
     }
 
     /// The parts on the sending and on the receiving side of the bulk data.
@@ -108,6 +169,52 @@ fn read_vnic(path: &std::path::Path) -> Option<crate::vnic::backend::Stats> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 
+fn side_name(s: Side) -> &'static str {
+    match s {
+        Side::Host => "host",
+        Side::Client => "client",
+    }
+}
+
+/// The root of the lab's per-CPU accounting hierarchy (cgroup v1 cpuacct): three folders above a
+/// part's (`<root>/vnetlab/vl<lab>/<part>`), if it offers `cpuacct.usage_percpu`.
+fn accounting_root(rec: &LabRecord) -> Option<std::path::PathBuf> {
+    let host = rec.endpoints.iter().find(|e| e.name == "host")?;
+    host.cgroups
+        .iter()
+        .filter_map(|d| d.ancestors().nth(3).map(|p| p.to_path_buf()))
+        .find(|root| root.join("cpuacct.usage_percpu").exists())
+}
+
+/// The driver (this process's threads made from here on: the meter, the agents' readers) runs on
+/// the client's cores, the measuring station, so the host's cores hold only the datapath.
+pub fn place_driver(cpus: Option<&CpuPlan>) {
+    let all = crate::sys::online_cpus();
+    let want = match cpus {
+        Some(p) if p.placed => &p.client.0,
+        _ => &all,
+    };
+    let _ = crate::sys::set_affinity(0, want);
+}
+
+/// What bound the point, from the meter's per-core figures, the backends, the wire and the load
+/// offered (`streams` paced streams at the spec's rate).
+fn bound_by(target: &Target, cpu: &CpuReport, spec: &Spec, streams: usize, gbps: f64) -> Option<String> {
+    let core = |list: &[usize]| list.iter().map(|&c| (c, cpu.per_core_busy_pct.get(&c).copied().unwrap_or(0.0))).collect::<Vec<_>>();
+    let limits = Limits {
+        host_cores: core(&cpu.host_cores),
+        client_cores: core(&cpu.client_cores),
+        backends: cpu.parts.iter().filter(|p| p.kind == PartKind::Backend).map(|p| (p.name.trim_start_matches("vNIC backend ").to_string(), p.cores)).collect(),
+        gbps,
+        wire_bps: match target {
+            Target::Lab { rec, .. } => rec.topology.wire.rate.map(|r| r.0),
+            Target::Remote { .. } => None,
+        },
+        offered_bps: spec.rate.filter(|_| !spec.test.is_rr()).map(|r| r as f64 * (streams as u32 * spec.parallel) as f64),
+    };
+    bound::classify(&limits).map(|b| b.to_string())
+}
+
 /// A backend whose process is gone has taken its guest's link down with it.
 fn dead_backends(target: &Target) -> Vec<String> {
     target
@@ -128,8 +235,10 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, String> {
         return Err(e);
     }
     let vnic_before: Vec<(String, Option<crate::vnic::backend::Stats>)> = target.backends().into_iter().map(|(g, p, _)| (g, read_vnic(&p))).collect();
+    place_driver(target.cpus());
+    let setup = target.setup()?;
     let (mut agents, pairs) = target.agents()?;
-    let meter = Meter::start(target.parts());
+    let meter = Meter::start(setup);
     let mut on_start = |t: std::time::Instant| {
         let a = t + std::time::Duration::from_secs_f64(spec.warmup);
         meter.window(a, a + std::time::Duration::from_secs_f64(spec.duration));
@@ -157,10 +266,13 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, String> {
     let (send, recv) = target.sides(spec);
     let traffic = report::Traffic { gbps: Some(result.throughput_gbps), transactions_per_s: result.transactions_per_s, send_parts: &send, recv_parts: &recv };
     let (cpu, cpu_error) = match report::build(&data, &traffic) {
-        Ok(c) => (Some(c), None),
+        Ok(mut c) => {
+            c.bound_by = bound_by(target, &c, spec, pairs.len(), result.throughput_gbps);
+            (Some(c), None)
+        }
         Err(e) => (None, Some(e)),
     };
-    Ok(Measured { result, cpu, cpu_error, repeats: None, vnic })
+    Ok(Measured { result, cpus: target.cpus().cloned(), cpu, cpu_error, repeats: None, vnic })
 }
 
 /// Starts an agent in each named endpoint (through the lab's exec) and pairs them.
@@ -232,14 +344,17 @@ pub fn repeated(target: &Target, spec: &Spec, repeat: u32, confidence: Option<(u
         let (t, c) = spreads(&runs, level);
         let tps: Vec<f64> = runs.iter().filter_map(|r| r.result.transactions_per_s).collect();
         let norm: Vec<f64> = runs.iter().filter_map(|r| r.cpu.as_ref().and_then(|c| c.normalized_pct_per_gbps)).collect();
+        let norm = (norm.len() == runs.len()).then(|| stats::spread(&norm, level));
         Repeats {
             runs: runs.len(),
             confidence_level: level,
             confidence_met: met,
+            unstable: unstable(&t) || norm.as_ref().is_some_and(unstable),
             throughput_gbps: t,
             transactions_per_s: (tps.len() == runs.len()).then(|| stats::spread(&tps, level)),
             host_busy_pct: c,
-            normalized_pct_per_gbps: (norm.len() == runs.len()).then(|| stats::spread(&norm, level)),
+            normalized_pct_per_gbps: norm,
+            each: runs.iter().map(Repeat::of).collect(),
         }
     });
     let key = |m: &Measured| m.result.transactions_per_s.unwrap_or(m.result.throughput_gbps);

@@ -10,7 +10,7 @@ use super::matrix::{self, Point};
 use super::measure::{self, Measured, Target};
 use super::{facts, file};
 use crate::lab::{build, state};
-use crate::store::{PointRecord, Store};
+use crate::store::{PointRecord, RepeatRecord, Store};
 
 pub struct Outcome {
     pub run_id: i64,
@@ -37,26 +37,57 @@ fn base(p: &Point) -> PointRecord {
         parallel: p.spec.parallel,
         duration_s: p.spec.duration,
         repeat: p.repeat,
+        load_bps: p.spec.rate,
         ..Default::default()
     }
 }
 
-/// Turns a measured point into the store's plain record.
+/// Turns a measured point into the store's plain record: each figure is its median over the
+/// repeats (min–max in the spread), every repeat is kept, and the point counts as bound if any
+/// repeat was.
 pub fn record(p: &Point, m: &Measured, lab_facts: &serde_json::Value) -> PointRecord {
     let c = m.cpu.as_ref();
     let sd = c.and_then(|c| c.service_demand_us_per_kb.as_ref().or(c.service_demand_us_per_tran.as_ref()));
+    let r = m.repeats.as_ref();
+    let median = |v: Vec<f64>| (!v.is_empty()).then(|| crate::meter::stats::spread(&v, 95).median);
+    let each = r.map(|r| r.each.clone()).unwrap_or_default();
+    let over = |f: fn(&measure::Repeat) -> Option<f64>| median(each.iter().filter_map(f).collect());
+    let repeats: Vec<RepeatRecord> = each
+        .iter()
+        .map(|x| RepeatRecord {
+            throughput_gbps: x.throughput_gbps,
+            transactions_per_s: x.transactions_per_s,
+            host_busy_pct: x.host_busy_pct,
+            normalized_pct_per_gbps: x.normalized_pct_per_gbps,
+            bound_by: x.bound_by.clone(),
+            leak_pct: x.leak_pct,
+        })
+        .collect();
+    let bound_by = match r {
+        Some(_) => each.iter().find_map(|x| x.bound_by.clone()),
+        None => c.and_then(|c| c.bound_by.clone()),
+    };
+    let leak = each.iter().filter_map(|x| x.leak_pct).fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))));
     PointRecord {
-        throughput_gbps: Some(m.result.throughput_gbps),
-        transactions_per_s: m.result.transactions_per_s,
+        throughput_gbps: over(|x| Some(x.throughput_gbps)).or(Some(m.result.throughput_gbps)),
+        transactions_per_s: over(|x| x.transactions_per_s).or(m.result.transactions_per_s),
         latency_p50_us: m.result.latency_us.as_ref().map(|l| l.p50),
         latency_p99_us: m.result.latency_us.as_ref().map(|l| l.p99),
-        host_busy_pct: c.map(|c| c.host_busy_pct),
+        host_busy_pct: over(|x| x.host_busy_pct).or(c.map(|c| c.host_busy_pct)),
         machine_busy_pct: c.map(|c| c.machine_busy_pct),
-        normalized_pct_per_gbps: c.and_then(|c| c.normalized_pct_per_gbps),
+        normalized_pct_per_gbps: over(|x| x.normalized_pct_per_gbps).or(c.and_then(|c| c.normalized_pct_per_gbps)),
+        client_busy_pct: c.and_then(|c| c.client_busy_pct),
+        bound_by,
+        leak_pct: leak.or(c.and_then(|c| c.leak_pct)),
+        placed: m.cpus.as_ref().map(|x| x.placed),
+        host_cpus: m.cpus.as_ref().map(|x| x.host.to_string()),
+        client_cpus: m.cpus.as_ref().map(|x| x.client.to_string()),
+        unstable: r.map(|r| r.unstable),
+        repeats,
         sd_host: sd.map(|d| d.host),
         sd_send: sd.map(|d| d.send),
         sd_recv: sd.map(|d| d.recv),
-        spread: m.repeats.as_ref().map(|r| serde_json::to_value(r).unwrap()),
+        spread: r.map(|r| serde_json::to_value(r).unwrap()),
         lab_facts: Some(lab_facts.clone()),
         result: Some(serde_json::to_value(m).unwrap()),
         samples: m.result.intervals.iter().map(|i| (i.t, i.gbps)).collect(),
@@ -64,6 +95,7 @@ pub fn record(p: &Point, m: &Measured, lab_facts: &serde_json::Value) -> PointRe
             .map(|c| {
                 c.parts
                     .iter()
+                    .filter(|p| p.side == crate::meter::Side::Host)
                     .map(|p| (p.name.clone(), serde_json::to_value(p.kind).unwrap().as_str().unwrap_or("").to_string(), p.busy_pct, p.cores))
                     .collect()
             })

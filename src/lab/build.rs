@@ -44,7 +44,17 @@ pub fn prepare(t: &Topology) -> Result<Plan, String> {
         (Mode::Sriov, Some(pf)) => Some(inspect_pf(pf)?),
         _ => None,
     };
-    plan::plan(t, &cgroup::detect(), &cgroup::online_cpus(), sriov.as_ref())
+    let cg = cgroup::detect();
+    let mut cpus = super::cpus::plan(&crate::sys::online_cpus(), t.client_cpus.as_ref(), t.host_cpus.as_ref(), t.pin, cgroup::cpuset_ok(&cg))?;
+    if cpus.placed && threaded_napi_offered() {
+        cpus.steering = super::cpus::Steering::ThreadedNapiRps;
+    }
+    plan::plan(t, &cg, &cpus, sriov.as_ref())
+}
+
+/// Whether this kernel offers threaded NAPI (the `threaded` attribute of network devices).
+fn threaded_napi_offered() -> bool {
+    Path::new("/sys/class/net/lo/threaded").exists()
 }
 
 const NO_NETEM: &str = "this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM), so --wire-delay and --wire-loss cannot be applied here: drop them (--wire-rate works)";
@@ -132,6 +142,10 @@ pub fn build(p: &Plan, progress: bool) -> Result<(), String> {
                 Step::StartBackend { guest, args, netns, cgroups, stats, log: logf } => {
                     let _ = writeln!(log, "{}", plan::shell_step(&p.steps[i]));
                     start_backend(guest, args, netns, cgroups, stats, logf)?;
+                }
+                Step::PlaceNapi { netns, dev, cpus } => {
+                    let _ = writeln!(log, "{}", plan::shell_step(&p.steps[i]));
+                    super::steer::place_napi(netns, dev, cpus)?;
                 }
                 Step::MoveVf { pf, vf, netns, name } => {
                     let ifname = vf_ifname(pf, *vf)?;

@@ -71,6 +71,16 @@ pub fn detect() -> Hierarchy {
     detect_from(&mounts, |d| std::fs::read_to_string(d.join("cgroup.controllers")).ok())
 }
 
+/// Whether processes can be confined to cores here (a cpuset controller), or why not.
+pub fn cpuset_ok(h: &Hierarchy) -> Result<(), String> {
+    match h {
+        Hierarchy::V2 { cpuset: true, .. } | Hierarchy::V1 { cpuset: Some(_), .. } => Ok(()),
+        Hierarchy::V2 { .. } => Err("cgroup v2 offers no cpuset controller".into()),
+        Hierarchy::V1 { .. } => Err("the cgroup v1 cpuset hierarchy is not mounted".into()),
+        Hierarchy::None { why } => Err(why.clone()),
+    }
+}
+
 /// What to make for one lab, and the folders each part joins.
 #[derive(Debug)]
 pub struct CgroupPlan {
@@ -79,30 +89,22 @@ pub struct CgroupPlan {
     pub folders: Vec<(String, Vec<PathBuf>)>,
 }
 
-/// Plans the folders `H/vnetlab/<lab>/<part>` for each part with its optional CPU list.
+/// Plans the folders `H/vnetlab/<lab>/<part>` for each part with its optional CPU list (a part
+/// with a list is confined to it by a cpuset).
 pub fn plan(h: &Hierarchy, lab_dir: &str, parts: &[(String, Option<String>)]) -> Result<CgroupPlan, String> {
     let pinned = parts.iter().any(|(_, c)| c.is_some());
+    if pinned {
+        cpuset_ok(h).map_err(|why| format!("placing the lab on cores needs a cpuset cgroup, and {why}"))?;
+    }
     let mut steps = Vec::new();
     let mut roots: Vec<(PathBuf, bool)> = Vec::new(); // (hierarchy root, is a v1 cpuset)
     match h {
-        Hierarchy::None { why } => {
-            if pinned {
-                return Err(format!("--pin needs a cpuset cgroup, and this host has none ({why}): run without --pin"));
-            }
-        }
-        Hierarchy::V2 { root, cpuset } => {
-            if pinned && !cpuset {
-                return Err("--pin needs the cgroup v2 cpuset controller, which this host does not offer: run without --pin".into());
-            }
-            roots.push((root.clone(), false));
-        }
+        Hierarchy::None { .. } => {}
+        Hierarchy::V2 { root, .. } => roots.push((root.clone(), false)),
         Hierarchy::V1 { cpuacct, cpuset } => {
             roots.push((cpuacct.clone(), false));
-            if pinned {
-                match cpuset {
-                    Some(s) => roots.push((s.clone(), true)),
-                    None => return Err("--pin needs the cgroup v1 cpuset hierarchy, which is not mounted: run without --pin".into()),
-                }
+            if let (true, Some(s)) = (pinned, cpuset) {
+                roots.push((s.clone(), true));
             }
         }
     }
@@ -125,7 +127,7 @@ pub fn plan(h: &Hierarchy, lab_dir: &str, parts: &[(String, Option<String>)]) ->
         }
         if is_cpuset {
             let (Some(cpus), Some(mems)) = (all_cpus, mems.clone()) else {
-                return Err("cannot read the cpuset root's cpus and mems: run without --pin".into());
+                return Err(format!("cannot read the cpus and mems of the cpuset root {}", root.display()));
             };
             for dir in [&top, &lab] {
                 steps.push((vec![], HostCmd::Write { path: dir.join("cpuset.cpus"), value: cpus.clone() }));
@@ -150,27 +152,6 @@ pub fn plan(h: &Hierarchy, lab_dir: &str, parts: &[(String, Option<String>)]) ->
 fn read_trim(p: &Path) -> Option<String> {
     let s = std::fs::read_to_string(p).ok()?.trim().to_string();
     (!s.is_empty()).then_some(s)
-}
-
-/// The CPUs of this host, from the process's affinity.
-pub fn online_cpus() -> Vec<usize> {
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return vec![0];
-        }
-        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
-    }
-}
-
-/// `--pin`: the client gets the last CPU to itself (it stands for another machine); the host and
-/// the guests share the rest, guests round-robin. With one CPU everything shares it.
-pub fn pin_layout(cpus: &[usize], guests: u32) -> (String, String, Vec<String>) {
-    let last = *cpus.last().unwrap_or(&0);
-    let rest: Vec<usize> = if cpus.len() > 1 { cpus[..cpus.len() - 1].to_vec() } else { cpus.to_vec() };
-    let list = |v: &[usize]| v.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",");
-    let guests = (0..guests as usize).map(|i| rest[i % rest.len()].to_string()).collect();
-    (list(&rest), last.to_string(), guests)
 }
 
 /// Kills every process in a cgroup folder and waits until it is empty (at most 5 s).
@@ -255,13 +236,7 @@ cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
         let made: Vec<_> = p.steps.iter().flat_map(|(e, _)| e.clone()).collect();
         assert_eq!(made.len(), 4, "vnetlab, the lab, host and g1: {made:?}");
         let pinned = vec![("g1".to_string(), Some("0".to_string()))];
-        assert!(plan(&h, "vlx", &pinned).unwrap_err().contains("--pin"));
+        assert!(plan(&h, "vlx", &pinned).unwrap_err().contains("cpuset"));
     }
 
-    #[test]
-    fn pinning_gives_the_client_its_own_cpu() {
-        assert_eq!(pin_layout(&[0, 1], 3), ("0".into(), "1".into(), vec!["0".into(), "0".into(), "0".into()]));
-        assert_eq!(pin_layout(&[0, 1, 2], 3).2, vec!["0", "1", "0"]);
-        assert_eq!(pin_layout(&[0], 2), ("0".into(), "0".into(), vec!["0".into(), "0".into()]));
-    }
 }

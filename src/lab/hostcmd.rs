@@ -26,6 +26,9 @@ pub enum HostCmd {
     Write { path: PathBuf, value: String },
     /// Creates a folder (a cgroup).
     Mkdir { path: PathBuf },
+    /// Steers an interface's receive and transmit processing (inside its namespace): RPS and XPS
+    /// masks on every queue, and threaded NAPI.
+    Steer { netns: String, dev: String, rps: String, xps: String, threaded: bool },
 }
 
 impl HostCmd {
@@ -50,7 +53,19 @@ impl HostCmd {
             HostCmd::Sysctl { netns, key, value } => format!("ip netns exec {netns} sysctl -qw {key}={value}"),
             HostCmd::Write { path, value } => format!("echo {value} > {}", path.display()),
             HostCmd::Mkdir { path } => format!("mkdir {}", path.display()),
+            HostCmd::Steer { netns, .. } => format!("ip netns exec {netns} sh -c '{}'", self.steer_script()),
         }
+    }
+
+    /// The sysfs writes of a `Steer`, as one shell script.
+    fn steer_script(&self) -> String {
+        let HostCmd::Steer { dev, rps, xps, threaded, .. } = self else { return String::new() };
+        let q = format!("/sys/class/net/{dev}/queues");
+        let mut s = format!("for q in {q}/rx-*; do echo {rps} > $q/rps_cpus; done; for q in {q}/tx-*; do echo {xps} > $q/xps_cpus; done");
+        if *threaded {
+            s += &format!("; echo 1 > /sys/class/net/{dev}/threaded");
+        }
+        s
     }
 
     /// Runs the command; the error is one line with the command's own complaint.
@@ -83,6 +98,7 @@ impl HostCmd {
             HostCmd::Mkdir { path } => {
                 return std::fs::create_dir(path).map_err(|e| format!("creating {}: {e}", path.display()))
             }
+            HostCmd::Steer { netns, .. } => (ns_exec(netns, "sh", &["-ec".into(), self.steer_script()]), None),
         };
         let out = run(&mut cmd, input.as_deref(), TIMEOUT)?;
         if out.status == 0 {

@@ -5,6 +5,7 @@
 pub mod addr;
 pub mod build;
 pub mod cgroup;
+pub mod cpus;
 pub mod exec;
 pub mod hostcmd;
 pub mod journal;
@@ -12,5 +13,6 @@ pub mod names;
 pub mod plan;
 pub mod state;
 pub mod status;
+pub mod steer;
 pub mod topology;
 pub mod probe;

@@ -6,10 +6,11 @@ use std::net::Ipv4Addr;
 
 use super::addr::{self, NAT_PORTS_PER_GUEST, NAT_PORT_BASE};
 use super::cgroup::{self, Hierarchy};
+use super::cpus::{CpuList, CpuPlan, Steering};
 use super::hostcmd::HostCmd;
 use super::journal::Entry;
 use super::names::{guest_name, Names};
-use super::state::{Endpoint, LabRecord, NatReach};
+use super::state::{Endpoint, LabRecord, NatReach, Side, SteeredIface};
 use super::topology::{Mode, Topology};
 
 pub enum Step {
@@ -20,6 +21,9 @@ pub enum Step {
     /// Start guest `guest`'s vNIC backend (a `vnetlab vnic` process) in the host namespace and
     /// its own cgroup; it lives until `down` (it is in the lab's namespace and cgroup).
     StartBackend { guest: String, args: Vec<String>, netns: String, cgroups: Vec<std::path::PathBuf>, stats: std::path::PathBuf, log: std::path::PathBuf },
+    /// Place the threaded-NAPI kernel threads of `dev` (in `netns`) on `cpus`: they receive the
+    /// frames that cross the wire to this side, as a NIC's interrupt would on that machine.
+    PlaceNapi { netns: String, dev: String, cpus: CpuList },
 }
 
 /// What the builder read about an SR-IOV PF before planning.
@@ -39,7 +43,7 @@ pub fn sriov_vfs_needed(guests: u32) -> u32 {
     guests + 2
 }
 
-pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &[usize], sriov: Option<&SriovPf>) -> Result<Plan, String> {
+pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &CpuPlan, sriov: Option<&SriovPf>) -> Result<Plan, String> {
     t.validate()?;
     let n = Names::new(&t.name);
     let a = addr::allocate(t.mode, &t.subnet, t.guests);
@@ -56,21 +60,15 @@ pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &[usize], sriov: Option<&SriovPf
     let run = |creates: Vec<Entry>, cmd: HostCmd| Step::Run { creates, cmd };
     let inns = |ns: &str, obj: String| Entry::InNetns { netns: ns.to_string(), object: obj };
 
-    // 1. Cgroups: host, client, g1… (pinned with --pin).
-    let mut parts = vec![("host".to_string(), None), ("client".to_string(), None)];
-    if t.pin {
-        let (host_cpus, client_cpu, guest_cpus) = cgroup::pin_layout(cpus, t.guests);
-        if cpus.len() < 2 {
-            notes.push("--pin: this host has one CPU, so the client shares it with the host".into());
-        }
-        parts = vec![("host".into(), Some(host_cpus)), ("client".into(), Some(client_cpu))];
-        parts.extend(guests.iter().map(|&i| (guest_name(i), Some(guest_cpus[i as usize - 1].clone()))));
-    } else {
-        parts.extend(guests.iter().map(|&i| (guest_name(i), None)));
-    }
+    // 1. Cgroups: host, client, g1…, each confined to its side's cores when the lab is placed.
+    let placed = |l: CpuList| cpus.placed.then(|| l.to_string());
+    let mut parts = vec![("host".to_string(), placed(cpus.host.clone())), ("client".to_string(), placed(cpus.client.clone()))];
+    parts.extend(guests.iter().map(|&i| (guest_name(i), placed(cpus.guest(i)))));
     if vnic {
-        let host_cpus = parts[0].1.clone();
-        parts.extend(guests.iter().map(|&i| (format!("vnic-{}", guest_name(i)), host_cpus.clone())));
+        parts.extend(guests.iter().map(|&i| (format!("vnic-{}", guest_name(i)), placed(cpus.backend(i)))));
+    }
+    if let Some(why) = &cpus.unplaced_because {
+        notes.push(format!("unplaced: {why}; every result says so"));
     }
     let cgp = cgroup::plan(cg, &n.cgroup(), &parts)?;
     if let Hierarchy::None { why } = cg {
@@ -253,18 +251,22 @@ pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &[usize], sriov: Option<&SriovPf
         }
     }
 
-    // 6. Wire shaping: rate (tbf), delay and loss (netem), on both ends' egress.
+    // 6. Wire shaping: rate (tbf), delay and loss (netem), on both ends' egress. Unshaped, each
+    // end still gets a queue (pfifo, a NIC's txqueuelen): with one, a full veth ring stops the
+    // queue as a full NIC ring would, instead of dropping (veth's default is no queue at all).
     let w = &t.wire;
-    if w.rate.is_some() || w.delay.is_some() || w.loss.is_some() {
-        for (ns, dev) in [(&h, &wh), (&c, &wc)] {
-            steps.push(run(vec![inns(ns, format!("qdisc root dev {dev}"))], HostCmd::Tc { netns: Some(ns.clone()), lines: shaping(dev, t) }));
-        }
+    let shaped = w.rate.is_some() || w.delay.is_some() || w.loss.is_some();
+    for (ns, dev) in [(&h, &wh), (&c, &wc)] {
+        let lines = if shaped { shaping(dev, t) } else { vec![format!("qdisc add dev {dev} root handle 1: pfifo limit 1000")] };
+        steps.push(run(vec![inns(ns, format!("qdisc root dev {dev}"))], HostCmd::Tc { netns: Some(ns.clone()), lines }));
     }
 
-    // 7. Offloads: GRO where --gro puts it, TSO/GSO per --tso, none across the wire.
+    // 7. Offloads: GRO where --gro puts it, TSO/GSO per --tso. The wire's host end is the host's
+    // NIC: its TSO is the NIC's hardware (no host CPU), so it follows --tso; the client's end
+    // segments its sends to MTU frames (--wire-segment), so the host's GRO has frames to merge.
     let onoff = |b: bool| if b { "on" } else { "off" };
-    let wire_tso = if w.segment { false } else { t.tso };
-    let mut eth = vec![(h.clone(), wh.clone(), t.gro.host(), wire_tso), (c.clone(), wc.clone(), true, wire_tso)];
+    let client_tso = if w.segment { false } else { t.tso };
+    let mut eth = vec![(h.clone(), wh.clone(), t.gro.host(), t.tso), (c.clone(), wc.clone(), true, client_tso)];
     // Emulated NICs have no offloads: the guest segments and checksums.
     let guest_tso = t.tso && t.mode != Mode::Emulated;
     if bridged {
@@ -281,6 +283,25 @@ pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &[usize], sriov: Option<&SriovPf
     for (ns, dev, gro, tso) in eth {
         let args = ["-K", &dev, "gro", onoff(gro), "tso", onoff(tso), "gso", onoff(tso)];
         steps.push(run(vec![], HostCmd::Ethtool { netns: ns, args: args.iter().map(|s| s.to_string()).collect() }));
+    }
+
+    // 7b. The wire is a machine boundary: frames arriving on each end are received on that
+    // side's cores (RPS, and threaded NAPI placed there where the end runs GRO), and each end
+    // transmits from its side's cores (XPS).
+    // An end runs GRO (NAPI) only on MTU frames: the host's end on the client's segmented sends,
+    // the client's end only when the host's sends MTU frames too (--tso off).
+    let mut steered = Vec::new();
+    if cpus.placed {
+        let client_gets_frames = !t.tso && w.segment;
+        for (ns, dev, side, list, gro) in [(&h, &wh, Side::Host, &cpus.host, t.gro.host()), (&c, &wc, Side::Client, &cpus.client, client_gets_frames)] {
+            let threaded = gro && cpus.steering == Steering::ThreadedNapiRps;
+            let mask = list.mask();
+            steps.push(run(vec![], HostCmd::Steer { netns: ns.clone(), dev: dev.clone(), rps: mask.clone(), xps: mask, threaded }));
+            if threaded {
+                steps.push(Step::PlaceNapi { netns: ns.clone(), dev: dev.clone(), cpus: list.clone() });
+            }
+            steered.push(SteeredIface { netns: ns.clone(), iface: dev.clone(), side, cpus: list.clone(), napi_threaded: threaded });
+        }
     }
 
     // 8. NAT: forwarding and masquerade out of the wire; port blocks forwarded to each guest.
@@ -319,7 +340,7 @@ pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &[usize], sriov: Option<&SriovPf
     if t.mode == Mode::Sriov && (w.rate.is_some() || w.delay.is_some() || w.loss.is_some()) {
         notes.push("sriov: wire shaping applies to the host's and the client's VFs, not between guests (the NIC switches those)".into());
     }
-    let record = LabRecord { topology: t.clone(), addressing: a, endpoints, cgroups: cg.describe(), notes };
+    let record = LabRecord { topology: t.clone(), addressing: a, endpoints, cgroups: cg.describe(), notes, cpus: cpus.clone(), steered };
     Ok(Plan { record, steps })
 }
 
@@ -369,6 +390,7 @@ pub fn shell_step(s: &Step) -> String {
             Step::StartBackend { args, netns, log, .. } => {
                 format!("ip netns exec {netns} vnetlab {} > {} 2>&1 &  # in its own cgroup", args.join(" "), log.display())
             }
+            Step::PlaceNapi { dev, cpus, .. } => format!("taskset -pc {cpus} $(pgrep '^napi/{dev}-')"),
     }
 }
 
@@ -377,9 +399,62 @@ mod tests {
     use super::*;
     use crate::lab::topology::{Delay, Rate};
 
+    fn unplaced() -> CpuPlan {
+        crate::lab::cpus::plan(&[0, 1], None, None, false, Err("test".into())).unwrap()
+    }
+
     fn plan_of(t: &Topology) -> Plan {
         let cg = Hierarchy::V1 { cpuacct: "/nonexistent/cpuacct".into(), cpuset: None };
-        plan(t, &cg, &[0, 1], None).unwrap()
+        plan(t, &cg, &unplaced(), None).unwrap()
+    }
+
+    /// A placed plan against a fake cpuset root holding 2 CPUs.
+    fn placed_plan_of(t: &Topology) -> Plan {
+        let root = std::env::temp_dir().join(format!("vnetlab-cpuset-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("cpuset.cpus"), "0-1\n").unwrap();
+        std::fs::write(root.join("cpuset.mems"), "0\n").unwrap();
+        let cg = Hierarchy::V1 { cpuacct: "/nonexistent/cpuacct".into(), cpuset: Some(root) };
+        let mut cpus = crate::lab::cpus::plan(&[0, 1], None, None, t.pin, Ok(())).unwrap();
+        cpus.steering = Steering::ThreadedNapiRps;
+        plan(t, &cg, &cpus, None).unwrap()
+    }
+
+    #[test]
+    fn a_placed_lab_confines_each_side_and_steers_both_wire_ends() {
+        let t = Topology { mode: Mode::Paravirt, guests: 2, gro: crate::lab::topology::Gro::Guest, tso: false, ..Default::default() };
+        let p = placed_plan_of(&t);
+        let text = shell(&p).join("\n");
+        // The client's folder holds CPU 1, the host's parts CPU 0.
+        for (part, cpu) in [("client", "1"), ("host", "0"), ("g2", "0"), ("vnic-g1", "0")] {
+            let line = format!("echo {cpu} > {}", std::env::temp_dir().join(format!("vnetlab-cpuset-{}/vnetlab/vllab/{part}/cpuset.cpus", std::process::id())).display());
+            assert!(text.contains(&line), "{part}: {line} missing in\n{text}");
+        }
+        // RPS/XPS on both ends; threaded NAPI only where the end runs GRO on MTU frames: here the
+        // client's (the host sends MTU frames with --tso off), not the host's (--gro guest).
+        assert!(text.contains("ip netns exec vllab-host sh -c 'for q in /sys/class/net/vllabw/queues/rx-*; do echo 00000001 > $q/rps_cpus; done; for q in /sys/class/net/vllabw/queues/tx-*; do echo 00000001 > $q/xps_cpus; done'"), "{text}");
+        assert!(text.contains("echo 00000002 > $q/rps_cpus; done; for q in /sys/class/net/vllabc/queues/tx-*; do echo 00000002 > $q/xps_cpus; done; echo 1 > /sys/class/net/vllabc/threaded'"), "{text}");
+        assert!(text.contains("taskset -pc 1 $(pgrep '^napi/vllabc-')"));
+        assert!(!text.contains("napi/vllabw"));
+        // By default the host's NIC does TSO, so only the host's end receives frames to merge.
+        let d = placed_plan_of(&Topology::default());
+        let text = shell(&d).join("\n");
+        assert!(text.contains("napi/vllabw") && !text.contains("napi/vllabc"), "{text}");
+        assert!(text.contains("ethtool -K vllabw gro on tso on gso on") && text.contains("ethtool -K vllabc gro on tso off gso off"));
+        assert!(text.contains("qdisc add dev vllabw root handle 1: pfifo limit 1000"));
+        let r = &p.record;
+        assert!(r.cpus.placed);
+        assert_eq!(r.steered.len(), 2);
+        assert_eq!((r.steered[1].side, r.steered[1].napi_threaded), (Side::Client, true));
+        assert_eq!(r.endpoint("client").unwrap().cpus.as_deref(), Some("1"));
+    }
+
+    #[test]
+    fn an_unplaced_lab_steers_nothing_and_says_why() {
+        let p = plan_of(&Topology::default());
+        assert!(!shell(&p).join("\n").contains("rps_cpus"));
+        assert!(p.record.notes.iter().any(|n| n.starts_with("unplaced")), "{:?}", p.record.notes);
+        assert!(!p.record.cpus.placed && p.record.steered.is_empty());
     }
 
     fn created(p: &Plan) -> Vec<Entry> {
@@ -422,8 +497,9 @@ mod tests {
         assert!(!text.contains("route add default"));
         let g2 = p.record.endpoint("g2").unwrap();
         assert_eq!((g2.netns.as_str(), g2.iface.as_str()), ("vllab-g2", "vllabg2"));
-        // The wire carries MTU frames: no TSO/GSO on either end.
+        // The client's end segments its sends to MTU frames; the host's end is a NIC with TSO.
         assert!(text.contains("ethtool -K vllabc gro on tso off gso off"));
+        assert!(text.contains("ethtool -K vllabw gro on tso on gso on"));
     }
 
     #[test]
@@ -484,14 +560,14 @@ mod tests {
         let cg = Hierarchy::None { why: "test".into() };
         let t = Topology { mode: Mode::Sriov, guests: 2, pf: Some("enp1s0f0".into()), ..Default::default() };
         let pf = SriovPf { pf: "enp1s0f0".into(), numvfs: 0, totalvfs: 16 };
-        let p = plan(&t, &cg, &[0], Some(&pf)).unwrap();
+        let p = plan(&t, &cg, &unplaced(), Some(&pf)).unwrap();
         let text = shell(&p).join("\n");
         assert!(text.contains("echo 4 > /sys/class/net/enp1s0f0/device/sriov_numvfs"));
         assert!(text.contains("virtfn3/net) netns vllab-g2 name vllabg2"));
         let busy = SriovPf { numvfs: 2, ..pf };
-        assert!(plan(&t, &cg, &[0], Some(&busy)).err().unwrap().contains("will not change"));
+        assert!(plan(&t, &cg, &unplaced(), Some(&busy)).err().unwrap().contains("will not change"));
         let small = SriovPf { pf: "x".into(), numvfs: 0, totalvfs: 3 };
-        assert!(plan(&t, &cg, &[0], Some(&small)).err().unwrap().contains("offers 3 VFs"));
+        assert!(plan(&t, &cg, &unplaced(), Some(&small)).err().unwrap().contains("offers 3 VFs"));
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
 use super::addr::Addressing;
+use super::cpus::{CpuList, CpuPlan};
 use super::topology::Topology;
 
 /// `$VNETLAB_STATE_DIR`, else /run/vnetlab (a tmpfs: labs do not outlive a reboot, nor do netns).
@@ -71,6 +72,27 @@ pub struct NatReach {
     pub ports: [u16; 2],
 }
 
+/// Which machine a core, a process or an interface stands for.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    Host,
+    Client,
+}
+
+/// An interface where frames cross from one side to the other (a wire end), and how its receive
+/// processing is kept on its side's cores.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct SteeredIface {
+    pub netns: String,
+    pub iface: String,
+    /// The side it belongs to: frames arriving on it are received on this side's cores.
+    pub side: Side,
+    pub cpus: CpuList,
+    /// Receive runs in threaded-NAPI kernel threads placed on `cpus` (else RPS moves it there).
+    pub napi_threaded: bool,
+}
+
 /// A built lab as later commands see it.
 #[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct LabRecord {
@@ -81,6 +103,11 @@ pub struct LabRecord {
     pub cgroups: String,
     /// Notes the builder made (what the host could not do).
     pub notes: Vec<String>,
+    /// The client's and the host's cores, and whether processes are confined to them.
+    pub cpus: CpuPlan,
+    /// The wire ends and how receive processing on each is steered.
+    #[serde(default)]
+    pub steered: Vec<SteeredIface>,
 }
 
 impl LabRecord {

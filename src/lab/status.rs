@@ -50,6 +50,10 @@ pub struct LabStatus {
     pub tso_requested: bool,
     pub wire: serde_json::Value,
     pub cgroups: String,
+    /// The CPU plan: the host's and the client's cores, and whether the lab is placed.
+    pub cpus: super::cpus::CpuPlan,
+    /// Each wire end's receive steering, read back from the kernel.
+    pub steering: Vec<super::steer::SteerStatus>,
     pub notes: Vec<String>,
     pub host: EndpointStatus,
     pub client: EndpointStatus,
@@ -151,6 +155,8 @@ fn lab_status(r: &LabRecord) -> Result<LabStatus, String> {
         tso_requested: t.tso,
         wire: serde_json::to_value(&t.wire).unwrap(),
         cgroups: r.cgroups.clone(),
+        cpus: r.cpus.clone(),
+        steering: super::steer::read_back(r),
         notes: r.notes.clone(),
         host: ep("host")?,
         client: ep("client")?,

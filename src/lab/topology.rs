@@ -6,6 +6,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::addr::Subnet;
+use super::cpus::CpuList;
 
 /// How a guest's NIC reaches the wire (DESIGN.md, "Modes").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,8 +113,15 @@ impl FromStr for Rate {
 }
 
 impl fmt::Display for Rate {
+    /// As tc writes rates, in the largest unit that keeps it short: `500mbit`, `2.5gbit`.
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "{}bit", self.0)
+        let v = self.0 as f64;
+        let (n, unit) = [(1e12, "tbit"), (1e9, "gbit"), (1e6, "mbit"), (1e3, "kbit")]
+            .into_iter()
+            .find(|(m, _)| v >= *m)
+            .unwrap_or((1.0, "bit"));
+        let x = ((v / n) * 1000.0).round() / 1000.0;
+        write!(f, "{x}{unit}")
     }
 }
 
@@ -207,7 +215,13 @@ pub struct Topology {
     pub tso: bool,
     pub subnet: Subnet,
     pub wire: Wire,
+    /// `--pin`: each guest and backend on its own host core (round-robin).
     pub pin: bool,
+    /// The client's cores (default: ⌈ncpu/4⌉ from the top) and the host's (default: the rest).
+    #[serde(default)]
+    pub client_cpus: Option<CpuList>,
+    #[serde(default)]
+    pub host_cpus: Option<CpuList>,
     /// The SR-IOV physical function (mode `sriov` only).
     pub pf: Option<String>,
     /// Software LRO in the paravirt backend, toward the guest (paper 2's "guest2").
@@ -230,6 +244,8 @@ impl Default for Topology {
             subnet: DEFAULT_SUBNET.parse().unwrap(),
             wire: Wire::default(),
             pin: false,
+            client_cpus: None,
+            host_cpus: None,
             pf: None,
             lro: false,
         }
@@ -293,6 +309,9 @@ pub struct TopologyFile {
     #[serde(default, deserialize_with = "de_from_str")]
     pub subnet: Option<Subnet>,
     pub pin: Option<bool>,
+    /// CPU lists: "1", "0-3,6" or [0, 1].
+    pub client_cpus: Option<CpuList>,
+    pub host_cpus: Option<CpuList>,
     pub pf: Option<String>,
     /// "guest" or "off".
     #[serde(default, deserialize_with = "de_from_str")]
@@ -370,6 +389,8 @@ impl TopologyFile {
             tso: self.tso.unwrap_or(d.tso),
             subnet: self.subnet.unwrap_or(d.subnet),
             pin: self.pin.unwrap_or(d.pin),
+            client_cpus: self.client_cpus,
+            host_cpus: self.host_cpus,
             pf: self.pf,
             lro: self.lro.map(|l| l.0).unwrap_or(false),
             wire: Wire {
@@ -410,6 +431,10 @@ mod tests {
         assert_eq!("1gbit".parse::<Rate>().unwrap().0, 1_000_000_000);
         assert_eq!("2.5gbit".parse::<Rate>().unwrap().0, 2_500_000_000);
         assert_eq!("100mbit".parse::<Rate>().unwrap().0, 100_000_000);
+        for (r, text) in [(500_000_000, "500mbit"), (2_500_000_000, "2.5gbit"), (1_000_000_000, "1gbit"), (1500, "1.5kbit")] {
+            assert_eq!(Rate(r).to_string(), text);
+            assert_eq!(text.parse::<Rate>().unwrap(), Rate(r));
+        }
         for bad in ["", "gbit", "1", "1gb", "-1gbit", "1 gbit", "nangbit", "1e30gbit", "0bit"] {
             assert!(bad.parse::<Rate>().is_err(), "{bad} should not parse");
         }

@@ -28,6 +28,17 @@ pub fn read(dir: &Path, ticks_per_s: f64) -> Result<f64, String> {
     Err(format!("{}: no cpuacct.stat or cpu.stat (is the lab still up?)", dir.display()))
 }
 
+/// CPU seconds per CPU of a cgroup v1 cpuacct folder (`cpuacct.usage_percpu`, nanoseconds of
+/// the scheduler's run time, softirq taken while a member task ran included); None elsewhere.
+pub fn read_percpu(dir: &Path) -> Option<Vec<f64>> {
+    parse_percpu(&std::fs::read_to_string(dir.join("cpuacct.usage_percpu")).ok()?)
+}
+
+pub fn parse_percpu(text: &str) -> Option<Vec<f64>> {
+    let v: Option<Vec<f64>> = text.split_whitespace().map(|x| x.parse::<u64>().ok().map(|ns| ns as f64 / 1e9)).collect();
+    v.filter(|v| !v.is_empty() && v.len() <= 4096)
+}
+
 /// The folders' accounting file for CPU time: the first folder that has one (a part may also sit
 /// in a cpuset hierarchy, which counts nothing).
 pub fn read_any(dirs: &[std::path::PathBuf], ticks_per_s: f64) -> Result<f64, String> {
@@ -50,6 +61,13 @@ mod tests {
         let t = "user 154\nsystem 46\n";
         assert_eq!(parse("cpuacct.stat", t, 100.0).unwrap(), 2.0);
         assert!(parse("cpuacct.stat", "user 1\n", 100.0).is_err());
+    }
+
+    #[test]
+    fn v1_usage_percpu_fixture() {
+        assert_eq!(parse_percpu("1500000000 500000000 \n").unwrap(), vec![1.5, 0.5]);
+        assert!(parse_percpu("12 x").is_none());
+        assert!(parse_percpu("").is_none());
     }
 
     #[test]

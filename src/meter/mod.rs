@@ -1,7 +1,9 @@
 //! The meter: where the host's CPU went while traffic flowed. A sampler thread reads /proc/stat
-//! and each part's cgroup at 10 Hz for the time series, and takes full snapshots (adding a scan
-//! of every process, interrupt counts and hardware counters) exactly at the measured window's
-//! edges. It knows parts (names, cgroup folders, PIDs), never labs or workloads.
+//! and each part's cgroup (per CPU where the hierarchy offers it) at 10 Hz for the time series,
+//! and takes full snapshots (adding a scan of every process, interrupt counts and hardware
+//! counters) exactly at the measured window's edges. The host and the client are sets of cores:
+//! host CPU is the busy time of the host's cores. It knows parts (names, sides, cgroup folders,
+//! PIDs) and cores, never labs or workloads.
 
 pub mod cgroupstat;
 pub mod counters;
@@ -24,17 +26,57 @@ pub enum PartKind {
     Guest,
     Host,
     Client,
+    /// A vNIC backend (device model) process.
+    Backend,
+    /// vnetlab's own driver and meter.
+    Driver,
+    /// Other processes (outside the lab).
     Process,
+    /// Kernel threads (e.g. a wire end's NAPI thread) and kernel time no task was charged.
     Kernel,
 }
 
-/// Something whose CPU is measured: a cgroup (guest, host, client) or a process.
+/// Which machine a core or a part stands for.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    Host,
+    Client,
+}
+
+/// Something whose CPU is measured: a cgroup (guest, host, client, backend) or a process, and
+/// the side it belongs to.
 #[derive(Clone, Debug)]
 pub struct Part {
     pub name: String,
     pub kind: PartKind,
+    pub side: Side,
     pub cgroups: Vec<PathBuf>,
     pub pid: Option<u32>,
+}
+
+/// The host's and the client's cores (disjoint) when the lab is placed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Sides {
+    pub host: Vec<usize>,
+    pub client: Vec<usize>,
+}
+
+/// What the meter measures: the parts, the two sides' cores (None: unplaced, so the host is the
+/// machine less the client's parts) and the root of the per-CPU accounting hierarchy (cgroup v1
+/// cpuacct), whose per-CPU usage less the parts' is the time of everything outside the lab.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    pub parts: Vec<Part>,
+    pub sides: Option<Sides>,
+    pub root: Option<PathBuf>,
+}
+
+/// A part's CPU seconds so far, per CPU where its hierarchy says.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PartTime {
+    pub total: f64,
+    pub per_cpu: Option<Vec<f64>>,
 }
 
 pub const HZ: f64 = 10.0;
@@ -45,7 +87,9 @@ pub struct Light {
     pub at: Instant,
     pub stat: procstat::Snapshot,
     /// CPU seconds per part (same order as the parts).
-    pub parts: Vec<f64>,
+    pub parts: Vec<PartTime>,
+    /// Every task's CPU seconds per CPU (the accounting root), where available.
+    pub root: Option<Vec<f64>>,
 }
 
 /// A reading at a window edge.
@@ -59,6 +103,7 @@ pub struct Full {
 
 pub struct MeterData {
     pub parts: Vec<Part>,
+    pub sides: Option<Sides>,
     pub series: Vec<Light>,
     pub edges: Vec<Full>,
     pub counters_unsupported: Option<String>,
@@ -90,27 +135,33 @@ pub fn ticks_per_s() -> f64 {
     if t > 0 { t as f64 } else { 100.0 }
 }
 
-fn read_light(parts: &[Part], hz: f64) -> Light {
+fn read_part(p: &Part, hz: f64) -> PartTime {
+    if let (Some(pid), true) = (p.pid, p.cgroups.is_empty()) {
+        return PartTime { total: procs::read(pid, hz).map(|t| t.cpu_s).unwrap_or(0.0), per_cpu: None };
+    }
+    match p.cgroups.iter().find_map(|d| cgroupstat::read_percpu(d)) {
+        Some(v) => PartTime { total: v.iter().sum(), per_cpu: Some(v) },
+        None => PartTime { total: cgroupstat::read_any(&p.cgroups, hz).unwrap_or(0.0), per_cpu: None },
+    }
+}
+
+fn read_light(setup: &Setup, hz: f64) -> Light {
     let at = Instant::now();
     let stat = procstat::read().unwrap_or_default();
-    let parts = parts
-        .iter()
-        .map(|p| match (p.pid, p.cgroups.is_empty()) {
-            (Some(pid), true) => procs::read(pid, hz).map(|t| t.cpu_s).unwrap_or(0.0),
-            _ => cgroupstat::read_any(&p.cgroups, hz).unwrap_or(0.0),
-        })
-        .collect();
-    Light { at, stat, parts }
+    let parts = setup.parts.iter().map(|p| read_part(p, hz)).collect();
+    let root = setup.root.as_deref().and_then(cgroupstat::read_percpu);
+    Light { at, stat, parts, root }
 }
 
 impl Meter {
-    /// Starts sampling. `v2_folders` name, per part, a cgroup v2 folder hardware counters can use.
-    pub fn start(parts: Vec<Part>) -> Meter {
+    /// Starts sampling.
+    pub fn start(setup: Setup) -> Meter {
         let (tx, rx) = mpsc::channel();
         let handle = std::thread::Builder::new()
             .name("meter".into())
             .spawn(move || {
                 let hz = ticks_per_s();
+                let parts = setup.parts.clone();
                 let ncpu = procstat::read().map(|s| s.cores.len()).unwrap_or(1).max(1);
                 let cpu0 = thread_cpu_s();
                 let t0 = Instant::now();
@@ -125,6 +176,7 @@ impl Meter {
                 };
                 let mut data = MeterData {
                     parts: parts.clone(),
+                    sides: setup.sides.clone(),
                     series: Vec::new(),
                     edges: Vec::new(),
                     counters_unsupported: unsupported,
@@ -150,7 +202,7 @@ impl Meter {
                     let now = Instant::now();
                     if marks.first().is_some_and(|m| *m <= now) {
                         marks.remove(0);
-                        let light = read_light(&parts, hz);
+                        let light = read_light(&setup, hz);
                         let mut exclude: HashSet<u32> = procs::pids_in(&parts.iter().flat_map(|p| p.cgroups.clone()).collect::<Vec<_>>());
                         exclude.extend(parts.iter().filter_map(|p| p.pid));
                         data.edges.push(Full {
@@ -161,7 +213,7 @@ impl Meter {
                         });
                     }
                     if now >= next_tick {
-                        data.series.push(read_light(&parts, hz));
+                        data.series.push(read_light(&setup, hz));
                         next_tick += period;
                         if next_tick < now {
                             next_tick = now + period;
@@ -170,7 +222,7 @@ impl Meter {
                 }
                 // A window still open at stop (a fixed-size transfer ended early) closes now.
                 if data.edges.len() == 1 {
-                    let light = read_light(&parts, hz);
+                    let light = read_light(&setup, hz);
                     let mut exclude: HashSet<u32> = procs::pids_in(&parts.iter().flat_map(|p| p.cgroups.clone()).collect::<Vec<_>>());
                     exclude.extend(parts.iter().filter_map(|p| p.pid));
                     data.edges.push(Full { light, scan: procs::scan(&exclude, hz), irq: irqstat::read(), counters: counters.as_ref().map(|c| c.read()) });

@@ -28,10 +28,12 @@ pub fn read(pid: u32, ticks_per_s: f64) -> Option<ProcTimes> {
     parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?, ticks_per_s)
 }
 
-/// CPU seconds of every process outside `exclude`, split into kernel threads and user processes.
+/// CPU seconds of every process outside `exclude`, split into kernel threads and user processes,
+/// with the CPUs each may run on (which tells the side of a confined one: a per-CPU kernel thread).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Scan {
     pub per_pid: Vec<(u32, ProcTimes)>,
+    pub cpus: std::collections::HashMap<u32, Vec<usize>>,
 }
 
 pub fn scan(exclude: &HashSet<u32>, ticks_per_s: f64) -> Scan {
@@ -45,7 +47,27 @@ pub fn scan(exclude: &HashSet<u32>, ticks_per_s: f64) -> Scan {
             per_pid.push((pid, t));
         }
     }
-    Scan { per_pid }
+    let cpus = per_pid.iter().filter_map(|(pid, _)| Some((*pid, crate::sys::affinity(*pid as i32).ok()?))).collect();
+    Scan { per_pid, cpus }
+}
+
+/// Seconds used between two scans by processes confined to `cores`: (kernel threads, others).
+pub fn confined_delta(a: &Scan, b: &Scan, cores: &[usize]) -> (f64, f64) {
+    let before: std::collections::HashMap<u32, f64> = a.per_pid.iter().map(|(p, t)| (*p, t.cpu_s)).collect();
+    let (mut k, mut u) = (0.0, 0.0);
+    for (pid, t) in &b.per_pid {
+        let inside = b.cpus.get(pid).is_some_and(|c| !c.is_empty() && c.iter().all(|x| cores.contains(x)));
+        if !inside {
+            continue;
+        }
+        let d = (t.cpu_s - before.get(pid).copied().unwrap_or(0.0)).max(0.0);
+        if t.kthread {
+            k += d;
+        } else {
+            u += d;
+        }
+    }
+    (k, u)
 }
 
 /// Seconds used between two scans by (kernel threads, user processes); processes that ended in
@@ -92,8 +114,12 @@ mod tests {
     #[test]
     fn scan_delta_splits_kernel_and_user() {
         let t = |c: f64, k: bool| ProcTimes { cpu_s: c, kthread: k };
-        let a = Scan { per_pid: vec![(1, t(1.0, false)), (2, t(5.0, true)), (3, t(2.0, false))] };
-        let b = Scan { per_pid: vec![(1, t(1.5, false)), (2, t(5.25, true)), (4, t(0.5, false))] };
+        let a = Scan { per_pid: vec![(1, t(1.0, false)), (2, t(5.0, true)), (3, t(2.0, false))], ..Default::default() };
+        let mut b = Scan { per_pid: vec![(1, t(1.5, false)), (2, t(5.25, true)), (4, t(0.5, false))], ..Default::default() };
         assert_eq!(scan_delta(&a, &b), (0.25, 1.0));
+        // Only the per-CPU kernel thread (2, on CPU 0) and process 4 (CPU 1) are confined.
+        b.cpus = [(1, vec![0, 1]), (2, vec![0]), (4, vec![1])].into_iter().collect();
+        assert_eq!(confined_delta(&a, &b, &[0]), (0.25, 0.0));
+        assert_eq!(confined_delta(&a, &b, &[1]), (0.0, 0.5));
     }
 }

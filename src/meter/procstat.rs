@@ -50,6 +50,15 @@ impl CpuTimes {
 pub struct Snapshot {
     pub total: CpuTimes,
     pub cores: Vec<CpuTimes>,
+    /// The CPU number of each entry of `cores` (an offline CPU has no line).
+    pub ids: Vec<usize>,
+}
+
+impl Snapshot {
+    /// The times of CPU `id`, if it is online.
+    pub fn core(&self, id: usize) -> Option<&CpuTimes> {
+        self.ids.iter().position(|&i| i == id).map(|k| &self.cores[k])
+    }
 }
 
 pub fn parse(text: &str) -> Result<Snapshot, String> {
@@ -82,7 +91,9 @@ pub fn parse(text: &str) -> Result<Snapshot, String> {
             s.total = t;
             saw_total = true;
         } else {
+            let id = name[3..].parse::<usize>().map_err(|_| format!("/proc/stat: bad CPU line '{}'", crate::text::clip(line)))?;
             s.cores.push(t);
+            s.ids.push(id);
         }
     }
     if !saw_total {
@@ -95,15 +106,19 @@ pub fn read() -> Result<Snapshot, String> {
     parse(&std::fs::read_to_string("/proc/stat").map_err(|e| format!("/proc/stat: {e}"))?)
 }
 
-/// Host busy between two snapshots: (busy share 0..1 of all cores, busy cores).
-pub fn busy(a: &Snapshot, b: &Snapshot) -> (f64, f64) {
-    let d = b.total.delta(&a.total);
-    let total = d.total();
-    if total == 0 {
-        return (0.0, 0.0);
-    }
-    let share = d.busy() as f64 / total as f64;
-    (share, share * b.cores.len().max(1) as f64)
+/// Busy seconds of each online CPU between two snapshots `window_s` apart: the window less its
+/// idle. /proc/stat's busy columns are tick samples, which a virtual machine under-counts; its
+/// idle (NO_HZ idle tracking) is exact. The one definition of busy the meter and benches use.
+pub fn core_busy(a: &Snapshot, b: &Snapshot, window_s: f64, ticks_per_s: f64) -> std::collections::BTreeMap<usize, f64> {
+    b.ids
+        .iter()
+        .zip(&b.cores)
+        .filter_map(|(&id, y)| {
+            let x = a.core(id)?;
+            let d = y.delta(x);
+            Some((id, (window_s - (d.idle + d.iowait) as f64 / ticks_per_s).clamp(0.0, window_s)))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -117,15 +132,18 @@ mod tests {
     fn parses_and_counts_guest_time_once() {
         let a = parse(A).unwrap();
         assert_eq!(a.cores.len(), 2);
+        assert_eq!(a.ids, vec![0, 1]);
+        assert_eq!(a.core(1).unwrap().idle, 400);
+        assert!(a.core(2).is_none());
         assert_eq!(a.total.guest, 30);
         assert_eq!(a.total.total(), 100 + 50 + 800 + 10 + 5 + 20);
         let b = parse(B).unwrap();
         let d = b.total.delta(&a.total);
         // busy: user 100 + system 50 + softirq 50 = 200 of 300; guest (50) is inside user.
         assert_eq!(d.busy(), 200);
-        let (share, cores) = busy(&a, &b);
-        assert!((share - 200.0 / 300.0).abs() < 1e-12);
-        assert!((cores - 2.0 * 200.0 / 300.0).abs() < 1e-12);
+        // Over 1.5 s: CPU 0 idled 0 ticks (busy 1.5 s), CPU 1 idled 100 ticks (busy 0.5 s).
+        let busy = core_busy(&a, &b, 1.5, 100.0);
+        assert_eq!((busy[&0], busy[&1]), (1.5, 0.5));
     }
 
     #[test]

@@ -1,17 +1,20 @@
-//! Turns the meter's window-edge snapshots into the figures the papers use: host busy (without
-//! the client, which stands for another machine), per-core and per-kind splits, CPU per part with
-//! the kernel's unattributed share, normalized CPU (% per Gb/s) and netperf's service demand.
+//! Turns the meter's window-edge snapshots into the figures the papers use: host busy (the busy
+//! time of the host's cores; the client's cores stand for another machine), per-core and per-kind
+//! splits, CPU per part on each side with what nothing was charged for, the leak across the
+//! boundary, normalized CPU (% per Gb/s) and netperf's service demand.
 
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-use super::{counters, procs, MeterData, PartKind};
+use super::{counters, procs, procstat, Full, MeterData, Part, PartKind, PartTime, Side};
 
 #[derive(Serialize, Debug, Clone)]
 pub struct PartCpu {
     pub name: String,
     pub kind: PartKind,
-    /// Share of the whole machine (all cores), percent.
+    /// The side whose cores this time was spent on.
+    pub side: Side,
+    /// Share of that side's cores, percent: a side's parts add up to its busy %.
     pub busy_pct: f64,
     pub cores: f64,
     /// CPU time in the window (what perf's task-clock would count).
@@ -20,7 +23,7 @@ pub struct PartCpu {
 
 #[derive(Serialize, Debug, Clone)]
 pub struct Demand {
-    /// All of the host's busy time (without the client).
+    /// All of the host's busy time.
     pub host: f64,
     /// Only the parts on the sending side, and on the receiving side.
     pub send: f64,
@@ -29,27 +32,37 @@ pub struct Demand {
 
 #[derive(Serialize, Debug, Clone)]
 pub struct Check {
-    /// Parts measured on their own (cgroups, processes, kernel threads), % of the machine.
+    /// The host's parts measured on their own (cgroups, processes, kernel threads), % of the host.
     pub attributed_pct: f64,
-    /// The rest: irq/softirq taken while no task ran, % of the machine.
+    /// The rest: irq/softirq taken on the host's cores while no task ran, % of the host.
     pub unattributed_kernel_pct: f64,
     pub machine_busy_pct: f64,
-    /// irq + softirq time in /proc/stat: the unattributed part can be at most this (+ rounding).
+    /// irq + softirq time in /proc/stat, % of the machine.
     pub irq_softirq_pct: f64,
+    /// How parts were split between the sides: per CPU (cgroup v1 cpuacct), or by placement.
+    pub attribution: &'static str,
 }
 
 #[derive(Serialize, Debug, Clone)]
 pub struct CpuReport {
     pub window_s: f64,
     pub ncpu: usize,
+    /// The host's and the client's cores; `placed` false: the lab was not confined to them, and
+    /// the host is the machine less the client's parts.
+    pub host_cores: Vec<usize>,
+    pub client_cores: Vec<usize>,
+    pub placed: bool,
     /// Every core of the machine, client included.
     pub machine_busy_pct: f64,
-    /// The papers' "host CPU": the machine without the client's part.
+    /// The papers' "host CPU": busy time of the host's cores, % of those cores.
     pub host_busy_pct: f64,
     pub host_busy_cores: f64,
+    pub client_busy_pct: Option<f64>,
+    pub client_busy_cores: Option<f64>,
     /// user, nice, system, irq, softirq, steal, guest (inside user), idle: % of the machine.
     pub split_pct: BTreeMap<String, f64>,
-    pub per_core_busy_pct: Vec<f64>,
+    /// Per online CPU, by CPU number.
+    pub per_core_busy_pct: BTreeMap<usize, f64>,
     pub normalized_pct_per_gbps: Option<f64>,
     pub cores_per_gbps: Option<f64>,
     /// netperf's service demand: µs of CPU per KB moved (streams) …
@@ -57,13 +70,20 @@ pub struct CpuReport {
     /// … or per transaction (RR).
     pub service_demand_us_per_tran: Option<Demand>,
     pub parts: Vec<PartCpu>,
+    /// Time the kernel charged to the client on host cores or to host parts on client cores, % of
+    /// host busy (None where it cannot be measured: unplaced, or no per-CPU accounting).
+    pub leak_pct: Option<f64>,
+    pub leak_under_2pct: Option<bool>,
+    /// What bound the point: a saturated side or core, a backend, the wire; None: nothing.
+    /// Filled in by the caller, who knows the wire and the offered load.
+    pub bound_by: Option<String>,
     pub softirq_per_s: BTreeMap<String, f64>,
     pub interrupts_per_s: f64,
     /// Cycles and instructions, or why not.
     pub counters: serde_json::Value,
     pub meter: serde_json::Value,
     pub check: Check,
-    /// Host busy (without the client) per 0.1 s inside the window.
+    /// Host busy per 0.1 s inside the window.
     pub series: Vec<(f64, f64)>,
 }
 
@@ -75,53 +95,121 @@ pub struct Traffic<'a> {
     pub recv_parts: &'a [String],
 }
 
+/// A part's seconds between the edges, split into (on host cores, on client cores).
+fn split(p: &Part, a: &PartTime, b: &PartTime, host: &[usize], client: &[usize]) -> (f64, f64) {
+    match (&a.per_cpu, &b.per_cpu) {
+        (Some(x), Some(y)) => {
+            let on = |cores: &[usize]| cores.iter().map(|&c| (y.get(c).unwrap_or(&0.0) - x.get(c).unwrap_or(&0.0)).max(0.0)).sum();
+            (on(host), on(client))
+        }
+        _ => {
+            let d = (b.total - a.total).max(0.0);
+            if p.side == Side::Host { (d, 0.0) } else { (0.0, d) }
+        }
+    }
+}
+
+fn sum_on(v: &Option<Vec<f64>>, w: &Option<Vec<f64>>, cores: &[usize]) -> Option<f64> {
+    let (x, y) = (v.as_ref()?, w.as_ref()?);
+    Some(cores.iter().map(|&c| (y.get(c).unwrap_or(&0.0) - x.get(c).unwrap_or(&0.0)).max(0.0)).sum())
+}
+
+/// The parts of each side, their seconds adding up to the side's busy seconds.
+struct Sided {
+    parts: Vec<(String, PartKind, Side, f64)>,
+    leak_s: Option<f64>,
+    attribution: &'static str,
+}
+
+fn sided(d: &MeterData, a: &Full, b: &Full, host: &[usize], client: &[usize], busy: [f64; 2]) -> Sided {
+    let mut parts = Vec::new();
+    let mut on = [0.0f64; 2]; // parts' seconds on host cores, on client cores
+    let mut leak = 0.0;
+    for (i, p) in d.parts.iter().enumerate() {
+        let (h, c) = split(p, &a.light.parts[i], &b.light.parts[i], host, client);
+        for (k, (side, s)) in [(Side::Host, h), (Side::Client, c)].into_iter().enumerate() {
+            on[k] += s;
+            if side == p.side {
+                parts.push((p.name.clone(), p.kind, side, s));
+            } else if s > 0.0 {
+                leak += s;
+                parts.push((format!("{} (leak)", p.name), p.kind, side, s));
+            }
+        }
+    }
+    let per_cpu = d.parts.iter().enumerate().all(|(i, p)| p.pid.is_some() || a.light.parts[i].per_cpu.is_some());
+    let root = [sum_on(&a.light.root, &b.light.root, host), sum_on(&a.light.root, &b.light.root, client)];
+    for (k, (side, cores)) in [(Side::Host, host), (Side::Client, client)].into_iter().enumerate() {
+        // Outside the lab: tasks confined to this side (per-CPU kernel threads such as ksoftirqd
+        // and kworkers, pinned processes) by name, the rest of the side's charged time as tasks
+        // that may run anywhere, and what no task was charged for.
+        let (kthreads, procs) = procs::confined_delta(&a.scan, &b.scan, cores);
+        parts.push(("kernel threads on these cores".into(), PartKind::Kernel, side, kthreads));
+        parts.push(("processes confined to these cores".into(), PartKind::Process, side, procs));
+        let known = on[k] + kthreads + procs;
+        match root[k] {
+            Some(r) => {
+                parts.push(("unconfined tasks".into(), PartKind::Process, side, r - known));
+                parts.push(("kernel (unattributed)".into(), PartKind::Kernel, side, busy[k] - r));
+            }
+            None => parts.push(("kernel and unconfined tasks".into(), PartKind::Kernel, side, busy[k] - known)),
+        }
+    }
+    let by_cpu = per_cpu && root[0].is_some();
+    Sided { parts, leak_s: by_cpu.then_some(leak), attribution: if by_cpu { "per CPU (cgroup v1 cpuacct)" } else { "by placement" } }
+}
+
+/// Unplaced: the host is the machine less the client's parts (the old, sender-dependent view).
+fn unplaced(d: &MeterData, a: &Full, b: &Full, machine_s: f64) -> Vec<(String, PartKind, Side, f64)> {
+    let mut parts: Vec<(String, PartKind, Side, f64)> =
+        d.parts.iter().enumerate().map(|(i, p)| (p.name.clone(), p.kind, p.side, (b.light.parts[i].total - a.light.parts[i].total).max(0.0))).collect();
+    let (kthreads, others) = procs::scan_delta(&a.scan, &b.scan);
+    parts.push(("other processes".into(), PartKind::Process, Side::Host, others));
+    parts.push(("kernel threads".into(), PartKind::Kernel, Side::Host, kthreads));
+    let attributed: f64 = parts.iter().map(|p| p.3).sum();
+    parts.push(("kernel (unattributed)".into(), PartKind::Kernel, Side::Host, machine_s - attributed));
+    parts
+}
+
 pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
     let [a, b] = match d.edges.as_slice() {
         [a, b, ..] => [a, b],
         _ => return Err("the meter has no window (the test ended before its window closed)".into()),
     };
-    let ds = b.light.stat.total.delta(&a.light.stat.total);
-    let ncpu = b.light.stat.cores.len().max(1);
-    let total_ticks = ds.total().max(1) as f64;
     let window_s = b.light.at.duration_since(a.light.at).as_secs_f64();
-    // Parts (cgroups and processes) are precise run times: cpuacct.stat and /proc/PID/stat are
-    // scaled to the scheduler's runtime. /proc/stat's busy columns are tick samples, which a
-    // virtual machine can under-count, but its idle is precise (NO_HZ idle tracking). So the
-    // machine's busy time is the wall-clock capacity less idle; ticks give only the proportions.
-    let capacity_s = window_s * ncpu as f64;
-    let idle_s = (ds.idle + ds.iowait) as f64 / d.ticks_per_s;
-    let busy_s = (capacity_s - idle_s).max(0.0);
-    let pct = |secs: f64| 100.0 * secs / capacity_s;
-    let machine_busy_pct = pct(busy_s);
-    let mut parts: Vec<PartCpu> = d
-        .parts
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let s = (b.light.parts[i] - a.light.parts[i]).max(0.0);
-            PartCpu { name: p.name.clone(), kind: p.kind, busy_pct: pct(s), cores: pct(s) / 100.0 * ncpu as f64, task_clock_ms: s * 1e3 }
-        })
+    let busy = procstat::core_busy(&a.light.stat, &b.light.stat, window_s, d.ticks_per_s);
+    let ncpu = busy.len().max(1);
+    let machine_s: f64 = busy.values().sum();
+    let machine_busy_pct = 100.0 * machine_s / (window_s * ncpu as f64);
+    let (host, client): (Vec<usize>, Vec<usize>) = match &d.sides {
+        Some(s) => (s.host.clone(), s.client.clone()),
+        None => (busy.keys().copied().collect(), Vec::new()),
+    };
+    let side_s = |cores: &[usize]| cores.iter().map(|c| busy.get(c).copied().unwrap_or(0.0)).sum::<f64>();
+    let (host_s, client_s, raw, leak_s, attribution) = match &d.sides {
+        Some(_) => {
+            let busy2 = [side_s(&host), side_s(&client)];
+            let s = sided(d, a, b, &host, &client, busy2);
+            (busy2[0], Some(busy2[1]), s.parts, s.leak_s, s.attribution)
+        }
+        None => {
+            let parts = unplaced(d, a, b, machine_s);
+            let client: f64 = parts.iter().filter(|p| p.1 == PartKind::Client).map(|p| p.3).sum();
+            (machine_s - client, None, parts, None, "unplaced: the machine less the client's parts")
+        }
+    };
+    let cap = |side: Side| window_s * if d.sides.is_some() && side == Side::Client { client.len() } else { host.len() }.max(1) as f64;
+    let parts: Vec<PartCpu> = raw
+        .into_iter()
+        .map(|(name, kind, side, s)| PartCpu { name, kind, side, busy_pct: 100.0 * s / cap(side), cores: s / window_s, task_clock_ms: s * 1e3 })
         .collect();
-    let (kthreads, others) = procs::scan_delta(&a.scan, &b.scan);
-    for (name, kind, s) in [("other processes", PartKind::Process, others), ("kernel threads", PartKind::Kernel, kthreads)] {
-        parts.push(PartCpu { name: name.into(), kind, busy_pct: pct(s), cores: pct(s) / 100.0 * ncpu as f64, task_clock_ms: s * 1e3 });
-    }
-    let attributed: f64 = parts.iter().map(|p| p.busy_pct).sum();
-    let unattributed = machine_busy_pct - attributed;
-    parts.push(PartCpu {
-        name: "kernel (unattributed)".into(),
-        kind: PartKind::Kernel,
-        busy_pct: unattributed,
-        cores: unattributed / 100.0 * ncpu as f64,
-        task_clock_ms: unattributed / 100.0 * capacity_s * 1e3,
-    });
-    let client_pct: f64 = parts.iter().filter(|p| p.kind == PartKind::Client).map(|p| p.busy_pct).sum();
-    let host_busy_pct = machine_busy_pct - client_pct;
-    let host_busy_cores = host_busy_pct / 100.0 * ncpu as f64;
+    let host_busy_pct = 100.0 * host_s / cap(Side::Host);
+    let host_busy_cores = host_s / window_s;
+    let unattributed: f64 = parts.iter().filter(|p| p.side == Side::Host && p.name == "kernel (unattributed)").map(|p| p.busy_pct).sum();
+    let ds = b.light.stat.total.delta(&a.light.stat.total);
     let busy_ticks = ds.busy().max(1) as f64;
     // A busy column's share of the tick samples, scaled to the precise busy time; idle is precise.
     let share = |v: u64| machine_busy_pct * v as f64 / busy_ticks;
-    let _ = total_ticks;
     let split_pct: BTreeMap<String, f64> = [
         ("user", ds.user),
         ("nice", ds.nice),
@@ -135,25 +223,16 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
     .map(|(k, v)| (k.to_string(), share(v)))
     .chain(std::iter::once(("idle".to_string(), 100.0 - machine_busy_pct)))
     .collect();
-    let per_core_busy_pct = b
-        .light
-        .stat
-        .cores
-        .iter()
-        .zip(&a.light.stat.cores)
-        .map(|(y, x)| {
-            let c = y.delta(x);
-            (100.0 * (1.0 - (c.idle + c.iowait) as f64 / d.ticks_per_s / window_s)).clamp(0.0, 100.0)
-        })
-        .collect();
-    let side = |names: &[String]| parts.iter().filter(|p| names.contains(&p.name)).map(|p| p.busy_pct).sum::<f64>();
-    let demand = |per_unit: f64| Demand {
-        host: host_busy_pct * 10_000.0 * ncpu as f64 / per_unit,
-        send: side(t.send_parts) * 10_000.0 * ncpu as f64 / per_unit,
-        recv: side(t.recv_parts) * 10_000.0 * ncpu as f64 / per_unit,
+    let per_core_busy_pct = busy.iter().map(|(&c, &s)| (c, 100.0 * s / window_s)).collect();
+    let cores_of = |names: &[String]| parts.iter().filter(|p| names.iter().any(|n| *n == p.name)).map(|p| p.cores).sum::<f64>();
+    let demand = |per_unit_per_s: f64| Demand {
+        host: host_busy_cores * 1e6 / per_unit_per_s,
+        send: cores_of(t.send_parts) * 1e6 / per_unit_per_s,
+        recv: cores_of(t.recv_parts) * 1e6 / per_unit_per_s,
     };
-    let kb_per_s = t.gbps.filter(|g| *g > 0.0 && t.transactions_per_s.is_none()).map(|g| g * 1e9 / 8.0 / 1024.0);
     let tps = t.transactions_per_s.filter(|x| *x > 0.0);
+    let gbps = t.gbps.filter(|g| *g > 0.0 && tps.is_none());
+    let kb_per_s = gbps.map(|g| g * 1e9 / 8.0 / 1024.0);
     let per_s = |k: &str| (b.irq.softirqs.get(k).copied().unwrap_or(0).saturating_sub(a.irq.softirqs.get(k).copied().unwrap_or(0))) as f64 / window_s;
     let softirq_per_s: BTreeMap<String, f64> = b.irq.softirqs.keys().map(|k| (k.clone(), per_s(k))).collect();
     let counters = match (&d.counters_unsupported, &a.counters, &b.counters) {
@@ -162,112 +241,169 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
         _ => serde_json::json!("not read"),
     };
     let own = if d.own_wall_s > 0.0 { 100.0 * d.own_cpu_s / d.own_wall_s } else { 0.0 };
-    let client_idx: Vec<usize> = d.parts.iter().enumerate().filter(|(_, p)| p.kind == PartKind::Client).map(|(i, _)| i).collect();
-    let series = d
-        .series
-        .windows(2)
-        .filter(|w| w[1].at > a.light.at && w[1].at <= b.light.at)
-        .map(|w| {
-            let dd = w[1].stat.total.delta(&w[0].stat.total);
-            let cap = w[1].at.duration_since(w[0].at).as_secs_f64() * ncpu as f64;
-            let client: f64 = client_idx.iter().map(|&i| (w[1].parts[i] - w[0].parts[i]).max(0.0)).sum();
-            let idle = (dd.idle + dd.iowait) as f64 / d.ticks_per_s;
-            let busy = 100.0 * ((cap - idle).max(0.0) - client) / cap;
-            (w[1].at.duration_since(a.light.at).as_secs_f64(), busy.max(0.0))
-        })
-        .collect();
+    let leak_pct = leak_s.map(|l| if host_s > 0.0 { 100.0 * l / host_s } else { 0.0 });
     Ok(CpuReport {
         window_s,
         ncpu,
+        host_cores: host.clone(),
+        client_cores: client.clone(),
+        placed: d.sides.is_some(),
         machine_busy_pct,
         host_busy_pct,
         host_busy_cores,
+        client_busy_pct: client_s.map(|c| 100.0 * c / cap(Side::Client)),
+        client_busy_cores: client_s.map(|c| c / window_s),
         split_pct,
         per_core_busy_pct,
-        normalized_pct_per_gbps: t.gbps.filter(|g| *g > 0.0 && tps.is_none()).map(|g| host_busy_pct / g),
-        cores_per_gbps: t.gbps.filter(|g| *g > 0.0 && tps.is_none()).map(|g| host_busy_cores / g),
+        normalized_pct_per_gbps: gbps.map(|g| host_busy_pct / g),
+        cores_per_gbps: gbps.map(|g| host_busy_cores / g),
         service_demand_us_per_kb: kb_per_s.map(demand),
         service_demand_us_per_tran: tps.map(demand),
         parts,
+        leak_pct,
+        leak_under_2pct: leak_pct.map(|l| l < 2.0),
+        bound_by: None,
         softirq_per_s,
         interrupts_per_s: b.irq.interrupts.saturating_sub(a.irq.interrupts) as f64 / window_s,
         counters,
         meter: serde_json::json!({"hz": super::HZ, "own_cpu_pct_of_core": own, "counter_notes": d.counter_notes}),
         check: Check {
-            attributed_pct: attributed,
+            attributed_pct: host_busy_pct - unattributed,
             unattributed_kernel_pct: unattributed,
             machine_busy_pct,
             irq_softirq_pct: share(ds.irq + ds.softirq),
+            attribution,
         },
-        series,
+        series: series(d, a, b, &host),
     })
 }
 
-/// Reads a snapshot pair from fixtures (tests).
+/// Host busy per sample inside the window: the host's cores (placed), else the machine less the
+/// client's parts.
+fn series(d: &MeterData, a: &Full, b: &Full, host: &[usize]) -> Vec<(f64, f64)> {
+    let client_idx: Vec<usize> = d.parts.iter().enumerate().filter(|(_, p)| p.kind == PartKind::Client).map(|(i, _)| i).collect();
+    d.series
+        .windows(2)
+        .filter(|w| w[1].at > a.light.at && w[1].at <= b.light.at)
+        .map(|w| {
+            let dt = w[1].at.duration_since(w[0].at).as_secs_f64();
+            let busy = procstat::core_busy(&w[0].stat, &w[1].stat, dt, d.ticks_per_s);
+            let host_s: f64 = host.iter().map(|c| busy.get(c).copied().unwrap_or(0.0)).sum();
+            let host_s = if d.sides.is_some() {
+                host_s
+            } else {
+                host_s - client_idx.iter().map(|&i| (w[1].parts[i].total - w[0].parts[i].total).max(0.0)).sum::<f64>()
+            };
+            let pct = 100.0 * host_s / (dt * host.len().max(1) as f64);
+            (w[1].at.duration_since(a.light.at).as_secs_f64(), pct.max(0.0))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meter::{irqstat::Counts, procstat, Full, Light, MeterData, Part};
+    use crate::meter::{irqstat::Counts, procstat, Full, Light, MeterData, Part, PartTime, Sides};
     use std::time::{Duration, Instant};
 
-    fn full(at: Instant, stat: &str, parts: Vec<f64>, netrx: u64) -> Full {
+    fn full(at: Instant, stat: &str, parts: Vec<PartTime>, root: Option<Vec<f64>>, netrx: u64) -> Full {
         let mut irq = Counts::default();
         irq.softirqs.insert("NET_RX".into(), netrx);
-        Full { light: Light { at, stat: procstat::parse(stat).unwrap(), parts }, scan: Default::default(), irq, counters: None }
+        Full { light: Light { at, stat: procstat::parse(stat).unwrap(), parts, root }, scan: Default::default(), irq, counters: None }
     }
 
-    #[test]
-    fn parts_add_up_and_client_is_not_host_cpu() {
-        let t0 = Instant::now();
-        // 2 cores, 2 s window = 400 ticks: 100 user + 60 system + 40 softirq busy, 200 idle.
-        let a = full(t0, "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 0 0 0 0\ncpu1 0 0 0 0\n", vec![0.0, 0.0], 0);
-        let b = full(
-            t0 + Duration::from_secs(2),
-            "cpu  100 0 60 200 0 0 40 0 0 0\ncpu0 100 0 30 50 0 0 20 0\ncpu1 0 0 30 150 0 0 20 0\n",
-            vec![1.0, 0.4], // g1 1.0 s, client 0.4 s
-            2000,
-        );
-        let d = MeterData {
-            parts: vec![
-                Part { name: "g1".into(), kind: PartKind::Guest, cgroups: vec![], pid: None },
-                Part { name: "client".into(), kind: PartKind::Client, cgroups: vec![], pid: None },
-            ],
+    fn total(t: f64) -> PartTime {
+        PartTime { total: t, per_cpu: None }
+    }
+
+    fn percpu(v: &[f64]) -> PartTime {
+        PartTime { total: v.iter().sum(), per_cpu: Some(v.to_vec()) }
+    }
+
+    fn data(parts: Vec<Part>, sides: Option<Sides>, edges: Vec<Full>) -> MeterData {
+        MeterData {
+            parts,
+            sides,
             series: vec![],
-            edges: vec![a, b],
+            edges,
             counters_unsupported: Some("perf_event_open(cycles): No such file or directory".into()),
             counter_notes: vec![],
             own_cpu_s: 0.01,
             own_wall_s: 2.0,
             ticks_per_s: 100.0,
-        };
+        }
+    }
+
+    fn part(name: &str, kind: PartKind, side: Side) -> Part {
+        Part { name: name.into(), kind, side, cgroups: vec![], pid: None }
+    }
+
+    const ZERO: &str = "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 0 0 0 0\ncpu1 0 0 0 0\n";
+    // 2 cores, 2 s: CPU 0 idle 0.5 s (busy 1.5 s), CPU 1 idle 1.5 s (busy 0.5 s).
+    const AFTER: &str = "cpu  100 0 60 200 0 0 40 0 0 0\ncpu0 100 0 30 50 0 0 20 0\ncpu1 0 0 30 150 0 0 20 0\n";
+
+    #[test]
+    fn host_cpu_is_the_host_cores_and_the_leak_is_measured() {
+        let t0 = Instant::now();
+        let parts = vec![part("g1", PartKind::Guest, Side::Host), part("client", PartKind::Client, Side::Client)];
+        let a = full(t0, ZERO, vec![percpu(&[0.0, 0.0]), percpu(&[0.0, 0.0])], Some(vec![0.0, 0.0]), 0);
+        // g1 1 s on CPU 0; the client 0.3 s on its CPU 1 and 0.1 s on the host's CPU 0 (a leak).
+        let b = full(t0 + Duration::from_secs(2), AFTER, vec![percpu(&[1.0, 0.0]), percpu(&[0.1, 0.3])], Some(vec![1.3, 0.35]), 2000);
+        let d = data(parts, Some(Sides { host: vec![0], client: vec![1] }), vec![a, b]);
         let send = vec!["g1".to_string()];
         let recv = vec!["client".to_string()];
         let r = build(&d, &Traffic { gbps: Some(2.0), transactions_per_s: None, send_parts: &send, recv_parts: &recv }).unwrap();
+        assert_eq!((r.machine_busy_pct, r.host_busy_pct, r.client_busy_pct), (50.0, 75.0, Some(25.0)));
+        let get = |n: &str, side: Side| r.parts.iter().find(|p| p.name == n && p.side == side).unwrap_or_else(|| panic!("{n}: {:?}", r.parts)).busy_pct;
+        assert_eq!(get("g1", Side::Host), 50.0);
+        assert_eq!(get("client (leak)", Side::Host), 5.0);
+        assert!((get("unconfined tasks", Side::Host) - 10.0).abs() < 1e-9);
+        assert!((get("kernel (unattributed)", Side::Host) - 10.0).abs() < 1e-9);
+        assert!((get("client", Side::Client) - 15.0).abs() < 1e-9);
+        assert!((get("kernel (unattributed)", Side::Client) - 7.5).abs() < 1e-9);
+        // Each side's parts add up to its busy share.
+        for (side, want) in [(Side::Host, 75.0), (Side::Client, 25.0)] {
+            let sum: f64 = r.parts.iter().filter(|p| p.side == side).map(|p| p.busy_pct).sum();
+            assert!((sum - want).abs() < 1e-9, "{side:?}: {sum}");
+        }
+        assert!((r.leak_pct.unwrap() - 100.0 * 0.1 / 1.5).abs() < 1e-9);
+        assert_eq!(r.leak_under_2pct, Some(false));
+        assert!((r.normalized_pct_per_gbps.unwrap() - 37.5).abs() < 1e-9);
+        assert!((r.cores_per_gbps.unwrap() - 0.375).abs() < 1e-9);
+        // netperf's service demand: host cores × 10^6 ÷ KB/s.
+        let kbs = 2e9 / 8.0 / 1024.0;
+        assert!((r.service_demand_us_per_kb.as_ref().unwrap().host - 0.75e6 / kbs).abs() < 1e-9);
+        assert!((r.service_demand_us_per_kb.as_ref().unwrap().send - 0.5e6 / kbs).abs() < 1e-9);
+        assert_eq!(r.per_core_busy_pct.get(&0), Some(&75.0));
+        assert_eq!(r.softirq_per_s["NET_RX"], 1000.0);
+        assert!(r.counters.as_str().unwrap().starts_with("not supported"));
+        assert_eq!(r.check.attribution, "per CPU (cgroup v1 cpuacct)");
+    }
+
+    #[test]
+    fn unplaced_the_host_is_the_machine_less_the_client() {
+        let t0 = Instant::now();
+        let parts = vec![part("g1", PartKind::Guest, Side::Host), part("client", PartKind::Client, Side::Client)];
+        let a = full(t0, ZERO, vec![total(0.0), total(0.0)], None, 0);
+        let b = full(t0 + Duration::from_secs(2), AFTER, vec![total(1.0), total(0.4)], None, 2000);
+        let r = build(&data(parts, None, vec![a, b]), &Traffic { gbps: Some(2.0), transactions_per_s: None, send_parts: &[], recv_parts: &[] }).unwrap();
+        assert!(!r.placed && r.leak_pct.is_none() && r.client_busy_pct.is_none());
         assert_eq!(r.machine_busy_pct, 50.0);
-        // g1 = 1 s of 4 s capacity = 25 %; client 10 %; the rest (15 %) is unattributed kernel.
+        assert!((r.host_busy_pct - 40.0).abs() < 1e-9);
         let g1 = r.parts.iter().find(|p| p.name == "g1").unwrap();
         assert_eq!((g1.busy_pct, g1.cores, g1.task_clock_ms), (25.0, 0.5, 1000.0));
         assert!((r.check.unattributed_kernel_pct - 15.0).abs() < 1e-9);
-        let sum: f64 = r.parts.iter().map(|p| p.busy_pct).sum();
-        assert!((sum - r.machine_busy_pct).abs() < 1e-9);
-        assert!((r.host_busy_pct - 40.0).abs() < 1e-9);
         assert!((r.normalized_pct_per_gbps.unwrap() - 20.0).abs() < 1e-9);
-        // netperf: 40 % × 10 000 × 2 CPUs ÷ (2 Gb/s in KB/s).
-        let kbs = 2e9 / 8.0 / 1024.0;
-        assert!((r.service_demand_us_per_kb.as_ref().unwrap().host - 40.0 * 10_000.0 * 2.0 / kbs).abs() < 1e-9);
-        assert!((r.service_demand_us_per_kb.as_ref().unwrap().send - 25.0 * 20_000.0 / kbs).abs() < 1e-9);
-        assert_eq!(r.softirq_per_s["NET_RX"], 1000.0);
-        assert!(r.counters.as_str().unwrap().starts_with("not supported"));
         assert_eq!(r.split_pct["softirq"], 10.0);
-        assert_eq!(r.per_core_busy_pct, vec![75.0, 25.0]);
     }
 
     #[test]
     fn rr_gets_service_demand_per_transaction() {
         let t0 = Instant::now();
-        let a = full(t0, "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 0 0 0 0\n", vec![], 0);
-        let b = full(t0 + Duration::from_secs(1), "cpu  50 0 0 50 0 0 0 0 0 0\ncpu0 50 0 0 50\n", vec![], 0);
-        let d = MeterData { parts: vec![], series: vec![], edges: vec![a, b], counters_unsupported: None, counter_notes: vec![], own_cpu_s: 0.0, own_wall_s: 1.0, ticks_per_s: 100.0 };
+        let a = full(t0, "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 0 0 0 0\n", vec![], None, 0);
+        let b = full(t0 + Duration::from_secs(1), "cpu  50 0 0 50 0 0 0 0 0 0\ncpu0 50 0 0 50\n", vec![], None, 0);
+        let mut d = data(vec![], None, vec![a, b]);
+        d.own_wall_s = 1.0;
         let r = build(&d, &Traffic { gbps: Some(0.01), transactions_per_s: Some(10_000.0), send_parts: &[], recv_parts: &[] }).unwrap();
         // 0.5 cores for 10 000 transactions/s = 50 µs each.
         assert!((r.service_demand_us_per_tran.unwrap().host - 50.0).abs() < 1e-9);

@@ -1,31 +1,72 @@
 //! Per-Gbit costs from a stored run instead of the paper's: the VM network per mode (guest →
 //! client TCP_STREAM), the VDI network from host → client streams with offloads on (TSO/GSO, the
-//! stand-in for paper 1's TOE) or off.
+//! stand-in for paper 1's TOE) or off. A cost comes only from a point nothing bound (a paced load
+//! below every limit, as paper 1's Table IV), unless the caller allows bound points; every point
+//! used, and every point skipped with its reason, is named.
 
 use super::model::Datapath;
 use crate::store::{PointRecord, RunRow};
 
+#[derive(Debug)]
 pub struct Costs {
     pub datapaths: Vec<Datapath>,
     /// Which points the costs came from.
     pub used: Vec<String>,
+    /// Points passed over and why, and what else the reader should know.
     pub notes: Vec<String>,
+    /// The host's cores in the lab the costs were measured on (when the run recorded them).
+    pub host_cores: Option<usize>,
 }
 
-/// The point of a series to take: the requested size, else 8 KB (paper 1's), else the largest.
-fn pick<'a>(pts: &[&'a PointRecord], size: Option<u64>) -> Option<&'a PointRecord> {
-    if let Some(s) = size {
-        return pts.iter().copied().find(|p| p.message_bytes == s);
+/// How points are chosen.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Pick {
+    /// Message size, bytes (default: 8 KB, else the largest).
+    pub size: Option<u64>,
+    /// Offered load per stream: Some(None) full speed, Some(Some(bits/s)) paced; None: the largest
+    /// paced load nothing bound, else full speed.
+    pub load: Option<Option<u64>>,
+    /// Take points a saturated core, backend or the wire bound (their CPU per Gb/s is a ceiling's).
+    pub allow_bound: bool,
+}
+
+fn describe(p: &PointRecord) -> String {
+    let load = p.load_bps.map(|r| format!(" at {}", crate::lab::topology::Rate(r))).unwrap_or_else(|| " at max".into());
+    format!("point {} ({} {}, {} B{load})", p.seq, p.mode, p.direction, p.message_bytes)
+}
+
+/// The point of one series to take, with the reasons others were passed over.
+fn pick<'a>(pts: &[&'a PointRecord], how: Pick, skipped: &mut Vec<String>) -> Option<&'a PointRecord> {
+    let mut ok: Vec<&PointRecord> = Vec::new();
+    for &p in pts {
+        match &p.bound_by {
+            Some(b) if !how.allow_bound => skipped.push(format!("skipped {}: bound by {b} (pass --allow-bound to use it)", describe(p))),
+            _ => ok.push(p),
+        }
     }
-    pts.iter().copied().find(|p| p.message_bytes == 8192).or_else(|| pts.iter().copied().max_by_key(|p| p.message_bytes))
+    if let Some(l) = how.load {
+        ok.retain(|p| p.load_bps == l);
+    } else if ok.iter().any(|p| p.load_bps.is_some()) {
+        // Paced points: the largest load nothing bound.
+        let top = ok.iter().filter_map(|p| p.load_bps).max();
+        ok.retain(|p| p.load_bps == top);
+    }
+    match how.size {
+        Some(s) => ok.into_iter().find(|p| p.message_bytes == s),
+        None => ok.iter().copied().find(|p| p.message_bytes == 8192).or_else(|| ok.iter().copied().max_by_key(|p| p.message_bytes)),
+    }
 }
 
 fn usable(p: &PointRecord) -> bool {
     p.error.is_none() && p.test == "TCP_STREAM" && p.normalized_pct_per_gbps.is_some_and(|v| v > 0.0)
 }
 
+fn cost(p: &PointRecord) -> f64 {
+    p.normalized_pct_per_gbps.unwrap_or(0.0)
+}
+
 /// `vdi_required`: fail without host → client points (plan), or leave the VDI cost at 0 (report).
-pub fn costs(run: &RunRow, points: &[PointRecord], size: Option<u64>, vdi_offload: bool, vdi_required: bool) -> Result<Costs, String> {
+pub fn costs(run: &RunRow, points: &[PointRecord], how: Pick, vdi_offload: bool, vdi_required: bool) -> Result<Costs, String> {
     let vm: Vec<&PointRecord> = points.iter().filter(|p| usable(p) && matches!(p.direction.as_str(), "guest-to-client" | "guests-to-client")).collect();
     if vm.is_empty() {
         return Err(format!("run {} has no guest-to-client TCP_STREAM points (the VM network): run an experiment with that direction, e.g. experiments/icsnc2013.toml", run.id));
@@ -33,21 +74,22 @@ pub fn costs(run: &RunRow, points: &[PointRecord], size: Option<u64>, vdi_offloa
     let host: Vec<&PointRecord> = points.iter().filter(|p| usable(p) && p.direction == "host-to-client" && p.tso == vdi_offload).collect();
     let mut used = Vec::new();
     let mut notes = Vec::new();
-    let vdi = match pick(&host, size) {
+    let unbound = if how.allow_bound { "" } else { " nothing bound" };
+    let vdi = match pick(&host, how, &mut notes) {
         Some(p) => {
-            used.push(format!("VDI network: point {} ({} host → client, {} B, offloads {}): {:.4} % per Gb/s", p.seq, p.mode, p.message_bytes, if p.tso { "on" } else { "off" }, p.normalized_pct_per_gbps.unwrap()));
-            p.normalized_pct_per_gbps.unwrap()
+            used.push(format!("VDI network: {}, offloads {}: {:.4} % per Gb/s", describe(p), if p.tso { "on" } else { "off" }, cost(p)));
+            cost(p)
         }
         None if vdi_required => {
             return Err(format!(
-                "run {} has no host-to-client TCP_STREAM points with offloads {} (the VDI network){}: add direction host-to-client (and tso = [true, false]) to the experiment",
+                "run {} has no host-to-client TCP_STREAM point{unbound} with offloads {} (the VDI network){}: add direction host-to-client with a paced load (loads = [\"500mbit\"]), or pass --allow-bound",
                 run.id,
                 if vdi_offload { "on" } else { "off" },
-                size.map(|s| format!(" at {s} B")).unwrap_or_default()
+                how.size.map(|s| format!(" at {s} B")).unwrap_or_default()
             ))
         }
         None => {
-            notes.push("no host → client points in this run: the VDI network's cost is left at 0".into());
+            notes.push(format!("no host → client point{unbound} in this run: the VDI network's cost is left at 0"));
             0.0
         }
     };
@@ -60,17 +102,101 @@ pub fn costs(run: &RunRow, points: &[PointRecord], size: Option<u64>, vdi_offloa
     let mut datapaths = Vec::new();
     for m in modes {
         let series: Vec<&PointRecord> = vm.iter().copied().filter(|p| p.mode == m).collect();
-        let Some(p) = pick(&series, size) else {
-            notes.push(format!("{m}: no point at {} B", size.unwrap_or(0)));
+        let Some(p) = pick(&series, how, &mut notes) else {
+            notes.push(format!("{m}: no VM network point{unbound} to take a cost from"));
             continue;
         };
-        used.push(format!("VM network {m}: point {} ({} B): {:.4} % per Gb/s", p.seq, p.message_bytes, p.normalized_pct_per_gbps.unwrap()));
-        datapaths.push(Datapath { name: m, vdi_net_pct_per_gbps: vdi, vm_net_pct_per_gbps: p.normalized_pct_per_gbps.unwrap() });
+        used.push(format!("VM network {m}: {}: {:.4} % per Gb/s", describe(p), cost(p)));
+        if p.placed == Some(false) {
+            notes.push(format!("{m}: {} ran unplaced: the client's receive work may be counted as host CPU", describe(p)));
+        }
+        datapaths.push(Datapath { name: m, vdi_net_pct_per_gbps: vdi, vm_net_pct_per_gbps: cost(p) });
     }
     if datapaths.is_empty() {
-        return Err(format!("run {} has no VM network point at {} B", run.id, size.unwrap_or(0)));
+        return Err(format!(
+            "run {} has no VM network point{unbound} to take costs from ({}): measure paced loads (loads = [\"500mbit\"] in the experiment) or pass --allow-bound",
+            run.id,
+            notes.first().cloned().unwrap_or_default()
+        ));
     }
     // Cheapest first: the rows' differences are then what it saves against the dearest.
     datapaths.sort_by(|a, b| a.vm_net_pct_per_gbps.total_cmp(&b.vm_net_pct_per_gbps));
-    Ok(Costs { datapaths, used, notes })
+    let host_cores = vm.iter().find_map(|p| p.host_cpus.as_deref().and_then(|c| c.parse::<crate::lab::cpus::CpuList>().ok()).map(|l| l.len()));
+    Ok(Costs { datapaths, used, notes, host_cores })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run() -> RunRow {
+        RunRow {
+            id: 1,
+            name: "r".into(),
+            description: String::new(),
+            experiment_hash: String::new(),
+            vnetlab_version: String::new(),
+            started_at: String::new(),
+            finished_at: None,
+            status: "complete".into(),
+            planned_points: 0,
+            points: 0,
+            host_facts: serde_json::json!({}),
+            experiment_text: String::new(),
+        }
+    }
+
+    fn pt(seq: u32, mode: &str, dir: &str, load: Option<u64>, cost: f64, bound: Option<&str>) -> PointRecord {
+        PointRecord {
+            seq,
+            mode: mode.into(),
+            direction: dir.into(),
+            test: "TCP_STREAM".into(),
+            message_bytes: 8192,
+            tso: true,
+            load_bps: load,
+            normalized_pct_per_gbps: Some(cost),
+            bound_by: bound.map(str::to_string),
+            host_cpus: Some("0".into()),
+            placed: Some(true),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn only_points_nothing_bound_give_costs_unless_allowed() {
+        let pts = vec![
+            pt(1, "bridge", "guest-to-client", None, 10.0, Some("host")),
+            pt(2, "bridge", "guest-to-client", Some(500_000_000), 14.0, None),
+            pt(3, "macvlan", "guest-to-client", None, 8.0, Some("host")),
+            pt(4, "bridge", "host-to-client", Some(500_000_000), 6.0, None),
+        ];
+        let c = costs(&run(), &pts, Pick::default(), true, true).unwrap();
+        assert_eq!(c.datapaths.len(), 1, "macvlan has only a bound point");
+        assert_eq!((c.datapaths[0].name.as_str(), c.datapaths[0].vm_net_pct_per_gbps, c.datapaths[0].vdi_net_pct_per_gbps), ("bridge", 14.0, 6.0));
+        assert!(c.used.iter().any(|u| u.contains("point 2") && u.contains("500mbit")), "{:?}", c.used);
+        assert!(c.notes.iter().any(|n| n.contains("skipped point 1") && n.contains("bound by host")), "{:?}", c.notes);
+        assert!(c.notes.iter().any(|n| n.contains("macvlan: no VM network point nothing bound")), "{:?}", c.notes);
+        assert_eq!(c.host_cores, Some(1));
+        let all = costs(&run(), &pts, Pick { allow_bound: true, load: None, size: None }, true, true).unwrap();
+        assert_eq!(all.datapaths.len(), 2);
+        // Only bound points: refused, naming the way out.
+        let e = costs(&run(), &pts[..1], Pick::default(), true, false).unwrap_err();
+        assert!(e.contains("--allow-bound"), "{e}");
+    }
+
+    #[test]
+    fn the_largest_paced_load_is_preferred_or_the_one_asked_for() {
+        let pts = vec![
+            pt(1, "bridge", "guest-to-client", Some(100_000_000), 20.0, None),
+            pt(2, "bridge", "guest-to-client", Some(500_000_000), 14.0, None),
+            pt(3, "bridge", "guest-to-client", None, 10.0, None),
+        ];
+        let c = costs(&run(), &pts, Pick::default(), true, false).unwrap();
+        assert_eq!(c.datapaths[0].vm_net_pct_per_gbps, 14.0);
+        let c = costs(&run(), &pts, Pick { load: Some(Some(100_000_000)), ..Default::default() }, true, false).unwrap();
+        assert_eq!(c.datapaths[0].vm_net_pct_per_gbps, 20.0);
+        let c = costs(&run(), &pts, Pick { load: Some(None), ..Default::default() }, true, false).unwrap();
+        assert_eq!(c.datapaths[0].vm_net_pct_per_gbps, 10.0);
+    }
 }

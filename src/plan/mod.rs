@@ -14,7 +14,7 @@ pub const SCREEN_GBPS: f64 = 11.1 / 253.0;
 /// The report's capacity section: desktops per server per datapath with this run's costs and
 /// paper 1's per-desktop load (2.5 % of the host each, 100 Mb/s VM network plus the screen stream).
 pub fn report_sections(run: &RunRow, points: &[PointRecord]) -> Vec<Section> {
-    let Ok(c) = from_run::costs(run, points, None, true, false) else { return Vec::new() };
+    let Ok(c) = from_run::costs(run, points, from_run::Pick::default(), true, false) else { return Vec::new() };
     let Ok(d) = model::density(&c.datapaths, 2.5, 0.1, SCREEN_GBPS) else { return Vec::new() };
     let cats: Vec<String> = d.datapaths.iter().map(|r| r.name.clone()).collect();
     let vals: Vec<f64> = d.datapaths.iter().map(|r| r.max_desktops as f64).collect();

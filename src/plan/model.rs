@@ -35,6 +35,16 @@ pub struct Scenario {
 pub struct Cell {
     pub vm_net_pct: f64,
     pub vdi_net_pct: f64,
+    /// Whether both networks together fit in the host (at most 100 % of it).
+    pub fits: bool,
+}
+
+/// What a plan that does not fit says: how much host it would need at these costs.
+pub fn does_not_fit(total_pct: f64, host_cores: Option<usize>) -> String {
+    match host_cores {
+        Some(n) => format!("does not fit on this host: needs {:.1} cores at these costs (this host has {n})", total_pct / 100.0 * n as f64),
+        None => format!("does not fit on this host: needs {:.2}× its CPU at these costs", total_pct / 100.0),
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -81,10 +91,9 @@ impl Scenario {
     /// Eq. (5), split in its two terms, for one datapath and buffering time.
     pub fn cell(&self, d: &Datapath, t_buffer: f64) -> Cell {
         let n = self.vms as f64;
-        Cell {
-            vm_net_pct: n * d.vm_net_pct_per_gbps * self.vm_net_gbit / t_buffer,
-            vdi_net_pct: n * d.vdi_net_pct_per_gbps * self.vdi_net_gbit / self.play_s,
-        }
+        let vm_net_pct = n * d.vm_net_pct_per_gbps * self.vm_net_gbit / t_buffer;
+        let vdi_net_pct = n * d.vdi_net_pct_per_gbps * self.vdi_net_gbit / self.play_s;
+        Cell { vm_net_pct, vdi_net_pct, fits: vm_net_pct + vdi_net_pct <= 100.0 }
     }
 
     pub fn rows(&self) -> Vec<Row> {

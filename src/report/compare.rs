@@ -16,11 +16,16 @@ pub struct Row {
     pub cpu_ratio: Option<f64>,
     /// Each value lies outside the other run's [min, max]: a real difference. None: no spread known.
     pub significant: Option<bool>,
+    /// [min, max] over each run's repeats (throughput or transactions/s).
+    pub range_a: Option<[f64; 2]>,
+    pub range_b: Option<[f64; 2]>,
+    /// Either point varied by more than 10 % across its repeats.
+    pub unstable: bool,
 }
 
 fn key(p: &PointRecord) -> String {
     format!(
-        "{} {} g{} {} {}B buf {} gro {} tso {} lro {} mtu {} wire {} P{}",
+        "{} {} g{} {} {}B buf {} gro {} tso {} lro {} mtu {} wire {} P{} at {}",
         p.mode,
         p.direction,
         p.guests,
@@ -32,7 +37,8 @@ fn key(p: &PointRecord) -> String {
         p.lro,
         p.mtu,
         p.wire_rate.map(|r| r.to_string()).unwrap_or("-".into()),
-        p.parallel
+        p.parallel,
+        p.load_bps.map(|r| r.to_string()).unwrap_or("max".into())
     )
 }
 
@@ -42,6 +48,10 @@ fn value(p: &PointRecord) -> Option<f64> {
 
 /// [min, max] of the point's throughput (or tps) over its repetitions.
 fn range(p: &PointRecord) -> Option<[f64; 2]> {
+    if p.repeats.len() > 1 {
+        let v: Vec<f64> = p.repeats.iter().map(|r| r.transactions_per_s.unwrap_or(r.throughput_gbps)).collect();
+        return Some([v.iter().cloned().fold(f64::MAX, f64::min), v.iter().cloned().fold(f64::MIN, f64::max)]);
+    }
     let s = p.spread.as_ref()?;
     let t = if p.transactions_per_s.is_some() { &s["transactions_per_s"] } else { &s["throughput_gbps"] };
     Some([t["min"].as_f64()?, t["max"].as_f64()?])
@@ -69,6 +79,9 @@ pub fn compare(a: &[PointRecord], b: &[PointRecord]) -> Vec<Row> {
             cpu_b: pb.normalized_pct_per_gbps,
             cpu_ratio: ratio(pa.normalized_pct_per_gbps, pb.normalized_pct_per_gbps),
             significant,
+            range_a: range(pa),
+            range_b: range(pb),
+            unstable: pa.unstable == Some(true) || pb.unstable == Some(true),
         });
     }
     out

@@ -93,8 +93,16 @@ pub fn page(run: &RunRow, points: &[PointRecord], extra: &[Section]) -> Result<S
         esc(&run.vnetlab_version),
         esc(&run.experiment_hash[..run.experiment_hash.len().min(12)])
     );
-    h += "<p class=\"muted\">Host CPU is the machine's busy time without the client's part (the client stands for another machine). \
-          Normalized CPU is host CPU % per Gb/s delivered, as in paper 1.</p>";
+    let placed: Vec<&PointRecord> = ok.iter().copied().filter(|p| p.placed == Some(true)).collect();
+    let cpus = placed.first().map(|p| format!("host cores {}, client cores {}", p.host_cpus.as_deref().unwrap_or("?"), p.client_cpus.as_deref().unwrap_or("?")));
+    h += &format!(
+        "<p class=\"muted\">Host CPU is the busy time of the host's cores{} (the client's cores stand for another machine; receive \
+          processing on each end of the wire is steered to its side's cores). Normalized CPU is host CPU % per Gb/s delivered, as in \
+          paper 1. <b>bound by</b> names what limited a point (a saturated side or core, a backend, the wire); per-Gbit costs for plans \
+          come only from points nothing bound. Figures are medians over the repeats, with min–max.{}</p>",
+        cpus.map(|c| format!(" ({c})")).unwrap_or_default(),
+        if placed.len() < ok.len() { " <span class=\"bad\">Some points ran unplaced: their host CPU may include the client's work.</span>" } else { "" }
+    );
     h += "<h2>Figures</h2><div class=\"figs\">";
     for (title, svg) in &figures {
         h += &format!("<figure data-chart=\"{}\">{svg}</figure>", esc(title));
@@ -107,13 +115,13 @@ pub fn page(run: &RunRow, points: &[PointRecord], extra: &[Section]) -> Result<S
         h += &format!("<h2>{}</h2>{html}", esc(title));
     }
     h += "<h2>Points</h2><table><tr><th>#</th><th class=\"l\">datapath</th><th class=\"l\">direction</th><th class=\"l\">test</th><th>size B</th>\
-          <th>Gb/s</th><th>Gb/s spread (min–max)</th><th>trans/s</th><th>p50 µs</th><th>p99 µs</th><th>host CPU %</th><th>CPU %/Gb/s</th>\
-          <th>SD µs/KB host</th><th>send</th><th>recv</th></tr>";
+          <th class=\"l\">load</th><th>Gb/s</th><th>Gb/s spread (min–max)</th><th>trans/s</th><th>p50 µs</th><th>p99 µs</th><th>host CPU %</th><th>CPU %/Gb/s</th>\
+          <th>CPU %/Gb/s spread</th><th class=\"l\">bound by</th><th>SD µs/KB host</th><th>send</th><th>recv</th></tr>";
     let all: Vec<&PointRecord> = points.iter().collect();
     let alll = Labeler::new(&all);
     for p in points {
         if let Some(e) = &p.error {
-            h += &format!("<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l bad\" colspan=\"10\">failed: {}</td></tr>",
+            h += &format!("<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l bad\" colspan=\"14\">failed: {}</td></tr>",
                 p.seq, esc(&alll.label(p)), esc(&p.direction), esc(&p.test), p.message_bytes, esc(e));
             continue;
         }
@@ -122,13 +130,26 @@ pub fn page(run: &RunRow, points: &[PointRecord], extra: &[Section]) -> Result<S
             .as_ref()
             .and_then(|s| Some(format!("{:.3}–{:.3} (n={})", s["throughput_gbps"]["min"].as_f64()?, s["throughput_gbps"]["max"].as_f64()?, s["runs"])))
             .unwrap_or_else(|| "one run".into());
+        let norm: Vec<f64> = p.repeats.iter().filter_map(|r| r.normalized_pct_per_gbps).collect();
+        let norm_spread = match (norm.iter().cloned().reduce(f64::min), norm.iter().cloned().reduce(f64::max)) {
+            (Some(lo), Some(hi)) if norm.len() > 1 => format!("{lo:.3}–{hi:.3}"),
+            _ => "–".into(),
+        };
+        let mut bound = esc(p.bound_by.as_deref().unwrap_or("nothing"));
+        if p.unstable == Some(true) {
+            bound += " <span class=\"bad\">unstable</span>";
+        }
+        if p.placed == Some(false) {
+            bound += " <span class=\"bad\">unplaced</span>";
+        }
         h += &format!(
-            "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             p.seq,
             esc(&alll.label(p)),
             esc(&p.direction),
             esc(&p.test),
             p.message_bytes,
+            p.load_bps.map(|r| crate::lab::topology::Rate(r).to_string()).unwrap_or_else(|| "max".into()),
             if p.transactions_per_s.is_some() { "–".into() } else { f(p.throughput_gbps, 3) },
             spread,
             f(p.transactions_per_s, 0),
@@ -136,6 +157,8 @@ pub fn page(run: &RunRow, points: &[PointRecord], extra: &[Section]) -> Result<S
             f(p.latency_p99_us, 1),
             f(p.host_busy_pct, 2),
             f(p.normalized_pct_per_gbps, 3),
+            norm_spread,
+            bound,
             f(p.sd_host, 3),
             f(p.sd_send, 3),
             f(p.sd_recv, 3)

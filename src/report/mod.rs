@@ -12,7 +12,7 @@ use crate::store::PointRecord;
 type Axis = (&'static str, fn(&PointRecord) -> String);
 
 /// The axes besides message size that can tell two points' datapaths apart.
-const AXES: [Axis; 10] = [
+const AXES: [Axis; 11] = [
     ("", |q| q.direction.clone()),
     ("", |q| q.test.clone()),
     ("guests ", |q| q.guests.to_string()),
@@ -23,6 +23,7 @@ const AXES: [Axis; 10] = [
     ("wire ", |q| q.wire_rate.map(|r| format!("{}M", r / 1_000_000)).unwrap_or("unshaped".into())),
     ("buf ", |q| q.socket_buffer.map(|b| b.to_string()).unwrap_or("default".into())),
     ("P", |q| q.parallel.to_string()),
+    ("at ", |q| q.load_bps.map(|r| crate::lab::topology::Rate(r).to_string()).unwrap_or("max".into())),
 ];
 
 /// Names a point's line on a chart: its mode plus the axes that vary within the run, found once.

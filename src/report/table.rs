@@ -6,27 +6,45 @@ fn opt(v: Option<f64>, prec: usize) -> String {
     v.map(|x| format!("{x:.prec$}")).unwrap_or_else(|| "-".into())
 }
 
+/// `median (min–max)` of a figure over a point's repeats, or the figure alone.
+fn with_range(v: Option<f64>, reps: &[f64], prec: usize) -> String {
+    match (v, reps.iter().cloned().reduce(f64::min), reps.iter().cloned().reduce(f64::max)) {
+        (Some(x), Some(lo), Some(hi)) if reps.len() > 1 => format!("{x:.prec$} ({lo:.prec$}–{hi:.prec$})"),
+        _ => opt(v, prec),
+    }
+}
+
 pub fn summary(points: &[PointRecord]) -> String {
     let refs: Vec<&PointRecord> = points.iter().collect();
     let labeler = super::Labeler::new(&refs);
     let mut s = format!(
-        "{:<28} {:>8} {:>10} {:>10} {:>10} {:>10} {:>9}\n",
-        "datapath", "size", "Gb/s", "trans/s", "host CPU%", "CPU%/Gb/s", "p50 µs"
+        "{:<28} {:>8} {:>22} {:>10} {:>10} {:>24} {:>9}  {}\n",
+        "datapath", "size", "Gb/s (min–max)", "trans/s", "host CPU%", "CPU%/Gb/s (min–max)", "p50 µs", "bound by"
     );
     for p in points {
         if let Some(e) = &p.error {
             s += &format!("{:<28} {:>8} FAILED: {}\n", labeler.label(p), p.message_bytes, e);
             continue;
         }
+        let gbps: Vec<f64> = p.repeats.iter().map(|r| r.throughput_gbps).collect();
+        let norm: Vec<f64> = p.repeats.iter().filter_map(|r| r.normalized_pct_per_gbps).collect();
+        let mut bound = p.bound_by.clone().unwrap_or_else(|| "-".into());
+        if p.unstable == Some(true) {
+            bound += " UNSTABLE";
+        }
+        if p.placed == Some(false) {
+            bound += " unplaced";
+        }
         s += &format!(
-            "{:<28} {:>8} {:>10} {:>10} {:>10} {:>10} {:>9}\n",
+            "{:<28} {:>8} {:>22} {:>10} {:>10} {:>24} {:>9}  {}\n",
             labeler.label(p),
             p.message_bytes,
-            if p.transactions_per_s.is_some() { "-".into() } else { opt(p.throughput_gbps, 3) },
+            if p.transactions_per_s.is_some() { "-".into() } else { with_range(p.throughput_gbps, &gbps, 3) },
             opt(p.transactions_per_s, 0),
             opt(p.host_busy_pct, 2),
-            opt(p.normalized_pct_per_gbps, 3),
+            with_range(p.normalized_pct_per_gbps, &norm, 3),
             opt(p.latency_p50_us, 1),
+            bound,
         );
     }
     s
@@ -49,6 +67,7 @@ pub fn csv(run: &RunRow, points: &[PointRecord]) -> String {
         "run", "seq", "mode", "guests", "direction", "test", "message_bytes", "socket_buffer", "gro", "tso", "lro", "mtu", "wire_rate_bps",
         "parallel", "duration_s", "repeat", "throughput_gbps", "transactions_per_s", "latency_p50_us", "latency_p99_us",
         "host_busy_pct", "machine_busy_pct", "normalized_pct_per_gbps", "sd_host", "sd_send", "sd_recv", "error",
+        "load_bps", "client_busy_pct", "bound_by", "leak_pct", "placed", "host_cpus", "client_cpus", "unstable",
     ];
     let mut s = cols.join(",") + "\n";
     let f = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
@@ -82,6 +101,14 @@ pub fn csv(run: &RunRow, points: &[PointRecord]) -> String {
             f(p.sd_send),
             f(p.sd_recv),
             q(p.error.as_deref().unwrap_or("")),
+            p.load_bps.map(|v| v.to_string()).unwrap_or_default(),
+            f(p.client_busy_pct),
+            q(p.bound_by.as_deref().unwrap_or("")),
+            f(p.leak_pct),
+            p.placed.map(|v| v.to_string()).unwrap_or_default(),
+            q(p.host_cpus.as_deref().unwrap_or("")),
+            q(p.client_cpus.as_deref().unwrap_or("")),
+            p.unstable.map(|v| v.to_string()).unwrap_or_default(),
         ];
         s += &(row.join(",") + "\n");
     }
@@ -113,7 +140,7 @@ mod tests {
         let lines: Vec<&str> = c.lines().collect();
         assert!(lines[0].starts_with("run,seq,mode"));
         assert!(lines[1].starts_with("3,1,bridge,"));
-        assert!(lines[1].ends_with("\"a, \"\"b\"\"\""));
-        assert_eq!(lines[0].split(',').count(), 27);
+        assert!(lines[1].contains(",\"a, \"\"b\"\"\","), "{}", lines[1]);
+        assert_eq!(lines[0].split(',').count(), 35);
     }
 }

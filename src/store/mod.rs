@@ -64,6 +64,17 @@ const MIGRATIONS: &[&str] = &[
     CREATE TABLE cpu_parts (point_id INTEGER NOT NULL REFERENCES points(id), name TEXT NOT NULL, kind TEXT NOT NULL, busy_pct REAL NOT NULL, cores REAL NOT NULL);
     CREATE INDEX parts_point ON cpu_parts(point_id);",
     "ALTER TABLE points ADD COLUMN lro INTEGER NOT NULL DEFAULT 0;",
+    "ALTER TABLE points ADD COLUMN client_busy_pct REAL;
+    ALTER TABLE points ADD COLUMN bound_by TEXT;
+    ALTER TABLE points ADD COLUMN leak_pct REAL;
+    ALTER TABLE points ADD COLUMN placed INTEGER;
+    ALTER TABLE points ADD COLUMN host_cpus TEXT;
+    ALTER TABLE points ADD COLUMN client_cpus TEXT;
+    ALTER TABLE points ADD COLUMN load_bps INTEGER;
+    ALTER TABLE points ADD COLUMN unstable INTEGER;
+    CREATE TABLE repeats (point_id INTEGER NOT NULL REFERENCES points(id), rep INTEGER NOT NULL, throughput_gbps REAL NOT NULL,
+        transactions_per_s REAL, host_busy_pct REAL, normalized_pct_per_gbps REAL, bound_by TEXT, leak_pct REAL);
+    CREATE INDEX repeats_point ON repeats(point_id);",
 ];
 
 #[derive(Debug)]
@@ -110,6 +121,42 @@ pub struct PointRecord {
     pub samples: Vec<(f64, f64)>,
     /// (name, kind, busy %, cores)
     pub parts: Vec<(String, String, f64, f64)>,
+    /// The client's busy share of its own cores.
+    #[serde(default)]
+    pub client_busy_pct: Option<f64>,
+    /// What bound the point (a side, a core, a backend, the wire), None when nothing did.
+    #[serde(default)]
+    pub bound_by: Option<String>,
+    /// CPU the kernel charged across the host/client boundary, % of host busy.
+    #[serde(default)]
+    pub leak_pct: Option<f64>,
+    /// Whether the lab's processes were confined to their side's cores (None: stored before).
+    #[serde(default)]
+    pub placed: Option<bool>,
+    #[serde(default)]
+    pub host_cpus: Option<String>,
+    #[serde(default)]
+    pub client_cpus: Option<String>,
+    /// The offered load per stream (paced), bits/s; None: as fast as it goes.
+    #[serde(default)]
+    pub load_bps: Option<u64>,
+    /// Throughput or CPU per Gb/s varied by more than 10 % across the repeats.
+    #[serde(default)]
+    pub unstable: Option<bool>,
+    /// Every repeat's figures.
+    #[serde(default)]
+    pub repeats: Vec<RepeatRecord>,
+}
+
+/// One repeat of a point.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct RepeatRecord {
+    pub throughput_gbps: f64,
+    pub transactions_per_s: Option<f64>,
+    pub host_busy_pct: Option<f64>,
+    pub normalized_pct_per_gbps: Option<f64>,
+    pub bound_by: Option<String>,
+    pub leak_pct: Option<f64>,
 }
 
 #[derive(Serialize, Clone, Debug)]
@@ -250,18 +297,31 @@ impl Store {
         tx.execute(
             "INSERT INTO points (run_id, seq, mode, guests, direction, test, message_bytes, socket_buffer, gro, tso, mtu, wire_rate,
                parallel, duration_s, repeat, throughput_gbps, transactions_per_s, latency_p50_us, latency_p99_us, host_busy_pct,
-               machine_busy_pct, normalized_pct_per_gbps, sd_host, sd_send, sd_recv, spread, lab_facts, result, error, lro)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)",
+               machine_busy_pct, normalized_pct_per_gbps, sd_host, sd_send, sd_recv, spread, lab_facts, result, error, lro,
+               client_busy_pct, bound_by, leak_pct, placed, host_cpus, client_cpus, load_bps, unstable)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25,
+               ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38)",
             params![
                 run, p.seq, p.mode, p.guests, p.direction, p.test, p.message_bytes as i64, p.socket_buffer.map(|v| v as i64), p.gro, p.tso,
                 p.mtu, p.wire_rate.map(|v| v as i64), p.parallel, p.duration_s, p.repeat, p.throughput_gbps, p.transactions_per_s,
                 p.latency_p50_us, p.latency_p99_us, p.host_busy_pct, p.machine_busy_pct, p.normalized_pct_per_gbps, p.sd_host,
-                p.sd_send, p.sd_recv, js(&p.spread), js(&p.lab_facts), js(&p.result), p.error, p.lro
+                p.sd_send, p.sd_recv, js(&p.spread), js(&p.lab_facts), js(&p.result), p.error, p.lro,
+                p.client_busy_pct, p.bound_by, p.leak_pct, p.placed, p.host_cpus, p.client_cpus, p.load_bps.map(|v| v as i64), p.unstable
             ],
         )
         .map_err(e)?;
         let id = tx.last_insert_rowid();
         {
+            let mut st = tx
+                .prepare_cached(
+                    "INSERT INTO repeats (point_id, rep, throughput_gbps, transactions_per_s, host_busy_pct, normalized_pct_per_gbps, bound_by, leak_pct)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                )
+                .map_err(e)?;
+            for (k, r) in p.repeats.iter().enumerate() {
+                st.execute(params![id, k as i64 + 1, r.throughput_gbps, r.transactions_per_s, r.host_busy_pct, r.normalized_pct_per_gbps, r.bound_by, r.leak_pct])
+                    .map_err(e)?;
+            }
             let mut st = tx.prepare_cached("INSERT INTO samples (point_id, t, gbps) VALUES (?1, ?2, ?3)").map_err(e)?;
             for (t, g) in &p.samples {
                 st.execute(params![id, t, g]).map_err(e)?;
@@ -329,7 +389,8 @@ impl Store {
             .prepare(
                 "SELECT id, seq, mode, guests, direction, test, message_bytes, socket_buffer, gro, tso, mtu, wire_rate, parallel, duration_s,
                    repeat, throughput_gbps, transactions_per_s, latency_p50_us, latency_p99_us, host_busy_pct, machine_busy_pct,
-                   normalized_pct_per_gbps, sd_host, sd_send, sd_recv, spread, lab_facts, error, lro
+                   normalized_pct_per_gbps, sd_host, sd_send, sd_recv, spread, lab_facts, error, lro,
+                   client_busy_pct, bound_by, leak_pct, placed, host_cpus, client_cpus, load_bps, unstable
                  FROM points WHERE run_id = ?1 ORDER BY seq",
             )
             .map_err(|e| e.to_string())?;
@@ -370,6 +431,15 @@ impl Store {
                         lro: r.get(28)?,
                         samples: vec![],
                         parts: vec![],
+                        client_busy_pct: r.get(29)?,
+                        bound_by: r.get(30)?,
+                        leak_pct: r.get(31)?,
+                        placed: r.get(32)?,
+                        host_cpus: r.get(33)?,
+                        client_cpus: r.get(34)?,
+                        load_bps: r.get::<_, Option<i64>>(35)?.map(|v| v as u64),
+                        unstable: r.get(36)?,
+                        repeats: vec![],
                     },
                 ))
             })
@@ -397,6 +467,33 @@ impl Store {
         for (id, t, g) in samples.flatten() {
             if let Some(&i) = index.get(&id) {
                 pts[i].1.samples.push((t, g));
+            }
+        }
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT r.point_id, r.throughput_gbps, r.transactions_per_s, r.host_busy_pct, r.normalized_pct_per_gbps, r.bound_by, r.leak_pct
+                 FROM repeats r JOIN points p ON p.id = r.point_id WHERE p.run_id = ?1 ORDER BY r.point_id, r.rep",
+            )
+            .map_err(|e| e.to_string())?;
+        let reps = st
+            .query_map([run], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    RepeatRecord {
+                        throughput_gbps: r.get(1)?,
+                        transactions_per_s: r.get(2)?,
+                        host_busy_pct: r.get(3)?,
+                        normalized_pct_per_gbps: r.get(4)?,
+                        bound_by: r.get(5)?,
+                        leak_pct: r.get(6)?,
+                    },
+                ))
+            })
+            .map_err(|e| e.to_string())?;
+        for (id, rep) in reps.flatten() {
+            if let Some(&i) = index.get(&id) {
+                pts[i].1.repeats.push(rep);
             }
         }
         Ok(pts)

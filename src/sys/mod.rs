@@ -1,0 +1,86 @@
+//! Thin, safe wrappers over the system calls vnetlab needs that the standard library lacks. Every
+//! `unsafe` block of these lives here, each with the reason it is sound.
+
+use std::io;
+
+/// A CPU affinity mask of the kernel's size (CPU_SETSIZE bits).
+fn cpu_set(cpus: &[usize]) -> io::Result<libc::cpu_set_t> {
+    // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        if c >= libc::CPU_SETSIZE as usize {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("CPU {c} is beyond CPU_SETSIZE")));
+        }
+        // SAFETY: c < CPU_SETSIZE was checked above, so the bit is inside `set`.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    Ok(set)
+}
+
+/// Restricts thread `tid` (0: the calling thread) to `cpus`. Threads it creates later inherit it.
+pub fn set_affinity(tid: i32, cpus: &[usize]) -> io::Result<()> {
+    let set = cpu_set(cpus)?;
+    // SAFETY: `set` is a valid cpu_set_t and the size passed is its size.
+    let r = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The CPUs thread `tid` (0: the calling thread) may run on.
+pub fn affinity(tid: i32) -> io::Result<Vec<usize>> {
+    let mut set = cpu_set(&[])?;
+    // SAFETY: the kernel writes at most size_of::<cpu_set_t>() bytes into `set`.
+    let r = unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: every c is below CPU_SETSIZE, so each bit read is inside `set`.
+    Ok((0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect())
+}
+
+/// The machine's online CPUs (/sys/devices/system/cpu/online), else this process's affinity.
+/// Not the affinity first: a driver placed on the client's cores must still see every core.
+pub fn online_cpus() -> Vec<usize> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    match parse_cpu_list(text.trim()) {
+        Some(v) if !v.is_empty() => v,
+        _ => affinity(0).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| vec![0]),
+    }
+}
+
+/// `0-3,6` as the kernel writes CPU lists.
+fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
+    let mut v = Vec::new();
+    for part in s.split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
+        if a > b || b >= libc::CPU_SETSIZE as usize {
+            return None;
+        }
+        v.extend(a..=b);
+    }
+    Some(v)
+}
+
+/// Whether this process runs as root (the lab needs CAP_NET_ADMIN and cgroups).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn affinity_round_trips_on_a_thread() {
+        let all = super::online_cpus();
+        std::thread::spawn(move || {
+            super::set_affinity(0, &all[..1]).unwrap();
+            assert_eq!(super::affinity(0).unwrap(), all[..1].to_vec());
+            assert!(super::set_affinity(0, &[1 << 20]).is_err());
+        })
+        .join()
+        .unwrap();
+    }
+}
