@@ -126,8 +126,8 @@ fn measured(mut c: Command, secs: f64, host: Vec<usize>) -> Result<(String, f64)
             return Err("the client ended before its run was over".into());
         }
         let (b, wall) = (procstat::read()?, t0.elapsed().as_secs_f64());
-        let busy = procstat::core_busy(&a, &b, wall, crate::meter::ticks_per_s());
-        Ok(host.iter().filter_map(|c| busy.get(c)).sum::<f64>() / wall)
+        let t = procstat::core_times(&a, &b, wall, crate::meter::ticks_per_s());
+        Ok(host.iter().filter_map(|c| t.get(c)).map(|t| t.busy_s).sum::<f64>() / wall)
     });
     let out = hostcmd::run(&mut c, None, Duration::from_secs_f64(secs + WARMUP_S + 30.0));
     let _ = tx.send(());

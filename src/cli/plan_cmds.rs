@@ -171,9 +171,12 @@ pub fn plan(a: PlanArgs) -> CmdResult {
     let rows = s.rows();
     let first = s.datapaths[0].name.clone();
     let last = s.datapaths[s.datapaths.len() - 1].name.clone();
+    // A saving is desktops only where both ends of it fit on the host.
+    let fits = rows[0].datapaths.values().all(|c| c["fits"] != false);
+    let bought = fits.then(|| model::desktops_bought(rows[0].saving_pct, share));
     if a.json {
         print_json(&serde_json::json!({"source": source, "points_used": used, "scenario": s, "rows": rows, "density": density,
-            "first_row_saving_buys_desktops": model::desktops_bought(rows[0].saving_pct, share)}));
+            "first_row_saving_buys_desktops": bought}));
         return Ok(());
     }
     println!(
@@ -236,11 +239,9 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         println!("  {:<w$} {:>3} desktops ({:.3} % network CPU each){}", d.name, d.max_desktops, d.network_pct_per_desktop,
             if d.more_than_last > 0 { format!(", {} more than {last}", d.more_than_last) } else { String::new() });
     }
-    println!(
-        "  the saving at T_buffer {} s ({:.2} %) buys {} more desktops at {share} % each",
-        rows[0].t_buffer_s,
-        rows[0].saving_pct,
-        model::desktops_bought(rows[0].saving_pct, share)
-    );
+    match bought {
+        Some(n) => println!("  the saving at T_buffer {} s ({:.2} %) buys {n} more desktops at {share} % each", rows[0].t_buffer_s, rows[0].saving_pct),
+        None => println!("  the saving at T_buffer {} s cannot be spent as desktops here: {last} does not fit on this host at these costs", rows[0].t_buffer_s),
+    }
     Ok(())
 }

@@ -221,6 +221,12 @@ pub fn print_cpu(c: &CpuReport) {
         line += &format!("; leak across the boundary {l:.2} % of host busy{}", if l < 2.0 { "" } else { " (OVER 2 %)" });
     }
     println!("{line}");
+    if c.host_steal_pct > crate::report::table::STEAL_WARN {
+        println!(
+            "  steal: the hypervisor beneath this machine took {:.1} % of the host's cores during the test: its figures are unreliable",
+            c.host_steal_pct
+        );
+    }
     if let Some(d) = &c.service_demand_us_per_kb {
         println!("  service demand µs/KB: host {:.3}  send side {:.3}  receive side {:.3}", d.host, d.send, d.recv);
     }
@@ -363,6 +369,7 @@ pub fn meter(a: MeterArgs) -> CmdResult {
     let lab = input(state::resolve(a.lab.as_deref()))?;
     let rec = input(state::load(&lab))?;
     let target = Target::Lab { rec, from: "host".into(), to: "client".into() };
+    measure::place_driver(target.cpus());
     let m = Meter::start(running(target.setup())?);
     let start = std::time::Instant::now() + std::time::Duration::from_millis(100);
     let end = start + std::time::Duration::from_secs_f64(a.seconds);

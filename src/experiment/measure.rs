@@ -54,6 +54,8 @@ pub struct Repeat {
     pub normalized_pct_per_gbps: Option<f64>,
     pub bound_by: Option<String>,
     pub leak_pct: Option<f64>,
+    #[serde(default)]
+    pub host_steal_pct: Option<f64>,
 }
 
 impl Repeat {
@@ -66,6 +68,7 @@ impl Repeat {
             normalized_pct_per_gbps: c.and_then(|c| c.normalized_pct_per_gbps),
             bound_by: c.and_then(|c| c.bound_by.clone()),
             leak_pct: c.and_then(|c| c.leak_pct),
+            host_steal_pct: c.map(|c| c.host_steal_pct),
         }
     }
 }
@@ -200,7 +203,9 @@ pub fn place_driver(cpus: Option<&CpuPlan>) {
 /// What bound the point, from the meter's per-core figures, the backends, the wire and the load
 /// offered (`streams` paced streams at the spec's rate).
 fn bound_by(target: &Target, cpu: &CpuReport, spec: &Spec, streams: usize, gbps: f64) -> Option<String> {
-    let core = |list: &[usize]| list.iter().map(|&c| (c, cpu.per_core_busy_pct.get(&c).copied().unwrap_or(0.0))).collect::<Vec<_>>();
+    // A core is used up by this machine's work and by what the hypervisor beneath it stole.
+    let used = |c: usize| cpu.per_core_busy_pct.get(&c).copied().unwrap_or(0.0) + cpu.per_core_steal_pct.get(&c).copied().unwrap_or(0.0);
+    let core = |list: &[usize]| list.iter().map(|&c| (c, used(c))).collect::<Vec<_>>();
     let limits = Limits {
         host_cores: core(&cpu.host_cores),
         client_cores: core(&cpu.client_cores),

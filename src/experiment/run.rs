@@ -67,7 +67,9 @@ pub fn record(p: &Point, m: &Measured, lab_facts: &serde_json::Value) -> PointRe
         Some(_) => each.iter().find_map(|x| x.bound_by.clone()),
         None => c.and_then(|c| c.bound_by.clone()),
     };
-    let leak = each.iter().filter_map(|x| x.leak_pct).fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))));
+    let largest = |f: fn(&measure::Repeat) -> Option<f64>| each.iter().filter_map(f).fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))));
+    let leak = largest(|x| x.leak_pct);
+    let steal = largest(|x| x.host_steal_pct);
     PointRecord {
         throughput_gbps: over(|x| Some(x.throughput_gbps)).or(Some(m.result.throughput_gbps)),
         transactions_per_s: over(|x| x.transactions_per_s).or(m.result.transactions_per_s),
@@ -83,6 +85,7 @@ pub fn record(p: &Point, m: &Measured, lab_facts: &serde_json::Value) -> PointRe
         host_cpus: m.cpus.as_ref().map(|x| x.host.to_string()),
         client_cpus: m.cpus.as_ref().map(|x| x.client.to_string()),
         unstable: r.map(|r| r.unstable),
+        host_steal_pct: steal.or(c.map(|c| c.host_steal_pct)),
         repeats,
         sd_host: sd.map(|d| d.host),
         sd_send: sd.map(|d| d.send),

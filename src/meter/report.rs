@@ -61,8 +61,12 @@ pub struct CpuReport {
     pub client_busy_cores: Option<f64>,
     /// user, nice, system, irq, softirq, steal, guest (inside user), idle: % of the machine.
     pub split_pct: BTreeMap<String, f64>,
-    /// Per online CPU, by CPU number.
+    /// Per online CPU, by CPU number: busy (this machine's work) and stolen by the hypervisor
+    /// beneath this machine (a virtual machine's vCPU waiting to run: neither busy nor idle).
     pub per_core_busy_pct: BTreeMap<usize, f64>,
+    pub per_core_steal_pct: BTreeMap<usize, f64>,
+    /// Stolen share of the host's cores: above a few percent the figures are unreliable.
+    pub host_steal_pct: f64,
     pub normalized_pct_per_gbps: Option<f64>,
     pub cores_per_gbps: Option<f64>,
     /// netperf's service demand: µs of CPU per KB moved (streams) …
@@ -177,7 +181,8 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
         _ => return Err("the meter has no window (the test ended before its window closed)".into()),
     };
     let window_s = b.light.at.duration_since(a.light.at).as_secs_f64();
-    let busy = procstat::core_busy(&a.light.stat, &b.light.stat, window_s, d.ticks_per_s);
+    let times = procstat::core_times(&a.light.stat, &b.light.stat, window_s, d.ticks_per_s);
+    let busy: BTreeMap<usize, f64> = times.iter().map(|(&c, t)| (c, t.busy_s)).collect();
     let ncpu = busy.len().max(1);
     let machine_s: f64 = busy.values().sum();
     let machine_busy_pct = 100.0 * machine_s / (window_s * ncpu as f64);
@@ -224,6 +229,8 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
     .chain(std::iter::once(("idle".to_string(), 100.0 - machine_busy_pct)))
     .collect();
     let per_core_busy_pct = busy.iter().map(|(&c, &s)| (c, 100.0 * s / window_s)).collect();
+    let per_core_steal_pct = times.iter().map(|(&c, t)| (c, 100.0 * t.steal_s / window_s)).collect();
+    let host_steal_pct = 100.0 * host.iter().filter_map(|c| times.get(c)).map(|t| t.steal_s).sum::<f64>() / cap(Side::Host);
     let cores_of = |names: &[String]| parts.iter().filter(|p| names.iter().any(|n| *n == p.name)).map(|p| p.cores).sum::<f64>();
     let demand = |per_unit_per_s: f64| Demand {
         host: host_busy_cores * 1e6 / per_unit_per_s,
@@ -255,6 +262,8 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
         client_busy_cores: client_s.map(|c| c / window_s),
         split_pct,
         per_core_busy_pct,
+        per_core_steal_pct,
+        host_steal_pct,
         normalized_pct_per_gbps: gbps.map(|g| host_busy_pct / g),
         cores_per_gbps: gbps.map(|g| host_busy_cores / g),
         service_demand_us_per_kb: kb_per_s.map(demand),
@@ -287,8 +296,8 @@ fn series(d: &MeterData, a: &Full, b: &Full, host: &[usize]) -> Vec<(f64, f64)> 
         .filter(|w| w[1].at > a.light.at && w[1].at <= b.light.at)
         .map(|w| {
             let dt = w[1].at.duration_since(w[0].at).as_secs_f64();
-            let busy = procstat::core_busy(&w[0].stat, &w[1].stat, dt, d.ticks_per_s);
-            let host_s: f64 = host.iter().map(|c| busy.get(c).copied().unwrap_or(0.0)).sum();
+            let times = procstat::core_times(&w[0].stat, &w[1].stat, dt, d.ticks_per_s);
+            let host_s: f64 = host.iter().filter_map(|c| times.get(c)).map(|t| t.busy_s).sum();
             let host_s = if d.sides.is_some() {
                 host_s
             } else {

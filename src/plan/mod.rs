@@ -14,7 +14,15 @@ pub const SCREEN_GBPS: f64 = 11.1 / 253.0;
 /// The report's capacity section: desktops per server per datapath with this run's costs and
 /// paper 1's per-desktop load (2.5 % of the host each, 100 Mb/s VM network plus the screen stream).
 pub fn report_sections(run: &RunRow, points: &[PointRecord]) -> Vec<Section> {
-    let Ok(c) = from_run::costs(run, points, from_run::Pick::default(), true, false) else { return Vec::new() };
+    let title = "Capacity: desktops per server".to_string();
+    let c = match from_run::costs(run, points, from_run::Pick::default(), true, false) {
+        Ok(c) => c,
+        // A run with VM network points but none to take costs from says why, rather than nothing.
+        Err(e) if points.iter().any(|p| p.direction == "guest-to-client") => {
+            return vec![(title, format!("<p class=\"muted\">No plan from this run: {}</p>", e.replace('<', "&lt;")))];
+        }
+        Err(_) => return Vec::new(),
+    };
     let Ok(d) = model::density(&c.datapaths, 2.5, 0.1, SCREEN_GBPS) else { return Vec::new() };
     let cats: Vec<String> = d.datapaths.iter().map(|r| r.name.clone()).collect();
     let vals: Vec<f64> = d.datapaths.iter().map(|r| r.max_desktops as f64).collect();
@@ -35,5 +43,5 @@ pub fn report_sections(run: &RunRow, points: &[PointRecord]) -> Vec<Section> {
     for n in c.notes.iter().chain(c.used.iter()) {
         h += &format!("<p class=\"muted\">{n}</p>");
     }
-    vec![("Capacity: desktops per server".into(), h)]
+    vec![(title, h)]
 }

@@ -142,6 +142,9 @@ pub fn page(run: &RunRow, points: &[PointRecord], extra: &[Section]) -> Result<S
         if p.placed == Some(false) {
             bound += " <span class=\"bad\">unplaced</span>";
         }
+        if let Some(st) = p.host_steal_pct.filter(|s| *s > super::table::STEAL_WARN) {
+            bound += &format!(" <span class=\"bad\">steal {st:.0} %</span>");
+        }
         h += &format!(
             "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             p.seq,

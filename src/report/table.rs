@@ -2,6 +2,9 @@
 
 use crate::store::{PointRecord, RunRow};
 
+/// Above this share of the host's cores stolen by the hypervisor beneath, a point says so.
+pub const STEAL_WARN: f64 = 5.0;
+
 fn opt(v: Option<f64>, prec: usize) -> String {
     v.map(|x| format!("{x:.prec$}")).unwrap_or_else(|| "-".into())
 }
@@ -34,6 +37,9 @@ pub fn summary(points: &[PointRecord]) -> String {
         }
         if p.placed == Some(false) {
             bound += " unplaced";
+        }
+        if let Some(st) = p.host_steal_pct.filter(|s| *s > STEAL_WARN) {
+            bound += &format!(" steal {st:.0}%");
         }
         s += &format!(
             "{:<28} {:>8} {:>22} {:>10} {:>10} {:>24} {:>9}  {}\n",

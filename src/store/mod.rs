@@ -72,6 +72,7 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE points ADD COLUMN client_cpus TEXT;
     ALTER TABLE points ADD COLUMN load_bps INTEGER;
     ALTER TABLE points ADD COLUMN unstable INTEGER;
+    ALTER TABLE points ADD COLUMN host_steal_pct REAL;
     CREATE TABLE repeats (point_id INTEGER NOT NULL REFERENCES points(id), rep INTEGER NOT NULL, throughput_gbps REAL NOT NULL,
         transactions_per_s REAL, host_busy_pct REAL, normalized_pct_per_gbps REAL, bound_by TEXT, leak_pct REAL);
     CREATE INDEX repeats_point ON repeats(point_id);",
@@ -143,6 +144,10 @@ pub struct PointRecord {
     /// Throughput or CPU per Gb/s varied by more than 10 % across the repeats.
     #[serde(default)]
     pub unstable: Option<bool>,
+    /// CPU the hypervisor beneath this machine stole from the host's cores, % (the largest over
+    /// the repeats): above a few percent the figures are unreliable.
+    #[serde(default)]
+    pub host_steal_pct: Option<f64>,
     /// Every repeat's figures.
     #[serde(default)]
     pub repeats: Vec<RepeatRecord>,
@@ -298,15 +303,16 @@ impl Store {
             "INSERT INTO points (run_id, seq, mode, guests, direction, test, message_bytes, socket_buffer, gro, tso, mtu, wire_rate,
                parallel, duration_s, repeat, throughput_gbps, transactions_per_s, latency_p50_us, latency_p99_us, host_busy_pct,
                machine_busy_pct, normalized_pct_per_gbps, sd_host, sd_send, sd_recv, spread, lab_facts, result, error, lro,
-               client_busy_pct, bound_by, leak_pct, placed, host_cpus, client_cpus, load_bps, unstable)
+               client_busy_pct, bound_by, leak_pct, placed, host_cpus, client_cpus, load_bps, unstable, host_steal_pct)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25,
-               ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38)",
+               ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39)",
             params![
                 run, p.seq, p.mode, p.guests, p.direction, p.test, p.message_bytes as i64, p.socket_buffer.map(|v| v as i64), p.gro, p.tso,
                 p.mtu, p.wire_rate.map(|v| v as i64), p.parallel, p.duration_s, p.repeat, p.throughput_gbps, p.transactions_per_s,
                 p.latency_p50_us, p.latency_p99_us, p.host_busy_pct, p.machine_busy_pct, p.normalized_pct_per_gbps, p.sd_host,
                 p.sd_send, p.sd_recv, js(&p.spread), js(&p.lab_facts), js(&p.result), p.error, p.lro,
-                p.client_busy_pct, p.bound_by, p.leak_pct, p.placed, p.host_cpus, p.client_cpus, p.load_bps.map(|v| v as i64), p.unstable
+                p.client_busy_pct, p.bound_by, p.leak_pct, p.placed, p.host_cpus, p.client_cpus, p.load_bps.map(|v| v as i64), p.unstable,
+                p.host_steal_pct
             ],
         )
         .map_err(e)?;
@@ -390,7 +396,7 @@ impl Store {
                 "SELECT id, seq, mode, guests, direction, test, message_bytes, socket_buffer, gro, tso, mtu, wire_rate, parallel, duration_s,
                    repeat, throughput_gbps, transactions_per_s, latency_p50_us, latency_p99_us, host_busy_pct, machine_busy_pct,
                    normalized_pct_per_gbps, sd_host, sd_send, sd_recv, spread, lab_facts, error, lro,
-                   client_busy_pct, bound_by, leak_pct, placed, host_cpus, client_cpus, load_bps, unstable
+                   client_busy_pct, bound_by, leak_pct, placed, host_cpus, client_cpus, load_bps, unstable, host_steal_pct
                  FROM points WHERE run_id = ?1 ORDER BY seq",
             )
             .map_err(|e| e.to_string())?;
@@ -439,6 +445,7 @@ impl Store {
                         client_cpus: r.get(34)?,
                         load_bps: r.get::<_, Option<i64>>(35)?.map(|v| v as u64),
                         unstable: r.get(36)?,
+                        host_steal_pct: r.get(37)?,
                         repeats: vec![],
                     },
                 ))
