@@ -14,15 +14,37 @@ pub fn all_text_parsers(data: &[u8]) {
     let _ = s.parse::<addr::Subnet>();
     let _ = addr::overlapping_route(s, &"10.213.0.0/16".parse().unwrap());
     let lines: Vec<String> = s.lines().map(str::to_string).collect();
-    let _ = journal::parse(&lines);
+    if let Ok(es) = journal::parse(&lines) {
+        let _ = journal::validate("x", &es);
+        let _ = journal::usage(&es, |_, _| false);
+    }
     let _ = status::parse_offloads(s);
     let _ = crate::meter::procstat::parse(s);
     let _ = crate::engine::spec::parse_size(s);
     let _ = crate::engine::spec::parse_rr(s);
     let _ = s.parse::<crate::engine::spec::TestKind>();
-    let _ = serde_json::from_str::<crate::engine::proto::Request>(s);
+    control_protocol(s);
     let _ = serde_json::from_str::<crate::engine::proto::Reply>(s);
+    let _ = s.parse::<crate::lab::cpus::CpuList>();
+    let _ = crate::lab::steer::mask_cpus(s);
+    let _ = crate::meter::cgroupstat::parse_percpu(s);
+    let _ = crate::experiment::file::parse(s, "fuzz.toml").map(|e| crate::experiment::matrix::count(&e));
     let _ = crate::bench::engine::parse_sockperf(s);
+}
+
+/// What a control connection's bytes go through before anything runs: the bounded line reader,
+/// the request parser and every spec check (a request that passes would allocate only what the
+/// checks allow).
+fn control_protocol(s: &str) {
+    use crate::engine::proto::{self, Request};
+    let mut r = std::io::BufReader::with_capacity(7, s.as_bytes());
+    while let Ok(Some(line)) = proto::read_line(&mut r, 4096) {
+        if let Ok(Request::Listen { spec, .. } | Request::Connect { spec, .. }) = serde_json::from_str::<Request>(&line) {
+            if spec.validate().is_ok() {
+                assert!(spec.msg.max(spec.req).max(spec.resp) * spec.parallel as usize <= crate::engine::spec::MAX_BUFFERS);
+            }
+        }
+    }
 }
 
 /// Runs arbitrary bytes through the device models' frame handling: the guest-frame checks and
@@ -61,6 +83,11 @@ mod tests {
             "generic-receive-offload: on\ntcp-segmentation-offload: off [fixed]\n",
             "{\"kind\":\"netns\",\"name\":\"vlx-host\"}\n{\"kind\":\"cgroup\",\"path\":\"/x\",\"shared\":true}",
             "{\"op\":\"listen\",\"spec\":{},\"bind\":\"127.0.0.1\",\"ports\":[1,2],\"streams\":1,\"first_id\":0}",
+            "{\"op\":\"listen\",\"spec\":{\"test\":\"TCP_RR\",\"msg\":4611686018427387904,\"req\":0,\"resp\":0,\"local_buf\":null,\"remote_buf\":null,\"duration\":1.0,\"warmup\":0.0,\"parallel\":256,\"rate\":0,\"nodelay\":false,\"zerocopy\":false,\"interval\":1.0},\"bind\":\"127.0.0.1\",\"ports\":null,\"streams\":9,\"first_id\":0}\n{\"op\":\"run\"}",
+            "{\"op\":\"hello\",\"token\":\"\"}\n{\"op\":\"quit\"}",
+            "{\"kind\":\"owner\",\"pid\":1,\"start\":null,\"kept\":true}\n{\"kind\":\"cgroup\",\"path\":\"/sys/fs/cgroup/cpuacct/vnetlab/vlx/../..\",\"shared\":false}",
+            "0-3,6", "00000002,00000001", "1500000000 500000000",
+            "name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\nloads = [\"max\", \"1gbit\"]\n",
             "[{\"dst\":\"10.0.0.0/8\",\"dev\":\"eth0\"}]",
             "sockperf: [Valid Duration] RunTime=1.5 sec; SentMessages=2; ReceivedMessages=2\n---> percentile 50.000 = 1\n",
         ];

@@ -1,7 +1,7 @@
-//! The `vnetlab` command: everything lives in the library; this only runs the CLI.
+//! The `vnetlab` command: everything lives in the library; this only runs the CLI. SIGPIPE stays
+//! ignored (Rust's default): a reader going away is a write error the command handles (stop
+//! cleanly, remove what it made), never a silent death.
 
 fn main() {
-    // Like other Unix tools, end quietly when the reader of our output goes away (`| head`).
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     std::process::exit(vnetlab::cli::main());
 }

@@ -1,5 +1,50 @@
-//! Small helpers for the text vnetlab shows people: user input echoed in an error is clipped, so
-//! a hostile or mistaken 50 MB argument never comes back whole.
+//! Small helpers for the text vnetlab shows people: output that never panics when its reader goes
+//! away (`| head`), and user input echoed in an error clipped, so a hostile or mistaken 50 MB
+//! argument never comes back whole.
+
+use std::io::Write;
+
+/// Writes to stdout (or stderr); a closed reader is recorded as a stop request, never a panic.
+pub fn emit(to_stderr: bool, newline: bool, args: std::fmt::Arguments) {
+    let r = if to_stderr {
+        let mut e = std::io::stderr().lock();
+        e.write_fmt(args).and_then(|_| if newline { e.write_all(b"\n") } else { e.flush() })
+    } else {
+        let mut o = std::io::stdout().lock();
+        o.write_fmt(args).and_then(|_| if newline { o.write_all(b"\n") } else { o.flush() })
+    };
+    if let Err(e) = r {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            crate::sys::signals::output_closed();
+        }
+    }
+}
+
+/// `println!` that survives a closed stdout.
+#[macro_export]
+macro_rules! outln {
+    () => { $crate::text::emit(false, true, format_args!("")) };
+    ($($a:tt)*) => { $crate::text::emit(false, true, format_args!($($a)*)) };
+}
+
+/// `print!` that survives a closed stdout.
+#[macro_export]
+macro_rules! out {
+    ($($a:tt)*) => { $crate::text::emit(false, false, format_args!($($a)*)) };
+}
+
+/// `eprintln!` that survives a closed stderr.
+#[macro_export]
+macro_rules! errln {
+    () => { $crate::text::emit(true, true, format_args!("")) };
+    ($($a:tt)*) => { $crate::text::emit(true, true, format_args!($($a)*)) };
+}
+
+/// `eprint!` that survives a closed stderr.
+#[macro_export]
+macro_rules! err {
+    ($($a:tt)*) => { $crate::text::emit(true, false, format_args!($($a)*)) };
+}
 
 /// At most this many characters of user input appear in a message.
 pub const CLIP: usize = 80;
@@ -20,8 +65,36 @@ pub fn clip(s: &str) -> String {
     out
 }
 
+/// The largest input file (experiment, lab or plan TOML) vnetlab reads.
+pub const MAX_FILE: u64 = 1 << 20;
+
+/// Reads a text file of at most `max` bytes; a larger one (or an endless one, as /dev/zero) is
+/// refused before it is read into memory, and every message names the file (clipped).
+pub fn read_capped(path: &std::path::Path, max: u64) -> Result<String, String> {
+    use std::io::Read;
+    let name = clip(&path.display().to_string());
+    let f = std::fs::File::open(path).map_err(|e| format!("cannot read {name}: {e}"))?;
+    if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+        return Err(format!("{name} is a directory: give a file"));
+    }
+    let mut buf = Vec::new();
+    f.take(max + 1).read_to_end(&mut buf).map_err(|e| format!("cannot read {name}: {e}"))?;
+    if buf.len() as u64 > max {
+        return Err(format!("{name} is larger than {} KB: vnetlab reads input files of at most that size", max / 1024));
+    }
+    String::from_utf8(buf).map_err(|_| format!("{name} is not UTF-8 text"))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn input_files_are_read_within_a_bound() {
+        let e = super::read_capped(std::path::Path::new("/dev/zero"), 1024).unwrap_err();
+        assert!(e.contains("larger than 1 KB"), "{e}");
+        assert!(super::read_capped(std::path::Path::new("/"), 1024).unwrap_err().contains("directory"));
+        assert!(super::read_capped(std::path::Path::new("/nonexistent/x"), 1024).unwrap_err().starts_with("cannot read"));
+    }
+
     #[test]
     fn long_and_odd_input_is_clipped() {
         assert_eq!(super::clip("abc"), "abc");

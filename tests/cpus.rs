@@ -40,8 +40,10 @@ fn the_cpu_plan_and_the_wire_steering_read_back_as_planned() {
     assert!(out.trim().ends_with('1'), "{out}");
     let out = c.ok(&["exec", "--lab", "tcpu", "g1", "--", "grep", "Cpus_allowed_list", "/proc/self/status"]);
     assert!(out.trim().ends_with('0'), "{out}");
-    // Overlapping or absent CPUs are refused in one line, before anything is made.
+    // Overlapping or absent CPUs are refused in one line, before anything is made; so is a test
+    // between an endpoint and itself.
     for (args, says) in [
+        (vec!["test", "--lab", "tcpu", "--from", "g1", "--to", "g1"], "two different endpoints"),
         (vec!["up", "--name", "tbad", "--client-cpus", "0", "--host-cpus", "0"], "share CPU 0"),
         (vec!["up", "--name", "tbad", "--client-cpus", "999"], "not online"),
         (vec!["up", "--name", "tbad", "--client-cpus", "x"], "bad CPU list"),

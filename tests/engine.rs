@@ -33,9 +33,9 @@ fn agents_running() -> usize {
 
 #[test]
 fn paced_stream_holds_100_mbit_over_loopback() {
-    let (mut s, port) = serve("pace");
+    let (mut s, port) = serve("pace-token");
     let p = port.to_string();
-    let r = test_json(&["-H", "127.0.0.1", "-p", &p, "--token", "pace", "-l", "2", "-m", "1K", "--rate", "100mbit"]);
+    let r = test_json(&["-H", "127.0.0.1", "-p", &p, "--token", "pace-token", "-l", "2", "-m", "1K", "--rate", "100mbit"]);
     let mbit = r["throughput_gbps"].as_f64().unwrap() * 1000.0;
     assert!((95.0..=105.0).contains(&mbit), "paced stream measured {mbit} Mb/s");
     // Intervals are all near the rate too, and the window excludes the warm-up.
@@ -48,10 +48,10 @@ fn paced_stream_holds_100_mbit_over_loopback() {
 
 #[test]
 fn standalone_runs_every_test_type_and_refuses_a_wrong_token() {
-    let (mut s, port) = serve("tok");
+    let (mut s, port) = serve("tok-token");
     let p = port.to_string();
     for t in ["TCP_STREAM", "TCP_MAERTS", "UDP_STREAM", "TCP_RR", "UDP_RR", "TCP_CRR"] {
-        let r = test_json(&["-H", "127.0.0.1", "-p", &p, "--token", "tok", "-t", t, "-l", "0.5", "--warmup", "0.2", "-m", "1K"]);
+        let r = test_json(&["-H", "127.0.0.1", "-p", &p, "--token", "tok-token", "-t", t, "-l", "0.5", "--warmup", "0.2", "-m", "1K"]);
         assert_eq!(r["test"], t);
         if t.contains("RR") {
             assert!(r["transactions_per_s"].as_f64().unwrap() > 100.0, "{t}: {r}");
@@ -64,7 +64,7 @@ fn standalone_runs_every_test_type_and_refuses_a_wrong_token() {
         }
     }
     // MSG_ZEROCOPY completes its sends and says how many the kernel copied anyway.
-    let r = test_json(&["-H", "127.0.0.1", "-p", &p, "--token", "tok", "-m", "64K", "-l", "0.5", "--warmup", "0.2", "--zerocopy"]);
+    let r = test_json(&["-H", "127.0.0.1", "-p", &p, "--token", "tok-token", "-m", "64K", "-l", "0.5", "--warmup", "0.2", "--zerocopy"]);
     assert!(r["zerocopy"]["sends_completed"].as_u64().unwrap() > 0, "{}", r["zerocopy"]);
     assert!((0.0..=100.0).contains(&r["zerocopy"]["copied_pct"].as_f64().unwrap()));
     let o = Command::new(BIN).args(["test", "-H", "127.0.0.1", "-p", &p, "--token", "nope", "-l", "0.5"]).output().unwrap();
@@ -94,10 +94,10 @@ fn bad_input_and_faults_end_cleanly() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot reach"));
     // The server dies mid-test: the test fails within bounded time.
-    let (mut s, port) = serve("gone");
+    let (mut s, port) = serve("gone-token");
     let t0 = Instant::now();
     let child = Command::new(BIN)
-        .args(["test", "-H", "127.0.0.1", "-p", &port.to_string(), "--token", "gone", "-l", "3"])
+        .args(["test", "-H", "127.0.0.1", "-p", &port.to_string(), "--token", "gone-token", "-l", "3"])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();

@@ -149,7 +149,7 @@ fn ctrl_c_keeps_finished_points_and_removes_the_lab() {
     wait_points(&db, 2);
     unsafe { kill(child.id() as i32, 2) };
     let o = child.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(130));
     assert!(String::from_utf8_lossy(&o.stderr).contains("interrupted"));
     let r = c.json(&["report", "latest", "--db", db.to_str().unwrap(), "--json"]);
     assert_eq!(r["run"]["status"], "interrupted");

@@ -111,7 +111,11 @@ fn bad_input_is_one_line_exit_2_and_leaves_nothing() {
     let before = host_snapshot();
     let cases: &[(&[&str], &str)] = &[
         (&["up", "--mode", "hub"], "unknown mode"),
-        (&["up", "--guests", "0"], "at least 1"),
+        (&["up", "--guests", "0"], "0 is not in 1..=9999"),
+        (&["up", "--guests", "-1"], "-1 is not in 1..=9999"),
+        (&["up", "--client-cpus", "0", "--host-cpus", "0"], "share CPU 0"),
+        (&["up", "--file", &"x".repeat(5000)], "cannot read"),
+        (&["test", "--lab", "nolab", "--from", "g1", "--to", "g1"], "no lab"),
         (&["up", "--guests", "300", "--subnet", "10.99.0.0/24"], "holds at most"),
         (&["up", "--wire-rate", "fast"], "bad rate"),
         (&["up", "--wire-delay", "5"], "bad delay"),

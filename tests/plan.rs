@@ -22,7 +22,9 @@ fn the_preset_prints_table_v_and_json() {
 fn bad_input_is_one_line_exit_2() {
     let cases: &[(&[&str], &str)] = &[
         (&["plan", "--preset", "icsnc2013", "--buffer", "0"], "more than 0"),
-        (&["plan", "--preset", "icsnc2013", "--vm-net-gbit", "-1"], "0 or more"),
+        (&["plan", "--preset", "icsnc2013", "--vm-net-gbit", "-1"], "0 to"),
+        (&["plan", "--preset", "icsnc2013", "--vm-net-gbit", "1e308"], "0 to"),
+        (&["plan", "--preset", "icsnc2013", "--desktop-share", "1e-300"], "0.01 to 100"),
         (&["plan", "--preset", "icsnc2013", "--play-s=-5"], "play time"),
         (&["plan", "--preset", "nosuch"], "unknown preset"),
         (&["plan"], "no datapaths"),

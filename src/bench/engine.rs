@@ -91,6 +91,7 @@ impl Drop for Server {
 
 fn start_server(mut c: Command, wait_line: Option<&str>) -> Result<Server, String> {
     hostcmd::die_with_parent(&mut c);
+    std::os::unix::process::CommandExt::process_group(&mut c, 0);
     let mut child = c
         .stdout(Stdio::null())
         .stderr(if wait_line.is_some() { Stdio::piped() } else { Stdio::null() })

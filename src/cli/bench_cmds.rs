@@ -25,10 +25,10 @@ enum BenchWhat {
 #[derive(Args)]
 struct VnicBenchArgs {
     /// Measured seconds per run
-    #[arg(long, default_value_t = 3.0)]
+    #[arg(long, default_value_t = 3.0, allow_negative_numbers = true)]
     seconds: f64,
     /// Runs per point; the median is compared
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=50))]
     repeat: u32,
     #[arg(long)]
     json: bool,
@@ -65,11 +65,11 @@ fn bench_vnic(a: VnicBenchArgs) -> CmdResult {
     let mut rows: Vec<VnicRow> = Vec::new();
     for (name, label, t) in &labs {
         let plan = input(build::prepare(t))?;
-        running(build::build(&plan, false))?;
+        running(build::build(&plan, false, false).map_err(String::from))?;
         let dirs: &[(&str, &str)] = if name == &"bench4" || name == &"bench5" { &[("client", "g1")] } else { &[("g1", "client"), ("client", "g1")] };
         let mut result = Ok(());
         for (from, to) in dirs {
-            eprintln!("bench: {label} {from} → {to}");
+            crate::errln!("bench: {label} {from} → {to}");
             let target = Target::Lab { rec: plan.record.clone(), from: (*from).into(), to: (*to).into() };
             match measure::repeated(&target, &spec, a.repeat, None, &|_, _| {}) {
                 Ok(m) => {
@@ -101,15 +101,15 @@ fn bench_vnic(a: VnicBenchArgs) -> CmdResult {
         return Ok(());
     }
     let find = |lab: &str, dir: &str| rows.iter().find(|r| r.lab == lab && r.direction == dir).cloned();
-    println!("{:<36} {:<16} {:>8} {:>12} {:>12} {:>10} {:>9}", "datapath", "direction", "Gb/s", "host %/Gb/s", "guest %/Gb/s", "backend %", "LRO ratio");
+    crate::outln!("{:<36} {:<16} {:>8} {:>12} {:>12} {:>10} {:>9}", "datapath", "direction", "Gb/s", "host %/Gb/s", "guest %/Gb/s", "backend %", "LRO ratio");
     for r in &rows {
         let o = |v: Option<f64>, p: usize| v.map(|x| format!("{x:.p$}")).unwrap_or("-".into());
-        println!("{:<36} {:<16} {:>8.2} {:>12.3} {:>12} {:>10} {:>9}", r.lab, r.direction, r.gbps, r.host_pct_per_gbps, o(r.guest_pct_per_gbps, 3), o(r.backend_pct, 1), o(r.lro_ratio, 1));
+        crate::outln!("{:<36} {:<16} {:>8.2} {:>12.3} {:>12} {:>10} {:>9}", r.lab, r.direction, r.gbps, r.host_pct_per_gbps, o(r.guest_pct_per_gbps, 3), o(r.backend_pct, 1), o(r.lro_ratio, 1));
     }
-    println!();
+    crate::outln!();
     for dir in ["g1 → client", "client → g1"] {
         if let (Some(b), Some(p), Some(e)) = (find("bridge", dir), find("paravirt", dir), find("emulated", dir)) {
-            println!(
+            crate::outln!(
                 "{dir}: paravirt/bridge throughput {:.2}×, CPU per Gb/s {:.2}×; emulated/paravirt CPU per Gb/s {:.2}×",
                 p.gbps / b.gbps,
                 p.host_pct_per_gbps / b.host_pct_per_gbps,
@@ -118,7 +118,7 @@ fn bench_vnic(a: VnicBenchArgs) -> CmdResult {
         }
     }
     if let (Some(off), Some(on)) = (find("paravirt, host GRO off", "client → g1"), find("paravirt, host GRO off, LRO guest", "client → g1")) {
-        println!(
+        crate::outln!(
             "LRO guest vs off (host GRO off, client → g1): throughput {:.2}×, host CPU per Gb/s {:.2}×, guest receive CPU per Gb/s {:.2}×, LRO ratio {:.1}",
             on.gbps / off.gbps,
             on.host_pct_per_gbps / off.host_pct_per_gbps,
@@ -201,8 +201,8 @@ fn bench_store(a: StoreArgs) -> CmdResult {
     if a.json {
         print_json(&v);
     } else {
-        println!("store: {per_point_ms:.3} ms per point = {share:.3} % of a default 2.5 s point");
-        println!("report of {} points (read back + HTML with charts): {report_s:.3} s, {} KB", a.points, html.len() / 1024);
+        crate::outln!("store: {per_point_ms:.3} ms per point = {share:.3} % of a default 2.5 s point");
+        crate::outln!("report of {} points (read back + HTML with charts): {report_s:.3} s, {} KB", a.points, html.len() / 1024);
     }
     Ok(())
 }
@@ -210,10 +210,10 @@ fn bench_store(a: StoreArgs) -> CmdResult {
 #[derive(Args)]
 struct EngineArgs {
     /// Measured seconds per run
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
     seconds: f64,
     /// Runs per tool and test; the median is compared
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=50))]
     repeat: u32,
     /// Paths: loopback, veth (the wire between the host's and the client's namespaces), bridge
     /// (a guest through a bridge lab to the client); in a lab both tools run placed the same way
@@ -244,7 +244,7 @@ fn bench_engine(a: EngineArgs) -> CmdResult {
             return Err(Fail::Input(format!("{tool} is not installed: `make deps` installs it")));
         }
     }
-    let mut progress = |s: &str| eprintln!("bench: {s}");
+    let mut progress = |s: &str| crate::errln!("bench: {s}");
     let mut rows: Vec<Row> = Vec::new();
     if paths.contains(&"loopback") {
         rows.extend(running(engine::compare(&Path::Loopback, a.seconds, a.repeat, &mut progress))?);
@@ -257,7 +257,7 @@ fn bench_engine(a: EngineArgs) -> CmdResult {
         need_root(&format!("vnetlab bench engine ({name} path)"))?;
         let t = Topology { name: "bench".into(), mode, guests: 1, ..Default::default() };
         let plan = input(build::prepare(&t))?;
-        running(build::build(&plan, false))?;
+        running(build::build(&plan, false, false).map_err(String::from))?;
         crate::experiment::measure::place_driver(Some(&plan.record.cpus));
         let r = engine::compare(&Path::Lab { name, rec: &plan.record, from }, a.seconds, a.repeat, &mut progress);
         let down = build::teardown("bench");
@@ -268,13 +268,13 @@ fn bench_engine(a: EngineArgs) -> CmdResult {
         print_json(&rows);
         return Ok(());
     }
-    println!("{:<9} {:<16} {:<12} {:>14} {:>14} {:>9} {:>12}", "path", "test", "peer", "vnetlab", "peer", "ratio", "CPU/unit ×");
+    crate::outln!("{:<9} {:<16} {:<12} {:>14} {:>14} {:>9} {:>12}", "path", "test", "peer", "vnetlab", "peer", "ratio", "CPU/unit ×");
     for r in &rows {
         let fmt = |m: &engine::Measure| match m.tps {
             Some(t) => format!("{:.0} tps", t),
             None => format!("{:.2} Gb/s", m.gbps),
         };
-        println!(
+        crate::outln!(
             "{:<9} {:<16} {:<12} {:>14} {:>14} {:>8.2}× {:>11.2}×{}",
             r.path,
             r.test,
@@ -286,6 +286,6 @@ fn bench_engine(a: EngineArgs) -> CmdResult {
             r.p50_ratio.map(|x| format!("   p50 latency {x:.2}×")).unwrap_or_default()
         );
     }
-    println!("ratio = vnetlab ÷ peer (throughput or transactions/s); CPU/unit = host cores per Gb/s (per 100k tps for RR), vnetlab ÷ peer");
+    crate::outln!("ratio = vnetlab ÷ peer (throughput or transactions/s); CPU/unit = host cores per Gb/s (per 100k tps for RR), vnetlab ÷ peer");
     Ok(())
 }

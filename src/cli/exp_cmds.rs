@@ -23,36 +23,87 @@ pub struct RunArgs {
     /// Print the points without running them
     #[arg(long)]
     list: bool,
+    /// Run a matrix of more than 100 000 points (at most 10 000 000)
+    #[arg(long)]
+    force: bool,
     #[arg(long)]
     json: bool,
 }
 
-/// Opens an existing store for reading; never makes one.
-fn existing(db: &Path) -> Result<Store, Fail> {
+/// Opens an existing store for reading only; never makes one, never writes.
+pub fn existing(db: &Path) -> Result<Store, Fail> {
+    let name = crate::text::clip(&db.display().to_string());
     if !db.exists() {
-        return Err(Fail::Input(format!("no store at {}: run an experiment first (`vnetlab run experiments/quick.toml`) or pass --db", db.display())));
+        return Err(Fail::Input(format!("no store at {name}: run an experiment first (`vnetlab run experiments/quick.toml`) or pass --db")));
     }
-    input(Store::open(db))
+    input(Store::open_read(db))
+}
+
+/// Reads, checks and counts an experiment file, then expands it; refuses a matrix too large to
+/// run before making a single point.
+fn load(path: &Path, force: bool) -> Result<erun::Loaded, Fail> {
+    let text = input(crate::text::read_capped(path, crate::text::MAX_FILE))?;
+    let exp = input(file::parse(&text, &crate::text::clip(&path.display().to_string())))?;
+    let n = matrix::count(&exp);
+    if n > matrix::HARD_MAX {
+        return Err(Fail::Input(format!("{}: the matrix has {n} points; vnetlab runs at most {}: split it into smaller experiments", exp.name, matrix::HARD_MAX)));
+    }
+    if n > matrix::MAX_POINTS && !force {
+        return Err(Fail::Input(format!("{}: the matrix has {n} points (over {}): pass --force to run it anyway, or split it", exp.name, matrix::MAX_POINTS)));
+    }
+    let points = matrix::expand(&exp);
+    Ok(erun::Loaded { text, file: exp, points })
+}
+
+/// A folder for the report: made if missing (its parent must exist: vnetlab makes no folder the
+/// user did not name) and checked writable, before the first point runs.
+fn output_dir(dir: &Path) -> Result<(), String> {
+    let name = crate::text::clip(&dir.display().to_string());
+    match std::fs::metadata(dir) {
+        Ok(m) if !m.is_dir() => return Err(format!("--out {name} is not a folder: give a folder for the HTML report")),
+        Ok(_) => {}
+        Err(_) => std::fs::create_dir(dir).map_err(|e| format!("--out {name}: cannot make the folder ({e}); its parent must exist"))?,
+    }
+    let probe = dir.join(format!(".vnetlab-write-test-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(|e| format!("--out {name} is not writable ({e}): give another folder"))?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
+/// A file vnetlab will write: its folder must exist, and the path must not be a folder.
+pub fn output_file(path: &Path, flag: &str) -> Result<(), String> {
+    let name = crate::text::clip(&path.display().to_string());
+    if path.is_dir() {
+        return Err(format!("{flag} {name} is a folder: give a file name"));
+    }
+    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(d) if !d.is_dir() => Err(format!("{flag} {name}: the folder {} does not exist (vnetlab makes no folder you did not ask for)", crate::text::clip(&d.display().to_string()))),
+        _ => Ok(()),
+    }
 }
 
 pub fn run(a: RunArgs) -> CmdResult {
-    let text = std::fs::read_to_string(&a.file).map_err(|e| Fail::Input(format!("cannot read {}: {e}", a.file.display())))?;
-    let exp = input(file::parse(&text, &a.file.display().to_string()))?;
-    let points = matrix::expand(&exp);
+    let loaded = load(&a.file, a.force)?;
+    let (exp, points) = (&loaded.file, &loaded.points);
     if a.list {
         if a.json {
-            print_json(&points);
+            print_json(points);
         } else {
             let secs: f64 = points.iter().map(matrix::estimate_s).sum();
-            println!("{}: {} points, about {:.0} s", exp.name, points.len(), secs);
-            for p in &points {
-                println!("{}", matrix::describe(p));
+            crate::outln!("{}: {} points, about {:.0} s", exp.name, points.len(), secs);
+            for p in points {
+                crate::outln!("{}", matrix::describe(p));
             }
         }
         return Ok(());
     }
     need_root("vnetlab run")?;
+    input(output_dir(&a.out))?;
     let store = input(Store::open(&a.db))?;
+    let eta: f64 = points.iter().map(matrix::estimate_s).sum();
+    if eta > 24.0 * 3600.0 && !a.json {
+        crate::errln!("vnetlab: note: {} points will take about {:.0} hours; Ctrl-C stops after the point under way and keeps what finished", points.len(), eta / 3600.0);
+    }
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr()) && !a.json;
     let bar = tty.then(|| {
         let b = indicatif::ProgressBar::new(points.len() as u64);
@@ -71,13 +122,13 @@ pub fn run(a: RunArgs) -> CmdResult {
                 b.set_message(format!("{eta} · {}", what.trim()));
             }
             None if !a.json && done != last => {
-                eprintln!("[{done}/{total}] {eta} · {}", what.trim());
+                crate::errln!("[{done}/{total}] {eta} · {}", what.trim());
                 last = done;
             }
             None => {}
         }
     };
-    let outcome = running(erun::run(&a.file, &store, &mut progress))?;
+    let outcome = running(erun::run(&loaded, &store, &mut progress))?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -88,28 +139,30 @@ pub fn run(a: RunArgs) -> CmdResult {
     if a.json {
         print_json(&serde_json::json!({"run": rrow, "points": pts, "html": html_path}));
     } else {
-        println!("run {} ({}): {} of {} points, {} failed, status {}", rrow.id, rrow.name, outcome.points_done, points.len(), outcome.points_failed, outcome.status);
-        print!("{}", table::summary(&pts));
-        println!("report: {}", html_path.display());
+        crate::outln!("run {} ({}): {} of {} points, {} failed, status {}", rrow.id, rrow.name, outcome.points_done, points.len(), outcome.points_failed, outcome.status);
+        crate::out!("{}", table::summary(&pts));
+        crate::outln!("report: {}", html_path.display());
     }
     if outcome.status == "interrupted" {
-        return Err(Fail::Run(format!("interrupted: {} finished points kept in {} (run {})", outcome.points_done, a.db.display(), outcome.run_id)));
+        return Err(Fail::Interrupted(format!(
+            "interrupted: {} finished points kept in {} (run {}, marked interrupted); its labs were removed",
+            outcome.points_done,
+            crate::text::clip(&a.db.display().to_string()),
+            outcome.run_id
+        )));
     }
     Ok(())
 }
 
 pub fn write_report(run: &crate::store::RunRow, pts: &[PointRecord], path: &Path) -> Result<(), String> {
     let page = html::page(run, pts, &crate::plan::report_sections(run, pts))?;
-    if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(d).map_err(|e| format!("cannot make {}: {e}", d.display()))?;
-    }
-    std::fs::write(path, page).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    std::fs::write(path, page).map_err(|e| format!("cannot write {}: {e}", crate::text::clip(&path.display().to_string())))
 }
 
 #[derive(Args)]
 pub struct ReportArgs {
     /// The run: its id, or latest
-    #[arg(default_value = "latest")]
+    #[arg(default_value = "latest", allow_hyphen_values = true)]
     run: String,
     #[arg(long, default_value = DEFAULT_DB)]
     db: PathBuf,
@@ -121,6 +174,9 @@ pub struct ReportArgs {
 }
 
 pub fn report(a: ReportArgs) -> CmdResult {
+    if let Some(h) = &a.html {
+        input(output_file(h, "--html"))?;
+    }
     let store = existing(&a.db)?;
     let r = input(store.run(&a.run))?;
     let pts: Vec<PointRecord> = running(store.points(r.id))?.into_iter().map(|(_, p)| p).collect();
@@ -130,10 +186,10 @@ pub fn report(a: ReportArgs) -> CmdResult {
     if a.json {
         print_json(&serde_json::json!({"run": r, "points": pts}));
     } else {
-        println!("run {} ({}), {}: {} of {} points", r.id, r.name, r.status, r.points, r.planned_points);
-        print!("{}", table::summary(&pts));
+        crate::outln!("run {} ({}), {}: {} of {} points", r.id, r.name, r.status, r.points, r.planned_points);
+        crate::out!("{}", table::summary(&pts));
         if let Some(h) = &a.html {
-            println!("report: {}", h.display());
+            crate::outln!("report: {}", h.display());
         }
     }
     Ok(())
@@ -153,9 +209,9 @@ pub fn runs(a: RunsArgs) -> CmdResult {
     if a.json {
         print_json(&rows);
     } else if rows.is_empty() {
-        println!("{} holds no runs", a.db.display());
+        crate::outln!("{} holds no runs", a.db.display());
     } else {
-        print!("{}", table::runs(&rows));
+        crate::out!("{}", table::runs(&rows));
     }
     Ok(())
 }
@@ -163,6 +219,7 @@ pub fn runs(a: RunsArgs) -> CmdResult {
 #[derive(Args)]
 pub struct ExportArgs {
     /// The run: its id, or latest
+    #[arg(allow_hyphen_values = true)]
     run: String,
     /// CSV (the only format today; JSON is `vnetlab report RUN --json`)
     #[arg(long)]
@@ -178,14 +235,34 @@ pub fn export(a: ExportArgs) -> CmdResult {
     if !a.csv {
         return Err(Fail::Input("say the format: --csv (or use `vnetlab report RUN --json`)".into()));
     }
+    if let Some(o) = &a.output {
+        input(output_file(o, "-o"))?;
+    }
     let store = existing(&a.db)?;
     let r = input(store.run(&a.run))?;
     let pts: Vec<PointRecord> = running(store.points(r.id))?.into_iter().map(|(_, p)| p).collect();
     let csv = table::csv(&r, &pts);
     match &a.output {
         Some(p) => running(std::fs::write(p, csv).map_err(|e| format!("cannot write {}: {e}", p.display())))?,
-        None => print!("{csv}"),
+        None => crate::out!("{csv}"),
     }
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct MigrateArgs {
+    /// The store to bring up to this vnetlab's schema (the readers never write)
+    #[arg(long, default_value = DEFAULT_DB)]
+    db: PathBuf,
+}
+
+pub fn migrate(a: MigrateArgs) -> CmdResult {
+    let name = crate::text::clip(&a.db.display().to_string());
+    if !a.db.exists() {
+        return Err(Fail::Input(format!("no store at {name}: nothing to migrate")));
+    }
+    input(Store::open(&a.db))?;
+    crate::outln!("{name} is up to date");
     Ok(())
 }
 
@@ -210,11 +287,11 @@ pub fn compare(a: CompareArgs) -> CmdResult {
         return Ok(());
     }
     if rows.is_empty() {
-        println!("runs {} and {} share no points (same mode, test, size, direction, offloads, wire)", ra.id, rb.id);
+        crate::outln!("runs {} and {} share no points (same mode, test, size, direction, offloads, wire)", ra.id, rb.id);
         return Ok(());
     }
-    println!("B = run {}, A = run {}; median (min–max) over repeats; ratio = B ÷ A of the medians; * = outside both runs' spread, ? = no spread (single runs), ! = unstable (>10 % across repeats)", rb.id, ra.id);
-    println!("{:<78} {:>24} {:>24} {:>8} {:>10}", "point", "A", "B", "ratio", "CPU/Gb ×");
+    crate::outln!("B = run {}, A = run {}; median (min–max) over repeats; ratio = B ÷ A of the medians; * = outside both runs' spread, ? = no spread (single runs), ! = unstable (>10 % across repeats)", rb.id, ra.id);
+    crate::outln!("{:<78} {:>24} {:>24} {:>8} {:>10}", "point", "A", "B", "ratio", "CPU/Gb ×");
     for r in rows {
         let mark = match r.significant {
             Some(true) => "*",
@@ -227,7 +304,7 @@ pub fn compare(a: CompareArgs) -> CmdResult {
             None => o(v, 3),
         };
         let flag = if r.unstable { "!" } else { "" };
-        println!("{:<78} {:>24} {:>24} {:>7}{mark:1}{flag:1} {:>10}", r.key, with(r.a, r.range_a), with(r.b, r.range_b), o(r.ratio, 3), o(r.cpu_ratio, 3));
+        crate::outln!("{:<78} {:>24} {:>24} {:>7}{mark:1}{flag:1} {:>10}", r.key, with(r.a, r.range_a), with(r.b, r.range_b), o(r.ratio, 3), o(r.cpu_ratio, 3));
     }
     Ok(())
 }

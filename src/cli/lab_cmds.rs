@@ -18,10 +18,10 @@ pub struct UpArgs {
     #[arg(long)]
     mode: Option<Mode>,
     /// Number of guests [default: 1]
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=9999))]
     guests: Option<u32>,
     /// MTU of every lab interface [default: 1500]
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(576..=9000))]
     mtu: Option<u32>,
     /// Where receive GRO runs: off, host (physical side), guest (virtual side), both [default: both]
     #[arg(long)]
@@ -89,8 +89,8 @@ impl UpArgs {
                 if flags_given {
                     return Err("--file describes the whole lab: put the other settings in the file (only --name may be given with it)".into());
                 }
-                let text = std::fs::read_to_string(f).map_err(|e| format!("cannot read {f}: {e}"))?;
-                TopologyFile::parse(&text, f)?.into_topology()
+                let text = crate::text::read_capped(std::path::Path::new(f), crate::text::MAX_FILE)?;
+                TopologyFile::parse(&text, &crate::text::clip(f))?.into_topology()
             }
             None => {
                 let d = Topology::default();
@@ -129,27 +129,28 @@ pub fn up(a: UpArgs) -> CmdResult {
     if a.dry_run {
         let p = input(build::prepare(&t))?;
         for line in crate::lab::plan::shell(&p) {
-            println!("{line}");
+            crate::outln!("{line}");
         }
         return Ok(());
     }
     need_root("vnetlab up")?;
     let plan = input(build::prepare(&t))?;
-    running(build::build(&plan, !a.json))?;
+    crate::sys::signals::install();
+    running(build::build(&plan, !a.json, true).map_err(String::from))?;
     let r = plan.record;
     if a.json {
         print_json(&r);
         return Ok(());
     }
-    println!("lab {} is up: mode {}, {} guest(s), subnet {}", t.name, t.mode, t.guests, t.subnet);
+    crate::outln!("lab {} is up: mode {}, {} guest(s), subnet {}", t.name, t.mode, t.guests, t.subnet);
     for e in &r.endpoints {
-        println!("  {:<7} {:<16} {:<15} {}", e.name, e.netns, e.address.to_string(), e.iface);
+        crate::outln!("  {:<7} {:<16} {:<15} {}", e.name, e.netns, e.address.to_string(), e.iface);
     }
-    println!("  cpus: {}", r.cpus.describe());
+    crate::outln!("  cpus: {}", r.cpus.describe());
     for n in &r.notes {
-        println!("  note: {n}");
+        crate::outln!("  note: {n}");
     }
-    println!("next: vnetlab status | vnetlab exec --lab {} g1 -- CMD | vnetlab down {}", t.name, t.name);
+    crate::outln!("next: vnetlab status | vnetlab exec --lab {} g1 -- CMD | vnetlab down {}", t.name, t.name);
     Ok(())
 }
 
@@ -166,7 +167,7 @@ pub fn down(a: DownArgs) -> CmdResult {
     let lab = input(state::resolve(a.lab.as_deref()))?;
     if a.dry_run {
         for l in input(build::teardown_plan(&lab))? {
-            println!("{l}");
+            crate::outln!("{l}");
         }
         return Ok(());
     }
@@ -175,7 +176,7 @@ pub fn down(a: DownArgs) -> CmdResult {
         return Err(Fail::Input(build::teardown_plan(&lab).err().unwrap_or_default()));
     }
     running(build::down(&lab))?;
-    eprintln!("lab {lab} removed");
+    crate::errln!("lab {lab} removed");
     Ok(())
 }
 
@@ -195,18 +196,16 @@ pub fn status(a: StatusArgs) -> CmdResult {
         return Ok(());
     }
     if s.labs.is_empty() && s.broken.is_empty() {
-        println!("no labs (make one with `vnetlab up`)");
+        crate::outln!("no labs (make one with `vnetlab up`)");
     }
     for l in &s.labs {
-        println!(
-            "lab {}  mode {}  subnet {}  {}  cpu accounting: {}",
-            l.name,
-            l.mode,
-            l.subnet,
-            if l.complete { "complete" } else { "INCOMPLETE (run `vnetlab down`)" },
-            l.cgroups
-        );
-        println!("  {:<7} {:<15} {:<16} {:<13} {:>5} {:<5} {:<4} {:<4} {:<4} {}", "part", "namespace", "address", "interface", "mtu", "state", "gro", "tso", "gso", "host port / qdisc");
+        let state = match (&l.damaged, l.complete) {
+            (Some(d), _) => format!("DAMAGED: {d} (`vnetlab down {}` removes the rest)", l.name),
+            (None, true) => "complete".into(),
+            (None, false) => format!("INCOMPLETE (`vnetlab down {}` removes it)", l.name),
+        };
+        crate::outln!("lab {}  mode {}  subnet {}  {state}  {}  cpu accounting: {}", l.name, l.mode, l.subnet, l.usage, l.cgroups);
+        crate::outln!("  {:<7} {:<15} {:<16} {:<13} {:>5} {:<5} {:<4} {:<4} {:<4} {}", "part", "namespace", "address", "interface", "mtu", "state", "gro", "tso", "gso", "host port / qdisc");
         let row = |e: &lstatus::EndpointStatus| {
             let i = e.interface.as_ref();
             let off = |k: &str| i.and_then(|i| i.offloads.get(k)).map(|v| v.split(' ').next().unwrap_or("").to_string()).unwrap_or("-".into());
@@ -215,7 +214,7 @@ pub fn status(a: StatusArgs) -> CmdResult {
                 (None, Some(q)) => format!("qdisc {q}"),
                 _ => String::new(),
             };
-            println!(
+            crate::outln!(
                 "  {:<7} {:<15} {:<16} {:<13} {:>5} {:<5} {:<4} {:<4} {:<4} {}",
                 e.name,
                 e.namespace,
@@ -235,7 +234,7 @@ pub fn status(a: StatusArgs) -> CmdResult {
             row(g);
         }
         for i in &l.host_interfaces {
-            println!(
+            crate::outln!(
                 "  host interface {} ({}): mtu {} gro {} tso {}{}",
                 i.name,
                 i.kind,
@@ -245,10 +244,10 @@ pub fn status(a: StatusArgs) -> CmdResult {
                 i.qdisc.as_ref().map(|q| format!(" qdisc {q}")).unwrap_or_default()
             );
         }
-        println!("  cpus: {}", l.cpus.describe());
+        crate::outln!("  cpus: {}", l.cpus.describe());
         for st in &l.steering {
             let napi: Vec<String> = st.napi_threads.iter().map(|t| format!("{} on {}", t.pid, crate::lab::cpus::CpuList(t.cpus.clone()))).collect();
-            println!(
+            crate::outln!(
                 "  wire end {} ({:?} side): rps {} xps {} threaded NAPI {}{} — {}",
                 st.iface,
                 st.side,
@@ -260,11 +259,11 @@ pub fn status(a: StatusArgs) -> CmdResult {
             );
         }
         for n in &l.notes {
-            println!("  note: {n}");
+            crate::outln!("  note: {n}");
         }
     }
     for b in &s.broken {
-        println!("lab {b}: interrupted before it was recorded; `vnetlab cleanup` removes it");
+        crate::outln!("lab {b}: interrupted before it was recorded; `vnetlab cleanup` removes it");
     }
     Ok(())
 }
@@ -322,8 +321,8 @@ pub fn probe(a: ProbeArgs) -> CmdResult {
     } else {
         for x in &results {
             match &x.error {
-                None => println!("{:>7} → {:<7} TCP ok   {:>7.3} ms  via {}", x.from, x.to, x.ms, x.target),
-                Some(e) => println!("{:>7} → {:<7} FAILED   {e}", x.from, x.to),
+                None => crate::outln!("{:>7} → {:<7} TCP ok   {:>7.3} ms  via {}", x.from, x.to, x.ms, x.target),
+                Some(e) => crate::outln!("{:>7} → {:<7} FAILED   {e}", x.from, x.to),
             }
         }
     }
@@ -338,32 +337,74 @@ pub struct CleanupArgs {
     /// Print what would be removed instead of removing it
     #[arg(long)]
     dry_run: bool,
+    /// Also remove this lab though it is in use or kept (repeatable)
+    #[arg(long, value_name = "LAB")]
+    force: Vec<String>,
 }
 
+/// `vnetlab cleanup`: removes the labs nobody uses any more (a run or `up` that died, an
+/// interrupted build), leaves labs in use and labs made by `up` alone unless named with --force,
+/// and removes vnetlab's shared cgroup folders once no lab is left.
 pub fn cleanup(a: CleanupArgs) -> CmdResult {
     if !a.dry_run {
         need_root("vnetlab cleanup")?;
     }
     let labs = state::labs();
+    for f in &a.force {
+        if !labs.contains(f) {
+            return Err(Fail::Input(format!("--force {}: there is no such lab{}", crate::text::clip(f), if labs.is_empty() { String::new() } else { format!(" (the labs are {})", labs.join(", ")) })));
+        }
+    }
     let mut errors = Vec::new();
+    let mut removed = 0;
     for lab in &labs {
+        let entries = match crate::lab::journal::read(&state::journal_path(lab), lab) {
+            Ok(e) => e,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        let forced = a.force.contains(lab);
+        match crate::lab::journal::usage(&entries, crate::sys::alive) {
+            crate::lab::journal::Usage::Owned { pid } if !forced => {
+                crate::errln!("left lab {lab}: in use by pid {pid} (`vnetlab cleanup --force {lab}` removes it anyway)");
+                continue;
+            }
+            crate::lab::journal::Usage::Kept if !forced => {
+                crate::errln!("left lab {lab}: made by `vnetlab up`, it lives until `vnetlab down {lab}`");
+                continue;
+            }
+            _ => {}
+        }
         if a.dry_run {
             for l in input(build::teardown_plan(lab))? {
-                println!("{l}");
+                crate::outln!("{l}");
             }
             continue;
         }
         match build::teardown(lab) {
-            Ok(()) => eprintln!("removed lab {lab}"),
+            Ok(()) => {
+                removed += 1;
+                crate::errln!("removed lab {lab}");
+            }
             Err(e) => errors.push(format!("{lab}: {e}")),
         }
     }
-    if labs.is_empty() {
-        eprintln!("no journals: nothing to remove");
+    if !a.dry_run && state::labs().is_empty() {
+        for dir in crate::lab::cgroup::shared_folders(&crate::lab::cgroup::detect()) {
+            if std::fs::remove_dir(&dir).is_ok() {
+                removed += 1;
+                crate::errln!("removed the empty shared cgroup folder {}", dir.display());
+            }
+        }
     }
-    let strays: Vec<String> = build::netns_list().into_iter().filter(|n| n.starts_with("vl")).collect();
+    if removed == 0 && errors.is_empty() && !a.dry_run {
+        crate::errln!("nothing to remove");
+    }
+    let strays: Vec<String> = build::netns_list().into_iter().filter(|n| n.starts_with("vl")).filter(|n| !state::labs().iter().any(|l| n.starts_with(&format!("vl{l}-")))).collect();
     if !strays.is_empty() && !a.dry_run {
-        eprintln!("left alone (no journal names them): {}", strays.join(" "));
+        crate::errln!("left alone (no journal names them): {}", strays.join(" "));
     }
     if !errors.is_empty() {
         return Err(Fail::Run(errors.join("; ")));

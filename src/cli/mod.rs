@@ -8,10 +8,12 @@ mod test_cmds;
 
 use clap::{Parser, Subcommand};
 
-/// How a command failed: bad input (exit 2) or a failure while doing the work (exit 1).
+/// How a command failed: bad input (exit 2), a failure while doing the work (exit 1), or stopped
+/// by SIGINT/SIGTERM after cleaning up (exit 130).
 pub enum Fail {
     Input(String),
     Run(String),
+    Interrupted(String),
 }
 
 pub type CmdResult = Result<(), Fail>;
@@ -70,6 +72,8 @@ enum Cmd {
     Export(exp_cmds::ExportArgs),
     /// Compare two runs point by point (ratios, marked where outside both spreads)
     Compare(exp_cmds::CompareArgs),
+    /// Bring a store written by an older vnetlab up to date (reading never writes)
+    Migrate(exp_cmds::MigrateArgs),
     /// Capacity plan: host CPU on a VDI server's networks per datapath (paper 1's Eq. 5) and desktops per server
     Plan(plan_cmds::PlanArgs),
     /// Benchmarks side by side with a named peer tool, as ratios
@@ -93,7 +97,7 @@ pub fn main() -> i32 {
             }
             let first = e.to_string();
             let first = first.lines().next().unwrap_or("bad arguments").trim_start_matches("error: ");
-            eprintln!("vnetlab: {first} (see --help)");
+            crate::errln!("vnetlab: {first} (see --help)");
             return 2;
         }
     };
@@ -116,28 +120,37 @@ pub fn main() -> i32 {
         Cmd::Runs(a) => exp_cmds::runs(a),
         Cmd::Export(a) => exp_cmds::export(a),
         Cmd::Compare(a) => exp_cmds::compare(a),
+        Cmd::Migrate(a) => exp_cmds::migrate(a),
     };
+    // The reader of our output went away (`| head`): the command stopped cleanly; end quietly.
+    if crate::sys::signals::is_output_closed() {
+        return 141;
+    }
     match r {
         Ok(()) => 0,
         Err(Fail::Input(m)) => {
-            eprintln!("vnetlab: {m}");
+            crate::errln!("vnetlab: {m}");
             2
         }
         Err(Fail::Run(m)) => {
-            eprintln!("vnetlab: {m}");
+            crate::errln!("vnetlab: {m}");
             1
+        }
+        Err(Fail::Interrupted(m)) => {
+            crate::errln!("vnetlab: {m}");
+            130
         }
     }
 }
 
 /// Refuses early when not root, naming the fix.
 pub fn need_root(what: &str) -> CmdResult {
-    if unsafe { libc::geteuid() } != 0 {
+    if !crate::sys::is_root() {
         return Err(Fail::Input(format!("{what} needs root (CAP_NET_ADMIN): run it as root, e.g. with sudo")));
     }
     Ok(())
 }
 
 pub fn print_json<T: serde::Serialize>(v: &T) {
-    println!("{}", serde_json::to_string_pretty(v).unwrap());
+    crate::outln!("{}", serde_json::to_string_pretty(v).unwrap());
 }

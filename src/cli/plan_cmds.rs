@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::{input, print_json, running, CmdResult, Fail};
 use crate::plan::{from_run, model, preset};
-use crate::store::{PointRecord, Store};
+use crate::store::PointRecord;
 
 #[derive(Args)]
 pub struct PlanArgs {
@@ -112,8 +112,8 @@ fn parse_list(s: &str) -> Result<Vec<f64>, String> {
 pub fn plan(a: PlanArgs) -> CmdResult {
     let file: PlanFile = match &a.file {
         Some(f) => {
-            let text = std::fs::read_to_string(f).map_err(|e| Fail::Input(format!("cannot read {}: {e}", f.display())))?;
-            toml::from_str(&text).map_err(|e| Fail::Input(crate::lab::topology::toml_error(&e, &text, &f.display().to_string())))?
+            let text = input(crate::text::read_capped(f, crate::text::MAX_FILE))?;
+            toml::from_str(&text).map_err(|e| Fail::Input(crate::lab::topology::toml_error(&e, &text, &crate::text::clip(&f.display().to_string()))))?
         }
         None => PlanFile::default(),
     };
@@ -135,10 +135,7 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         s.datapaths = file.datapath.iter().map(|d| model::Datapath { name: d.name.clone(), vdi_net_pct_per_gbps: d.vdi_1g, vm_net_pct_per_gbps: d.vm_1g }).collect();
     }
     if let Some(run) = &a.from_run {
-        if !a.db.exists() {
-            return Err(Fail::Input(format!("no store at {}: run an experiment first or pass --db", a.db.display())));
-        }
-        let store = input(Store::open(&a.db))?;
+        let store = super::exp_cmds::existing(&a.db)?;
         let r = input(store.run(run))?;
         let pts: Vec<PointRecord> = running(store.points(r.id))?.into_iter().map(|(_, p)| p).collect();
         let size = a.size.as_deref().map(crate::engine::spec::parse_size).transpose().map_err(Fail::Input)?.map(|v| v as u64);
@@ -179,12 +176,12 @@ pub fn plan(a: PlanArgs) -> CmdResult {
             "first_row_saving_buys_desktops": bought}));
         return Ok(());
     }
-    println!(
+    crate::outln!(
         "host CPU on the networks of {} desktops ({source}): {} Gbit each through the VM network in T_buffer, {} Gbit of screen over {} s",
         s.vms, s.vm_net_gbit, s.vdi_net_gbit, s.play_s
     );
     for u in &used {
-        println!("  {u}");
+        crate::outln!("  {u}");
     }
     let names: Vec<&str> = s.datapaths.iter().map(|d| d.name.as_str()).collect();
     let w = names.iter().map(|n| n.len()).max().unwrap_or(6).max(7);
@@ -197,8 +194,8 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         let _ = part;
     }
     head += "  saving";
-    println!("{:>8} | {:^vm$} | {:^vd$} |", "", "VM network (%)", "VDI network (%)", vm = (w + 1) * names.len() + 7, vd = (w + 1) * names.len() + 7);
-    println!("{head}");
+    crate::outln!("{:>8} | {:^vm$} | {:^vd$} |", "", "VM network (%)", "VDI network (%)", vm = (w + 1) * names.len() + 7, vd = (w + 1) * names.len() + 7);
+    crate::outln!("{head}");
     for r in &rows {
         let mut line = format!("{:>8} |", r.t_buffer_s);
         if names.len() == 2 {
@@ -215,10 +212,10 @@ pub fn plan(a: PlanArgs) -> CmdResult {
             }
             line += &format!(" {:>7.2}", r.saving_pct);
         }
-        println!("{line}");
+        crate::outln!("{line}");
     }
     if names.len() == 2 {
-        println!("(differences as the paper prints them: between the rounded cells; --json has the exact values)");
+        crate::outln!("(differences as the paper prints them: between the rounded cells; --json has the exact values)");
     }
     // Percentages over 100 are not shares of this host: say how much host it would take.
     for n in &names {
@@ -228,20 +225,20 @@ pub fn plan(a: PlanArgs) -> CmdResult {
             (c["fits"] == false).then_some((r.t_buffer_s, total))
         });
         if let Some((t, total)) = worst.into_iter().next() {
-            println!("{n} at T_buffer {t} s: {} (network CPU {:.0} % of the host)", model::does_not_fit(total, host_cores), total);
+            crate::outln!("{n} at T_buffer {t} s: {} (network CPU {:.0} % of the host)", model::does_not_fit(total, host_cores), total);
         }
     }
-    println!(
+    crate::outln!(
         "\ndensity at {share} % of the host per desktop, {vm_rate} VM network and a {:.4} Gb/s screen stream each:",
         s.vdi_net_gbit / s.play_s
     );
     for d in &density.datapaths {
-        println!("  {:<w$} {:>3} desktops ({:.3} % network CPU each){}", d.name, d.max_desktops, d.network_pct_per_desktop,
+        crate::outln!("  {:<w$} {:>3} desktops ({:.3} % network CPU each){}", d.name, d.max_desktops, d.network_pct_per_desktop,
             if d.more_than_last > 0 { format!(", {} more than {last}", d.more_than_last) } else { String::new() });
     }
     match bought {
-        Some(n) => println!("  the saving at T_buffer {} s ({:.2} %) buys {n} more desktops at {share} % each", rows[0].t_buffer_s, rows[0].saving_pct),
-        None => println!("  the saving at T_buffer {} s cannot be spent as desktops here: {last} does not fit on this host at these costs", rows[0].t_buffer_s),
+        Some(n) => crate::outln!("  the saving at T_buffer {} s ({:.2} %) buys {n} more desktops at {share} % each", rows[0].t_buffer_s, rows[0].saving_pct),
+        None => crate::outln!("  the saving at T_buffer {} s cannot be spent as desktops here: {last} does not fit on this host at these costs", rows[0].t_buffer_s),
     }
     Ok(())
 }

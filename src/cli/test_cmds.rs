@@ -32,13 +32,13 @@ pub struct TestArgs {
     #[arg(short = 'S')]
     remote_buf: Option<String>,
     /// Measured seconds (after the warm-up)
-    #[arg(short = 'l', long = "len", default_value_t = 10.0)]
+    #[arg(short = 'l', long = "len", default_value_t = 10.0, allow_negative_numbers = true)]
     duration: f64,
     /// Warm-up seconds, excluded from the figures
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5, allow_negative_numbers = true)]
     warmup: f64,
     /// Parallel streams (or RR connections) per sender
-    #[arg(short = 'P', long, default_value_t = 1)]
+    #[arg(short = 'P', long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=256))]
     parallel: u32,
     /// Pace each stream to this rate, e.g. 100mbit (paper 1's per-desktop load)
     #[arg(long)]
@@ -50,7 +50,7 @@ pub struct TestArgs {
     #[arg(long)]
     zerocopy: bool,
     /// Length of a reported interval, seconds
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     interval: f64,
     /// Send exactly this many bytes per stream (e.g. 256M), as netperf's -l -N; -l is then the time limit
     #[arg(long)]
@@ -77,7 +77,7 @@ pub struct TestArgs {
     #[arg(long)]
     to: Option<String>,
     /// Run the test N times (or up to N times with --confidence) and report the spread
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=1000))]
     repeat: u32,
     /// Repeat until the LEVEL % confidence interval of throughput and of host CPU is within
     /// WIDTH % (±WIDTH/2) of the mean, as netperf's -I; e.g. 95,5 (at least 3 runs, at most --repeat)
@@ -136,6 +136,9 @@ pub fn test(a: TestArgs) -> CmdResult {
             input(rec.endpoint(&from))?;
         }
         input(rec.endpoint(&to))?;
+        if from == to || (from == "guests" && crate::lab::names::parse_guest(&to).is_some()) {
+            return Err(Fail::Input(format!("--from {from} --to {to}: a test needs two different endpoints (e.g. --from g1 --to client)")));
+        }
         Target::Lab { rec, from, to }
     } else if let Some(h) = &a.host {
         let ip = input(resolve_host(h))?;
@@ -147,10 +150,17 @@ pub fn test(a: TestArgs) -> CmdResult {
     };
     let progress = |i: u32, n: u32| {
         if n > 1 && !a.json {
-            eprintln!("run {i}/{n}");
+            crate::errln!("run {i}/{n}");
         }
     };
-    let out = running(measure::repeated(&target, &spec, a.repeat, confidence, &progress))?;
+    crate::sys::signals::install();
+    let out = match measure::repeated(&target, &spec, a.repeat, confidence, &progress) {
+        Ok(o) => o,
+        Err(_) if crate::sys::signals::stop_requested() => {
+            return Err(Fail::Interrupted("interrupted: the test was stopped and its agents ended; no result (the lab is untouched)".into()))
+        }
+        Err(e) => return Err(Fail::Run(lab_gone(&target).unwrap_or(e))),
+    };
     if a.json {
         print_json(&out);
     } else {
@@ -163,7 +173,7 @@ pub fn test(a: TestArgs) -> CmdResult {
                 } else {
                     format!(", LRO: {} segments in, {} super-frames out, ratio {:.2}", lro["frames_in"], lro["superframes_out"], lro["lro_ratio"].as_f64().unwrap_or(0.0))
                 };
-                println!(
+                crate::outln!(
                     "  vNIC {g} ({}): from guest {} frames ({} GSO), to guest {} frames ({} GSO){extra}",
                     x["model"].as_str().unwrap_or("?"),
                     x["from_guest"]["frames"],
@@ -176,35 +186,43 @@ pub fn test(a: TestArgs) -> CmdResult {
         if let Some(c) = &out.cpu {
             print_cpu(c);
         } else if let Some(e) = &out.cpu_error {
-            println!("  CPU: not measured ({e})");
+            crate::outln!("  CPU: not measured ({e})");
         }
         if let Some(r) = &out.repeats {
             let ci = |s: &stats::Spread| s.ci.map(|[l, h]| format!(", {}% CI {l:.3}–{h:.3}", r.confidence_level)).unwrap_or_default();
-            println!("  {} runs: Gb/s min {:.3} median {:.3} max {:.3}{}", r.runs, r.throughput_gbps.min, r.throughput_gbps.median, r.throughput_gbps.max, ci(&r.throughput_gbps));
+            crate::outln!("  {} runs: Gb/s min {:.3} median {:.3} max {:.3}{}", r.runs, r.throughput_gbps.min, r.throughput_gbps.median, r.throughput_gbps.max, ci(&r.throughput_gbps));
             if let Some(c) = &r.host_busy_pct {
-                println!("          host CPU % min {:.2} median {:.2} max {:.2}{}", c.min, c.median, c.max, ci(c));
+                crate::outln!("          host CPU % min {:.2} median {:.2} max {:.2}{}", c.min, c.median, c.max, ci(c));
             }
             if let Some(c) = &r.normalized_pct_per_gbps {
-                println!("          CPU % per Gb/s min {:.3} median {:.3} max {:.3}{}", c.min, c.median, c.max, ci(c));
+                crate::outln!("          CPU % per Gb/s min {:.3} median {:.3} max {:.3}{}", c.min, c.median, c.max, ci(c));
             }
             if r.unstable {
-                println!("          UNSTABLE: throughput or CPU per Gb/s varied by more than 10 % across the runs");
+                crate::outln!("          UNSTABLE: throughput or CPU per Gb/s varied by more than 10 % across the runs");
             }
             if let Some(m) = r.confidence_met {
-                println!("          confidence {}", if m { "reached" } else { "NOT reached within --repeat runs" });
+                crate::outln!("          confidence {}", if m { "reached" } else { "NOT reached within --repeat runs" });
             }
         }
     }
     Ok(())
 }
 
+/// When a test in a lab fails because the lab went away under it (`vnetlab down`), says so.
+fn lab_gone(target: &Target) -> Option<String> {
+    let Target::Lab { rec, .. } = target else { return None };
+    let lab = &rec.topology.name;
+    let ns = std::path::Path::new("/run/netns").join(crate::lab::names::Names::new(lab).host_ns());
+    (!state::journal_path(lab).exists() || !ns.exists()).then(|| format!("lab {lab} was removed while the test ran (`vnetlab down`?): no result"))
+}
+
 pub fn print_cpu(c: &CpuReport) {
     let cores = |v: &[usize]| crate::lab::cpus::CpuList(v.to_vec()).to_string();
     if c.placed {
         let client = c.client_busy_pct.map(|p| format!("; client {p:.2} % of core(s) {}", cores(&c.client_cores))).unwrap_or_default();
-        println!("  host CPU {:.2} % of core(s) {} ({:.3} cores){client}", c.host_busy_pct, cores(&c.host_cores), c.host_busy_cores);
+        crate::outln!("  host CPU {:.2} % of core(s) {} ({:.3} cores){client}", c.host_busy_pct, cores(&c.host_cores), c.host_busy_cores);
     } else {
-        println!(
+        crate::outln!(
             "  host CPU {:.2} % ({:.3} cores; machine {:.2} % with the client) — UNPLACED: the client's work may be counted as the host's",
             c.host_busy_pct, c.host_busy_cores, c.machine_busy_pct
         );
@@ -220,33 +238,46 @@ pub fn print_cpu(c: &CpuReport) {
     if let Some(l) = c.leak_pct {
         line += &format!("; leak across the boundary {l:.2} % of host busy{}", if l < 2.0 { "" } else { " (OVER 2 %)" });
     }
-    println!("{line}");
+    crate::outln!("{line}");
     if c.host_steal_pct > crate::report::table::STEAL_WARN {
-        println!(
+        crate::outln!(
             "  steal: the hypervisor beneath this machine took {:.1} % of the host's cores during the test: its figures are unreliable",
             c.host_steal_pct
         );
     }
     if let Some(d) = &c.service_demand_us_per_kb {
-        println!("  service demand µs/KB: host {:.3}  send side {:.3}  receive side {:.3}", d.host, d.send, d.recv);
+        crate::outln!("  service demand µs/KB: host {:.3}  send side {:.3}  receive side {:.3}", d.host, d.send, d.recv);
     }
     if let Some(d) = &c.service_demand_us_per_tran {
-        println!("  service demand µs/transaction: host {:.2}  initiator {:.2}  server {:.2}", d.host, d.send, d.recv);
+        crate::outln!("  service demand µs/transaction: host {:.2}  initiator {:.2}  server {:.2}", d.host, d.send, d.recv);
     }
     for side in [crate::meter::Side::Host, crate::meter::Side::Client] {
-        let parts: Vec<String> =
-            c.parts.iter().filter(|p| p.side == side && p.busy_pct.abs() >= 0.05).map(|p| format!("{} {:.2} %", p.name, p.busy_pct)).collect();
+        let mine: Vec<&crate::meter::report::PartCpu> = c.parts.iter().filter(|p| p.side == side).collect();
+        let guests: Vec<&&crate::meter::report::PartCpu> = mine.iter().filter(|p| crate::lab::names::parse_guest(&p.name).is_some()).collect();
+        // Many guests fold into one line: their sum, and the busiest.
+        let fold = guests.len() > 8;
+        let mut parts: Vec<String> = Vec::new();
+        if fold {
+            let sum: f64 = guests.iter().map(|p| p.busy_pct).sum();
+            let top = guests.iter().max_by(|a, b| a.busy_pct.total_cmp(&b.busy_pct)).unwrap();
+            parts.push(format!("{} guests {sum:.2} % (busiest {} {:.2} %)", guests.len(), top.name, top.busy_pct));
+        }
+        parts.extend(
+            mine.iter()
+                .filter(|p| !(fold && crate::lab::names::parse_guest(&p.name).is_some()) && p.busy_pct.abs() >= 0.05)
+                .map(|p| format!("{} {:.2} %", p.name, p.busy_pct)),
+        );
         if !parts.is_empty() {
-            println!("  {} parts: {}", if side == crate::meter::Side::Host { "host" } else { "client" }, parts.join(", "));
+            crate::outln!("  {} parts: {}", if side == crate::meter::Side::Host { "host" } else { "client" }, parts.join(", "));
         }
     }
     let net: Vec<String> = ["NET_RX", "NET_TX"].iter().filter_map(|k| c.softirq_per_s.get(*k).map(|v| format!("{k} {v:.0}/s"))).collect();
-    println!("  softirqs {}; interrupts {:.0}/s", net.join(", "), c.interrupts_per_s);
+    crate::outln!("  softirqs {}; interrupts {:.0}/s", net.join(", "), c.interrupts_per_s);
     match c.counters.as_str() {
-        Some(s) => println!("  hardware counters: {s}"),
-        None => println!("  hardware counters: {}", c.counters),
+        Some(s) => crate::outln!("  hardware counters: {s}"),
+        None => crate::outln!("  hardware counters: {}", c.counters),
     }
-    println!("  meter: {:.2} % of one core at {} Hz", c.meter["own_cpu_pct_of_core"].as_f64().unwrap_or(0.0), c.meter["hz"]);
+    crate::outln!("  meter: {:.2} % of one core at {} Hz", c.meter["own_cpu_pct_of_core"].as_f64().unwrap_or(0.0), c.meter["hz"]);
 }
 
 fn resolve_host(h: &str) -> Result<IpAddr, String> {
@@ -283,46 +314,56 @@ fn check_allowed(ip: IpAddr) -> Result<(), String> {
 
 pub fn print_result(r: &TestResult) {
     if r.transfer.is_some() && !r.intervals.is_empty() || r.transfer.is_none() {
-        println!(
+        crate::outln!(
             "{} {} → {}: {} B messages, {} stream(s), {:.1} s measured after a {:.1} s warm-up",
             r.test, r.from, r.to, r.message_bytes, r.parallel, r.duration_s, r.warmup_s
         );
     } else {
-        println!("{} {} → {}: {} B messages, {} stream(s), a fixed transfer", r.test, r.from, r.to, r.message_bytes, r.parallel);
+        crate::outln!("{} {} → {}: {} B messages, {} stream(s), a fixed transfer", r.test, r.from, r.to, r.message_bytes, r.parallel);
     }
     match (&r.transactions_per_s, &r.latency_us) {
         (Some(tps), Some(l)) => {
-            println!("  {:.0} transactions/s   latency µs: p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}", tps, l.p50, l.p90, l.p99, l.p999, l.max);
+            crate::outln!("  {:.0} transactions/s   latency µs: p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}", tps, l.p50, l.p90, l.p99, l.p999, l.max);
         }
-        (Some(tps), None) => println!("  {:.0} transactions/s (none completed in the window)", tps),
+        (Some(tps), None) => crate::outln!("  {:.0} transactions/s (none completed in the window)", tps),
         _ => {
-            println!("  throughput {:.3} Gb/s", r.throughput_gbps);
+            crate::outln!("  throughput {:.3} Gb/s", r.throughput_gbps);
             if r.per_source_gbps.len() > 1 {
                 for (src, g) in &r.per_source_gbps {
-                    println!("    {src:<8} {:.3} Gb/s", g.as_f64().unwrap_or(0.0));
+                    crate::outln!("    {src:<8} {:.3} Gb/s", g.as_f64().unwrap_or(0.0));
                 }
+            }
+            if !r.starved.is_empty() {
+                let names: Vec<&str> = r.starved.iter().take(12).map(String::as_str).collect();
+                crate::outln!(
+                    "  WARNING: {} of {} senders moved nothing in the measured window ({}{}): the host could not drive them all; use fewer guests, a longer -l or --rate",
+                    r.starved.len(),
+                    r.per_source_gbps.len(),
+                    names.join(", "),
+                    if r.starved.len() > names.len() { ", …" } else { "" }
+                );
             }
             let iv: Vec<String> = r.intervals.iter().map(|i| format!("{:.2}", i.gbps)).collect();
             if !iv.is_empty() {
-                println!("  per {:.1} s: {}", r.intervals[0].t, iv.join(" "));
+                crate::outln!("  per {:.1} s: {}", r.intervals[0].t, iv.join(" "));
             }
         }
     }
     if let Some(x) = r.tcp_retransmits {
-        println!("  TCP retransmissions: {x}");
+        crate::outln!("  TCP retransmissions: {x}");
     }
     if let Some(l) = r.udp_loss_pct {
-        println!("  UDP loss: {l:.2} %");
+        crate::outln!("  UDP loss: {l:.2} %");
     }
     if let Some(t) = &r.transfer {
-        println!("  transfer: {} bytes sent, {} received{}", t["bytes_sent"], t["bytes_received"], match t["match"].as_bool() {
+        crate::outln!("  transfer: {} bytes sent, {} received{}", t["bytes_sent"], t["bytes_received"], match t["match"].as_bool() {
             Some(true) if !t["sent_sha256"].is_null() => ", SHA-256 matches",
             Some(true) => "",
             _ => ", MISMATCH",
         });
     }
     if let Some(z) = &r.zerocopy {
-        println!("  MSG_ZEROCOPY: {} sends completed, {:.0} % copied by the kernel anyway", z["sends_completed"], z["copied_pct"].as_f64().unwrap_or(0.0));
+        crate::outln!("  MSG_ZEROCOPY: {} sends completed, {:.0} % copied by the kernel anyway", z["sends_completed"], z["copied_pct"].as_f64().unwrap_or(0.0));
     }
 }
 
@@ -337,15 +378,18 @@ pub struct ServeArgs {
     /// Token clients must present (default: a random one, printed)
     #[arg(long)]
     token: Option<String>,
-    /// Exit after one test session
+    /// Exit after one authenticated test session
     #[arg(long)]
     once: bool,
 }
 
 pub fn serve(a: ServeArgs) -> CmdResult {
+    if let Some(t) = &a.token {
+        input(crate::engine::serve::check_token(t))?;
+    }
     let token = a.token.clone().unwrap_or_else(crate::engine::serve::random_token);
     running(crate::engine::serve::serve(SocketAddr::new(a.bind, a.port), &token, a.once, |addr| {
-        eprintln!("vnetlab serve: listening on {addr}; token {token} (pass it to vnetlab test --token)");
+        crate::errln!("vnetlab serve: listening on {addr}; token {token} (pass it to vnetlab test --token)");
     }))
 }
 
@@ -355,7 +399,7 @@ pub struct MeterArgs {
     #[arg(long)]
     lab: Option<String>,
     /// Seconds to measure
-    #[arg(short = 'l', long = "len", default_value_t = 5.0)]
+    #[arg(short = 'l', long = "len", default_value_t = 5.0, allow_negative_numbers = true)]
     seconds: f64,
     #[arg(long)]
     json: bool,
@@ -374,13 +418,20 @@ pub fn meter(a: MeterArgs) -> CmdResult {
     let start = std::time::Instant::now() + std::time::Duration::from_millis(100);
     let end = start + std::time::Duration::from_secs_f64(a.seconds);
     m.window(start, end);
-    std::thread::sleep(end.saturating_duration_since(std::time::Instant::now()) + std::time::Duration::from_millis(50));
+    crate::sys::signals::install();
+    while std::time::Instant::now() < end + std::time::Duration::from_millis(50) {
+        if crate::sys::signals::stop_requested() {
+            m.stop();
+            return Err(Fail::Interrupted("interrupted: no measurement".into()));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let data = m.stop();
     let c = running(report::build(&data, &report::Traffic { gbps: None, transactions_per_s: None, send_parts: &[], recv_parts: &[] }))?;
     if a.json {
         print_json(&serde_json::json!({ "lab": lab, "cpu": c }));
     } else {
-        println!("lab {lab}, {:.1} s:", c.window_s);
+        crate::outln!("lab {lab}, {:.1} s:", c.window_s);
         print_cpu(&c);
     }
     Ok(())
@@ -435,5 +486,5 @@ pub fn vnic(a: VnicArgs) -> CmdResult {
 pub fn agent() -> CmdResult {
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
-    running(crate::engine::agent::session(stdin.lock(), stdout.lock(), None))
+    running(crate::engine::agent::session(stdin.lock(), stdout.lock(), None).map(|_| ()))
 }

@@ -24,39 +24,58 @@ enum Prepared {
     UdpClient { spec: Spec, sockets: Vec<(u32, UdpSocket)> },
 }
 
-#[derive(Default)]
 pub struct Agent {
     prepared: Vec<Prepared>,
+    max_prepared: usize,
+}
+
+/// The most listens and connects one `serve` session may prepare before it runs them (an agent a
+/// lab test starts serves its own driver, one pair per guest, and has no such cap).
+pub const MAX_PREPARED: usize = 64;
+
+/// How a session ended.
+#[derive(Debug, PartialEq)]
+pub enum SessionEnd {
+    /// The peer said quit or closed the channel, after authenticating (if a token was asked).
+    Done,
+    /// The first line was not a hello with the right token: nothing was served.
+    Refused,
 }
 
 /// Serves one control channel until it closes or says quit. With a token, the first line must
-/// be a matching hello.
-pub fn session(input: impl BufRead, mut out: impl Write, token: Option<&str>) -> Result<(), String> {
-    let mut agent = Agent::default();
-    let mut lines = input.lines();
+/// be a matching hello. Every line is read within `MAX_REQUEST` bytes.
+pub fn session(mut input: impl BufRead, mut out: impl Write, token: Option<&str>) -> Result<SessionEnd, String> {
+    let max_prepared = if token.is_some() { MAX_PREPARED } else { usize::MAX };
+    let mut agent = Agent { prepared: Vec::new(), max_prepared };
     if let Some(tok) = token {
-        let first = lines.next().and_then(Result::ok).unwrap_or_default();
+        let first = proto::read_line(&mut input, proto::MAX_REQUEST).ok().flatten().unwrap_or_default();
         match serde_json::from_str::<Request>(&first) {
-            Ok(Request::Hello { token }) if constant_time_eq(token.as_bytes(), tok.as_bytes()) => send(&mut out, &Reply::Ok)?,
+            Ok(Request::Hello { token }) if !tok.is_empty() && constant_time_eq(token.as_bytes(), tok.as_bytes()) => send(&mut out, &Reply::Ok)?,
             _ => {
                 let _ = send(&mut out, &Reply::Error { error: "wrong token: pass the token `vnetlab serve` printed with --token".into() });
-                return Err("a client gave a wrong token".into());
+                return Ok(SessionEnd::Refused);
             }
         }
     }
-    for line in lines {
-        let line = line.map_err(|e| format!("control channel: {e}"))?;
+    loop {
+        let line = match proto::read_line(&mut input, proto::MAX_REQUEST) {
+            Ok(Some(l)) => l,
+            Ok(None) => return Ok(SessionEnd::Done),
+            Err(e) => {
+                let _ = send(&mut out, &Reply::Error { error: format!("control channel: {e}") });
+                return Err(format!("control channel: {e}"));
+            }
+        };
         if line.trim().is_empty() {
             continue;
         }
         let reply = match serde_json::from_str::<Request>(&line) {
-            Ok(Request::Quit) => return Ok(()),
+            Ok(Request::Quit) => return Ok(SessionEnd::Done),
             Ok(req) => agent.handle(req),
-            Err(e) => Reply::Error { error: format!("bad request: {e}") },
+            Err(e) => Reply::Error { error: format!("bad request: {}", crate::text::clip(&e.to_string())) },
         };
         send(&mut out, &reply)?;
     }
-    Ok(())
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -71,6 +90,9 @@ fn send(out: &mut impl Write, r: &Reply) -> Result<(), String> {
 
 impl Agent {
     pub fn handle(&mut self, req: Request) -> Reply {
+        if matches!(req, Request::Listen { .. } | Request::Connect { .. }) && self.prepared.len() >= self.max_prepared {
+            return Reply::Error { error: format!("at most {} listens and connects per run", self.max_prepared) };
+        }
         let r = match req {
             Request::Hello { .. } => Ok(Reply::Ok),
             Request::Listen { spec, bind, ports, streams, first_id } => self.listen(spec, bind, ports, streams, first_id),
@@ -83,6 +105,9 @@ impl Agent {
 
     fn listen(&mut self, spec: Spec, bind: std::net::IpAddr, ports: Option<[u16; 2]>, streams: u32, first_id: u32) -> Result<Reply, String> {
         spec.validate()?;
+        if streams != spec.parallel {
+            return Err(format!("listen for {streams} streams with -P {}: they must match", spec.parallel));
+        }
         let buf = spec.remote_buf;
         match spec.test {
             TestKind::UdpStream | TestKind::UdpRr => {
@@ -118,6 +143,9 @@ impl Agent {
 
     fn connect(&mut self, spec: Spec, to: Vec<SocketAddr>, first_id: u32) -> Result<Reply, String> {
         spec.validate()?;
+        if to.len() > spec.parallel as usize {
+            return Err(format!("{} addresses for -P {}: at most one per stream", to.len(), spec.parallel));
+        }
         let n = spec.parallel;
         let addr = |k: u32| to.get(k as usize).or(to.first()).copied().ok_or("no address to connect to");
         match spec.test {

@@ -3,7 +3,7 @@
 //! one `TestResult`. It knows nothing of labs: callers hand it agents and addresses.
 
 use serde::Serialize;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::process::{Child, Command, Stdio};
@@ -25,19 +25,16 @@ pub struct AgentConn {
     child: Option<Child>,
 }
 
+/// Reads an agent's reply lines (each at most `MAX_REPLY` bytes) onto a channel.
 fn reader_thread(name: String, r: impl std::io::Read + Send + 'static) -> Receiver<String> {
     let (tx, rx) = mpsc::channel();
     std::thread::Builder::new()
         .name(format!("ctl-{name}"))
         .spawn(move || {
-            for line in BufReader::new(r).lines() {
-                match line {
-                    Ok(l) => {
-                        if tx.send(l).is_err() {
-                            break;
-                        }
-                    }
-                    Err(_) => break,
+            let mut r = BufReader::new(r);
+            while let Ok(Some(l)) = super::proto::read_line(&mut r, super::proto::MAX_REPLY) {
+                if tx.send(l).is_err() {
+                    break;
                 }
             }
         })
@@ -58,8 +55,11 @@ impl AgentConn {
     }
 
     /// An agent started as a child (e.g. inside a lab namespace), speaking on its stdin/stdout.
+    /// It runs in a process group of its own, so a terminal's Ctrl-C reaches the driver alone,
+    /// which then stops it; it dies with the driver.
     pub fn spawn(name: &str, mut cmd: Command) -> Result<AgentConn, String> {
         crate::lab::hostcmd::die_with_parent(&mut cmd);
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -91,8 +91,21 @@ impl AgentConn {
             .map_err(|_| format!("the agent in {} is gone", self.name))
     }
 
+    /// Waits for the next reply, at most `timeout`, and no longer than a stop request.
     fn recv(&mut self, timeout: Duration) -> Result<Reply, String> {
-        match self.rx.recv_timeout(timeout) {
+        let deadline = std::time::Instant::now() + timeout;
+        let slice = Duration::from_millis(100);
+        let got = loop {
+            if crate::sys::signals::stop_requested() {
+                return Err(INTERRUPTED.into());
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.rx.recv_timeout(left.min(slice)) {
+                Err(RecvTimeoutError::Timeout) if !left.is_zero() => continue,
+                other => break other,
+            }
+        };
+        match got {
             Ok(line) => match serde_json::from_str::<Reply>(&line) {
                 Ok(Reply::Error { error }) => Err(format!("{}: {error}", self.name)),
                 Ok(r) => Ok(r),
@@ -109,11 +122,16 @@ impl AgentConn {
     }
 }
 
+/// What a test stopped by SIGINT/SIGTERM (or a closed output) says.
+pub const INTERRUPTED: &str = "interrupted";
+
 impl Drop for AgentConn {
     fn drop(&mut self) {
         let _ = self.send(&Request::Quit);
         if let Some(c) = &mut self.child {
-            for _ in 0..100 {
+            // A second Ctrl-C skips the wait.
+            let waits = if crate::sys::signals::signals() >= 2 { 0 } else { 100 };
+            for _ in 0..waits {
                 if let Ok(Some(_)) = c.try_wait() {
                     return;
                 }
@@ -183,6 +201,10 @@ pub struct TestResult {
     /// --bytes/--verify: what was sent and received, and whether the hashes match.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transfer: Option<serde_json::Value>,
+    /// Senders whose streams moved nothing in the measured window (the host could not drive
+    /// them all): named, never averaged away.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub starved: Vec<String>,
 }
 
 /// Stream ids: pair k's streams are k*1000, k*1000+1, …
@@ -302,6 +324,11 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
         }
     }
     let is_rr = spec.test.is_rr();
+    let starved: Vec<String> = if is_rr || spec.bytes.is_some() {
+        vec![]
+    } else {
+        per_source.iter().filter(|(_, g)| *g == 0.0).map(|(n, _)| n.clone()).collect()
+    };
     let tps = is_rr.then(|| transactions as f64 / secs);
     let latency = (is_rr && hist.len() > 0).then(|| {
         let us = |q: f64| hist.value_at_quantile(q) as f64 / 1e3;
@@ -340,6 +367,7 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
         tcp_retransmits: (!spec.test.is_udp()).then_some(retrans),
         tcp_info,
         transfer: (spec.bytes.is_some() || spec.verify).then(|| transfer(reports)),
+        starved,
         zerocopy: spec.zerocopy.then(|| {
             serde_json::json!({"sends_completed": zc_done, "copied_pct": if zc_done > 0 { 100.0 * zc_copied as f64 / zc_done as f64 } else { 0.0 }})
         }),

@@ -67,6 +67,39 @@ pub struct SideReport {
     pub errors: Vec<String>,
 }
 
+/// The longest request line an agent reads (requests are small: a spec and some addresses).
+pub const MAX_REQUEST: usize = 1 << 20;
+/// The longest reply line the driver reads (a report with its histogram and TCP_INFO samples).
+pub const MAX_REPLY: usize = 64 << 20;
+
+/// Reads one line of at most `max` bytes (without the newline). A longer line is an error: its
+/// bytes are never all held. Ok(None) at the end of input.
+pub fn read_line(r: &mut impl std::io::BufRead, max: usize) -> std::io::Result<Option<String>> {
+    let mut line = Vec::new();
+    loop {
+        let buf = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok((!line.is_empty()).then(|| String::from_utf8_lossy(&line).into_owned()));
+        }
+        let (take, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (i, true),
+            None => (buf.len(), false),
+        };
+        if line.len() + take > max {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("a control line longer than {max} bytes")));
+        }
+        line.extend_from_slice(&buf[..take]);
+        r.consume(if done { take + 1 } else { take });
+        if done {
+            return Ok(Some(String::from_utf8_lossy(&line).into_owned()));
+        }
+    }
+}
+
 /// The 8 bytes that open every TCP data connection: magic and stream id.
 pub const MAGIC: u32 = 0x766e_6c31; // "vnl1"
 
@@ -89,6 +122,18 @@ mod tests {
     fn preamble_round_trips_and_rejects_strangers() {
         assert_eq!(parse_preamble(&preamble(42)), Some(42));
         assert_eq!(parse_preamble(b"GET / HT"), None);
+    }
+
+    #[test]
+    fn lines_are_read_within_a_bound() {
+        let mut r = std::io::BufReader::with_capacity(4, &b"ab\ncdefgh\nij"[..]);
+        assert_eq!(read_line(&mut r, 10).unwrap().as_deref(), Some("ab"));
+        assert_eq!(read_line(&mut r, 10).unwrap().as_deref(), Some("cdefgh"));
+        assert_eq!(read_line(&mut r, 10).unwrap().as_deref(), Some("ij"));
+        assert_eq!(read_line(&mut r, 10).unwrap(), None);
+        // An endless line is refused once it passes the bound, without holding it all.
+        let mut z = std::io::BufReader::new(std::io::Read::take(std::io::repeat(b'x'), 1 << 30));
+        assert!(read_line(&mut z, 1 << 16).is_err());
     }
 
     #[test]

@@ -51,6 +51,12 @@ impl fmt::Display for TestKind {
 }
 
 pub const MAX_SIZE: u64 = 1 << 30;
+/// The largest message, request or response: a buffer of it is allocated per stream.
+pub const MAX_MSG: usize = 64 << 20;
+/// The most buffer memory one side's streams may ask for (message size × parallel streams).
+pub const MAX_BUFFERS: usize = 256 << 20;
+/// The most bytes `--bytes` may send per stream.
+pub const MAX_BYTES: u64 = 1 << 40;
 
 /// A byte size: `64`, `1K`, `128K`, `1M` (powers of 1024, as netperf's -m 1K); 1 B to 1 GiB.
 pub fn parse_size(s: &str) -> Result<usize, String> {
@@ -134,8 +140,24 @@ impl Default for Spec {
 }
 
 impl Spec {
+    /// Checks every field, whether it came from the command line or a control connection: each
+    /// size, count and rate within its bounds before anything is allocated.
     pub fn validate(&self) -> Result<(), String> {
-        if !(0.1..=3600.0).contains(&self.duration) {
+        if !(1..=MAX_MSG).contains(&self.msg) || !(1..=MAX_MSG).contains(&self.req) || !(1..=MAX_MSG).contains(&self.resp) {
+            return Err(format!("-m and -r sizes: use 1 byte to {}M", MAX_MSG >> 20));
+        }
+        if (1..=256).contains(&self.parallel) && self.msg.max(self.req).max(self.resp) * self.parallel as usize > MAX_BUFFERS {
+            return Err(format!("-m × -P asks for more than {}M of buffers: use smaller messages or fewer streams", MAX_BUFFERS >> 20));
+        }
+        if let Some(r) = self.rate {
+            if !(1000..=10_000_000_000_000).contains(&r) {
+                return Err(format!("--rate {r} bit/s: use 1kbit to 10tbit"));
+            }
+        }
+        if self.bytes.is_some_and(|b| b > MAX_BYTES) {
+            return Err("--bytes: at most 1T per stream".into());
+        }
+        if !(0.1..=3600.0).contains(&self.duration) || !self.duration.is_finite() {
             return Err(format!("-l {}: use 0.1 to 3600 seconds", self.duration));
         }
         if !(0.0..=60.0).contains(&self.warmup) {
@@ -204,5 +226,17 @@ mod tests {
         assert!(Spec { test: TestKind::UdpStream, msg: 70000, ..Default::default() }.validate().is_err());
         assert!(Spec { parallel: 0, ..Default::default() }.validate().is_err());
         assert!(Spec { test: TestKind::TcpRr, zerocopy: true, ..Default::default() }.validate().is_err());
+        // What a control connection could ask: absurd sizes, zero-byte RR, rate 0.
+        for bad in [
+            Spec { msg: 1 << 62, ..Default::default() },
+            Spec { test: TestKind::TcpRr, req: 1 << 40, ..Default::default() },
+            Spec { test: TestKind::TcpRr, req: 0, resp: 0, ..Default::default() },
+            Spec { rate: Some(0), ..Default::default() },
+            Spec { msg: 16 << 20, parallel: 256, ..Default::default() },
+            Spec { duration: f64::NAN, ..Default::default() },
+            Spec { bytes: Some(u64::MAX), ..Default::default() },
+        ] {
+            assert!(bad.validate().is_err(), "{bad:?}");
+        }
     }
 }

@@ -122,6 +122,30 @@ pub fn expand(e: &ExperimentFile) -> Vec<Point> {
     out
 }
 
+/// Above this many points a run needs `--force`; above `HARD_MAX` it is refused outright.
+pub const MAX_POINTS: u128 = 100_000;
+pub const HARD_MAX: u128 = 10_000_000;
+
+/// How many points `expand` would make, counted without making them (a matrix of 10^9 points
+/// must be refused before anything is allocated).
+pub fn count(e: &ExperimentFile) -> u128 {
+    let m = &e.matrix;
+    let n = |v: usize| v as u128;
+    let loads = m.loads.as_ref().map_or(1, |l| n(l.len()));
+    let per_test: u128 = m.tests.iter().map(|t| if t.is_rr() { 1 } else { n(m.messages.len()) }).sum();
+    let per_lab = n(m.gro.len()) * n(m.tso.len()) * n(m.mtu.len()) * n(m.wire_rates.len());
+    let mut total: u128 = 0;
+    for &mode in &m.modes {
+        let lros = m.lro.iter().filter(|&&l| !l || mode == Mode::Paravirt).count();
+        for &g in &m.guests {
+            let dirs = m.directions.iter().filter(|&&d| d != Direction::GuestToGuest || g >= 2).count();
+            let here = n(lros) * n(dirs) * per_lab * per_test * loads * n(m.socket_buffers.len());
+            total = total.saturating_add(here);
+        }
+    }
+    total
+}
+
 /// Seconds a point takes, roughly (for the ETA before any point has run).
 pub fn estimate_s(p: &Point) -> f64 {
     (p.spec.warmup + p.spec.duration + 0.8) * p.repeat as f64
@@ -176,6 +200,26 @@ mod tests {
         assert!(pts.iter().filter(|p| p.lab.lro).all(|p| p.lab.mode == Mode::Paravirt));
         let bad = "name = \"m\"\n[matrix]\nmodes = [\"bridge\"]\nlro = [true]\n";
         assert!(super::super::file::parse(bad, "m.toml").unwrap_err().contains("paravirt"));
+    }
+
+    #[test]
+    fn points_are_counted_without_being_made() {
+        let text = "name = \"m\"\n[matrix]\nmodes = [\"bridge\", \"paravirt\"]\nguests = [2, 3]\nlro = [false, true]\ntests = [\"TCP_STREAM\", \"TCP_RR\"]\nmessages = [\"1K\", \"8K\"]\ndirections = [\"guest-to-client\", \"guest-to-guest\"]\nloads = [\"max\", \"1gbit\"]\n";
+        let e = super::super::file::parse(text, "m.toml").unwrap();
+        assert_eq!(count(&e), expand(&e).len() as u128);
+        // 10 values on each of 9 axes: 10^9 points, counted at once.
+        let ten = |f: &dyn Fn(usize) -> String| (0..10).map(|i| format!("\"{}\"", f(i))).collect::<Vec<_>>().join(", ");
+        let big = format!(
+            "name = \"b\"\n[matrix]\nmodes = [\"bridge\"]\nguests = [{}]\nmessages = [{}]\nsocket_buffers = [{}]\nmtu = [{}]\nwire_rates = [{}]\nloads = [{}]\ntso = [true, false]\ngro = [\"off\", \"host\", \"guest\", \"both\"]\n",
+            (1..=10).map(|g| g.to_string()).collect::<Vec<_>>().join(", "),
+            ten(&|i| format!("{}K", i + 1)),
+            ten(&|i| format!("{}K", i + 64)),
+            (0..10).map(|i| (1500 + i).to_string()).collect::<Vec<_>>().join(", "),
+            ten(&|i| format!("{}mbit", i + 100)),
+            ten(&|i| format!("{}mbit", i + 10)),
+        );
+        let e = super::super::file::parse(&big, "b.toml").unwrap();
+        assert_eq!(count(&e), 10u128.pow(6) * 8);
     }
 
     #[test]

@@ -225,7 +225,7 @@ fn dead_backends(target: &Target) -> Vec<String> {
     target
         .backends()
         .into_iter()
-        .filter(|(_, stats, _)| read_vnic(stats).map(|s| !std::path::Path::new(&format!("/proc/{}", s.pid)).exists()).unwrap_or(true))
+        .filter(|(_, stats, _)| read_vnic(stats).map(|s| !crate::sys::alive(s.pid, None)).unwrap_or(true))
         .map(|(g, _, log)| {
             let tail = std::fs::read_to_string(&log).unwrap_or_default();
             let last = tail.lines().last().unwrap_or("no log").to_string();
@@ -334,6 +334,9 @@ pub fn repeated(target: &Target, spec: &Spec, repeat: u32, confidence: Option<(u
     let mut runs: Vec<Measured> = Vec::new();
     let mut met = None;
     for i in 0..repeat.max(1) {
+        if crate::sys::signals::stop_requested() {
+            return Err(crate::engine::controller::INTERRUPTED.into());
+        }
         progress(i + 1, repeat);
         runs.push(measured_run(target, spec)?);
         if confidence.is_some() && runs.len() >= 3 {

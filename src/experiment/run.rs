@@ -2,10 +2,6 @@
 //! stores every point as soon as it is measured, and removes the lab. Ctrl-C (or SIGTERM) stops
 //! after the point under way, keeps the finished points, marks the run interrupted and removes the lab.
 
-use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
 use super::matrix::{self, Point};
 use super::measure::{self, Measured, Target};
 use super::{facts, file};
@@ -111,25 +107,44 @@ fn failed_record(p: &Point, error: &str) -> PointRecord {
     PointRecord { error: Some(error.to_string()), ..base(p) }
 }
 
-/// A lab name no other lab uses: `x1`, `x2`, …
-fn free_lab_name() -> String {
-    let taken = state::labs();
-    let ns = build::netns_list();
-    (1..).map(|i| format!("x{i}")).find(|n| !taken.contains(n) && !ns.iter().any(|s| s.starts_with(&format!("vl{n}-")))).unwrap()
+/// The most names a run tries before giving up on finding a free one.
+const NAME_TRIES: u32 = 999;
+
+/// Builds the lab for `cfg` under the first free name `x1`, `x2`, …: the journal made with
+/// `create_new` is the reservation, so two runs at once never take the same name.
+fn build_lab(cfg: &matrix::LabConfig) -> Result<(String, crate::lab::plan::Plan), build::BuildError> {
+    for i in 1..=NAME_TRIES {
+        let name = format!("x{i}");
+        let ns = format!("vl{name}-");
+        if state::journal_path(&name).exists() || build::netns_list().iter().any(|n| n.starts_with(&ns)) {
+            continue;
+        }
+        let plan = build::prepare(&cfg.topology(&name)).map_err(build::BuildError::Failed)?;
+        match build::build(&plan, false, false) {
+            Ok(()) => return Ok((name, plan)),
+            Err(build::BuildError::Taken(_)) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(build::BuildError::Failed(format!("no free lab name among x1…x{NAME_TRIES}: remove stale labs with `vnetlab cleanup`")))
 }
 
-/// Runs an experiment file into the store. `progress` gets (points done, total, seconds left, what).
-pub fn run(path: &Path, store: &Store, progress: &mut dyn FnMut(usize, usize, f64, &str)) -> Result<Outcome, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let exp = file::parse(&text, &path.display().to_string())?;
-    let points = matrix::expand(&exp);
-    let hash = sha256_hex(text.as_bytes());
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut sig = Vec::new();
-    for s in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        sig.push(signal_hook::flag::register(s, Arc::clone(&stop)).map_err(|e| e.to_string())?);
-    }
-    let run_id = store.begin_run(&exp.name, &exp.description, &text, &hash, &facts::host(), points.len() as u32)?;
+/// A parsed experiment: its text (stored with the run), the file and its points.
+pub struct Loaded {
+    pub text: String,
+    pub file: file::ExperimentFile,
+    pub points: Vec<Point>,
+}
+
+/// Runs an experiment into the store. `progress` gets (points done, total, seconds left, what).
+/// SIGINT/SIGTERM (or a closed output) stop it after the point under way (at once on a second
+/// Ctrl-C): the finished points are kept, the run is marked interrupted and the lab removed.
+pub fn run(exp: &Loaded, store: &Store, progress: &mut dyn FnMut(usize, usize, f64, &str)) -> Result<Outcome, String> {
+    let points = &exp.points;
+    let hash = sha256_hex(exp.text.as_bytes());
+    crate::sys::signals::install();
+    let stopping = crate::sys::signals::stop_requested;
+    let run_id = store.begin_run(&exp.file.name, &exp.file.description, &exp.text, &hash, &facts::host(), points.len() as u32)?;
     let total = points.len();
     let mut done = 0;
     let mut failed = 0;
@@ -143,27 +158,23 @@ pub fn run(path: &Path, store: &Store, progress: &mut dyn FnMut(usize, usize, f6
     let mut remaining = eta(0, 0.0, 0.0);
     let mut result: Result<(), String> = Ok(());
     let mut i = 0;
-    while i < total && !stop.load(Ordering::SeqCst) {
+    while i < total && !stopping() {
         // One lab for the run of points that share its configuration.
         let cfg = points[i].lab.clone();
         let group: Vec<&Point> = points[i..].iter().take_while(|p| p.lab == cfg).collect();
         i += group.len();
-        let name = free_lab_name();
         progress(done, total, remaining, &format!("building {} lab", cfg.mode));
-        let plan = match build::prepare(&cfg.topology(&name)) {
-            Ok(p) => p,
+        let (name, plan) = match build_lab(&cfg) {
+            Ok(x) => x,
+            Err(build::BuildError::Interrupted(_)) => break,
             Err(e) => {
-                result = Err(e);
+                result = Err(e.to_string());
                 break;
             }
         };
-        if let Err(e) = build::build(&plan, false) {
-            result = Err(e);
-            break;
-        }
         let lab_facts = facts::lab(&name);
         for p in group {
-            if stop.load(Ordering::SeqCst) {
+            if stopping() {
                 break;
             }
             progress(done, total, remaining, &matrix::describe(p));
@@ -172,10 +183,8 @@ pub fn run(path: &Path, store: &Store, progress: &mut dyn FnMut(usize, usize, f6
             let t0 = std::time::Instant::now();
             let rec = match measure::repeated(&target, &p.spec, p.repeat, None, &|_, _| {}) {
                 Ok(m) => record(p, &m, &lab_facts),
-                Err(e) if stop.load(Ordering::SeqCst) => {
-                    let _ = e;
-                    break;
-                }
+                // An interrupted point is not a failed one: it is not stored.
+                Err(_) if stopping() => break,
                 Err(e) => {
                     failed += 1;
                     failed_record(p, &e)
@@ -192,12 +201,9 @@ pub fn run(path: &Path, store: &Store, progress: &mut dyn FnMut(usize, usize, f6
             break;
         }
     }
-    for id in sig {
-        signal_hook::low_level::unregister(id);
-    }
     let status = if result.is_err() {
         "failed"
-    } else if stop.load(Ordering::SeqCst) {
+    } else if stopping() {
         "interrupted"
     } else {
         "complete"

@@ -6,8 +6,6 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::hostcmd::{self, HostCmd};
@@ -89,17 +87,44 @@ pub fn netns_list() -> Vec<String> {
         .collect()
 }
 
-/// Builds the plan. On failure or a signal, removes what it made and returns the reason.
-pub fn build(p: &Plan, progress: bool) -> Result<(), String> {
+/// Why a build did not leave a lab.
+#[derive(Debug)]
+pub enum BuildError {
+    /// Another lab holds the name (its journal exists): nothing was made.
+    Taken(String),
+    /// SIGINT/SIGTERM or a closed output stopped it; what was made is removed.
+    Interrupted(String),
+    Failed(String),
+}
+
+impl std::fmt::Display for BuildError {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            BuildError::Taken(m) | BuildError::Interrupted(m) | BuildError::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
+impl From<BuildError> for String {
+    fn from(e: BuildError) -> String {
+        e.to_string()
+    }
+}
+
+/// Builds the plan. `kept`: the lab outlives this process (`up`); otherwise it belongs to it and
+/// `cleanup` may remove it once the process is gone. On failure or a signal, removes what it made.
+pub fn build(p: &Plan, progress: bool, kept: bool) -> Result<(), BuildError> {
     let progress = progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let lab = p.record.topology.name.clone();
-    std::fs::create_dir_all(state::dir()).map_err(|e| format!("cannot make {}: {e}", state::dir().display()))?;
-    let mut j = Journal::create(&state::journal_path(&lab))?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut sig_ids = Vec::new();
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        sig_ids.push(signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|e| e.to_string())?);
-    }
+    std::fs::create_dir_all(state::dir()).map_err(|e| BuildError::Failed(format!("cannot make {}: {e}", state::dir().display())))?;
+    let mut j = match Journal::create(&state::journal_path(&lab), kept) {
+        Ok(j) => j,
+        Err(journal::CreateError::Taken) => {
+            return Err(BuildError::Taken(format!("lab '{lab}' already exists: remove it with `vnetlab down {lab}` or pick another --name")))
+        }
+        Err(journal::CreateError::Io(e)) => return Err(BuildError::Failed(e)),
+    };
+    crate::sys::signals::install();
     let result = (|| {
         std::fs::write(state::record_path(&lab), serde_json::to_string_pretty(&p.record).unwrap())
             .map_err(|e| format!("cannot write the lab record: {e}"))?;
@@ -109,11 +134,11 @@ pub fn build(p: &Plan, progress: bool) -> Result<(), String> {
         // Independent per-interface commands (ethtool) run a few at a time.
         let mut i = 0;
         while i < total {
-            if stop.load(Ordering::SeqCst) {
-                return Err("interrupted".to_string());
+            if stopping() {
+                return Err(INTERRUPTED.to_string());
             }
             if progress {
-                eprint!("\rbuilding lab {lab}: step {}/{total}", i + 1);
+                crate::err!("\rbuilding lab {lab}: step {}/{total}", i + 1);
             }
             match &p.steps[i] {
                 Step::Run { cmd: HostCmd::Ethtool { .. }, .. } => {
@@ -157,30 +182,34 @@ pub fn build(p: &Plan, progress: bool) -> Result<(), String> {
             }
             i += 1;
         }
-        settle(&p.record, &stop)?;
+        settle(&p.record)?;
         j.record(&[Entry::Complete])?;
         if progress {
-            eprintln!("\rbuilt lab {lab}: {total} steps in {:.2} s", start.elapsed().as_secs_f64());
+            crate::errln!("\rbuilt lab {lab}: {total} steps in {:.2} s", start.elapsed().as_secs_f64());
         }
         Ok(())
     })();
     if let Err(e) = result {
         if progress {
-            eprintln!();
+            crate::errln!();
         }
+        let stopped = stopping();
         let undo = teardown(&lab);
-        for id in sig_ids {
-            signal_hook::low_level::unregister(id);
-        }
-        return Err(match undo {
-            Ok(()) => format!("{e}; removed what was made"),
-            Err(u) => format!("{e}; removing what was made also failed: {u} (run `vnetlab cleanup`)"),
-        });
-    }
-    for id in sig_ids {
-        signal_hook::low_level::unregister(id);
+        let msg = match (stopped, undo) {
+            (true, Ok(())) => format!("interrupted while building lab {lab}; removed what was made"),
+            (false, Ok(())) => format!("{e}; removed what was made"),
+            (_, Err(u)) => format!("{e}; removing what was made also failed: {u} (run `vnetlab cleanup`)"),
+        };
+        return Err(if stopped { BuildError::Interrupted(msg) } else { BuildError::Failed(msg) });
     }
     Ok(())
+}
+
+/// What a build stopped by SIGINT/SIGTERM (or a closed output) says.
+pub const INTERRUPTED: &str = "interrupted";
+
+fn stopping() -> bool {
+    crate::sys::signals::stop_requested()
 }
 
 /// Starts a vNIC backend detached from `up` (its own session, no parent-death signal) inside the
@@ -234,7 +263,7 @@ fn start_backend(guest: &str, args: &[String], netns: &str, cgroups: &[std::path
 
 /// Waits (at most 3 s) until the kernel reports every lab interface that is set up as up: the
 /// operational state follows the admin state a moment later (linkwatch).
-fn settle(r: &state::LabRecord, stop: &AtomicBool) -> Result<(), String> {
+fn settle(r: &state::LabRecord) -> Result<(), String> {
     let mut namespaces: Vec<&str> = r.endpoints.iter().map(|e| e.netns.as_str()).collect();
     namespaces.sort();
     namespaces.dedup();
@@ -249,7 +278,8 @@ fn settle(r: &state::LabRecord, stop: &AtomicBool) -> Result<(), String> {
             });
             match pending {
                 None => break,
-                Some(l) if start.elapsed() > Duration::from_secs(3) || stop.load(Ordering::SeqCst) => {
+                Some(_) if stopping() => return Err(INTERRUPTED.to_string()),
+                Some(l) if start.elapsed() > Duration::from_secs(3) => {
                     return Err(format!("{} in {ns} did not come up (state {})", l["ifname"], l["operstate"]));
                 }
                 Some(_) => std::thread::sleep(Duration::from_millis(20)),
@@ -312,7 +342,7 @@ pub fn undo_steps(entries: &[Entry]) -> Result<Vec<Undo>, String> {
     let mut out = vec![Undo::KillProcesses];
     for e in entries.iter().rev() {
         match e {
-            Entry::Complete => {}
+            Entry::Complete | Entry::Owner { .. } => {}
             Entry::InNetns { netns, object } => {
                 if !namespaces.contains(netns) {
                     return Err(format!("journal names {object} in {netns}, a namespace the lab did not make"));
@@ -338,7 +368,7 @@ pub fn teardown_plan(lab: &str) -> Result<Vec<String>, String> {
     if !jpath.exists() {
         return Err(no_such_lab(lab));
     }
-    Ok(undo_steps(&journal::read(&jpath)?)?.iter().map(Undo::shell).collect())
+    Ok(undo_steps(&journal::read(&jpath, lab)?)?.iter().map(Undo::shell).collect())
 }
 
 fn no_such_lab(lab: &str) -> String {
@@ -353,7 +383,7 @@ fn no_such_lab(lab: &str) -> String {
 /// Removes everything the lab's journal names, in reverse, then the journal itself.
 pub fn teardown(lab: &str) -> Result<(), String> {
     let jpath = state::journal_path(lab);
-    let entries = if jpath.exists() { journal::read(&jpath)? } else { vec![] };
+    let entries = if jpath.exists() { journal::read(&jpath, lab)? } else { vec![] };
     let mut errors = Vec::new();
     for u in undo_steps(&entries)? {
         let r = match &u {

@@ -71,6 +71,15 @@ pub fn detect() -> Hierarchy {
     detect_from(&mounts, |d| std::fs::read_to_string(d.join("cgroup.controllers")).ok())
 }
 
+/// vnetlab's shared folders (`<root>/vnetlab`) in each hierarchy it uses, for removal once empty.
+pub fn shared_folders(h: &Hierarchy) -> Vec<PathBuf> {
+    match h {
+        Hierarchy::V2 { root, .. } => vec![root.join("vnetlab")],
+        Hierarchy::V1 { cpuacct, cpuset } => std::iter::once(cpuacct).chain(cpuset.iter()).map(|r| r.join("vnetlab")).collect(),
+        Hierarchy::None { .. } => vec![],
+    }
+}
+
 /// Whether processes can be confined to cores here (a cpuset controller), or why not.
 pub fn cpuset_ok(h: &Hierarchy) -> Result<(), String> {
     match h {
@@ -115,10 +124,9 @@ pub fn plan(h: &Hierarchy, lab_dir: &str, parts: &[(String, Option<String>)]) ->
         let lab = top.join(lab_dir);
         let all_cpus = read_trim(&root.join("cpuset.cpus.effective")).or_else(|| read_trim(&root.join("cpuset.cpus")));
         let mems = read_trim(&root.join("cpuset.mems.effective")).or_else(|| read_trim(&root.join("cpuset.mems")));
-        if !top.exists() {
-            steps.push((vec![Entry::Cgroup { path: top.clone(), shared: true }], HostCmd::Mkdir { path: top.clone() }));
-        }
-        steps.push((vec![Entry::Cgroup { path: lab.clone(), shared: false }], HostCmd::Mkdir { path: lab.clone() }));
+        // Every lab journals the shared folder, made or found: the last lab to go removes it.
+        steps.push((vec![Entry::Cgroup { path: top.clone(), shared: true }], HostCmd::Mkdir { path: top.clone(), exist_ok: true }));
+        steps.push((vec![Entry::Cgroup { path: lab.clone(), shared: false }], HostCmd::Mkdir { path: lab.clone(), exist_ok: false }));
         if v2 {
             let ctl = if pinned { "+cpu +cpuset" } else { "+cpu" };
             for dir in [&top, &lab] {
@@ -136,7 +144,7 @@ pub fn plan(h: &Hierarchy, lab_dir: &str, parts: &[(String, Option<String>)]) ->
         }
         for (i, (part, cpus)) in parts.iter().enumerate() {
             let dir = lab.join(part);
-            steps.push((vec![Entry::Cgroup { path: dir.clone(), shared: false }], HostCmd::Mkdir { path: dir.clone() }));
+            steps.push((vec![Entry::Cgroup { path: dir.clone(), shared: false }], HostCmd::Mkdir { path: dir.clone(), exist_ok: false }));
             if let (Some(c), true) = (cpus, is_cpuset || (v2 && pinned)) {
                 steps.push((vec![], HostCmd::Write { path: dir.join("cpuset.cpus"), value: c.clone() }));
                 if is_cpuset {
@@ -235,6 +243,7 @@ cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
         assert_eq!(p.folders[1], ("g1".to_string(), vec![PathBuf::from("/nonexistent/acct/vnetlab/vlx/g1")]));
         let made: Vec<_> = p.steps.iter().flat_map(|(e, _)| e.clone()).collect();
         assert_eq!(made.len(), 4, "vnetlab, the lab, host and g1: {made:?}");
+        assert_eq!(made[0], Entry::Cgroup { path: "/nonexistent/acct/vnetlab".into(), shared: true }, "the shared folder is journaled by every lab");
         let pinned = vec![("g1".to_string(), Some("0".to_string()))];
         assert!(plan(&h, "vlx", &pinned).unwrap_err().contains("cpuset"));
     }

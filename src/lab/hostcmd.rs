@@ -24,8 +24,8 @@ pub enum HostCmd {
     Sysctl { netns: String, key: String, value: String },
     /// Writes a sysfs or cgroup file.
     Write { path: PathBuf, value: String },
-    /// Creates a folder (a cgroup).
-    Mkdir { path: PathBuf },
+    /// Creates a folder (a cgroup); `exist_ok`: a shared folder another lab may have made.
+    Mkdir { path: PathBuf, exist_ok: bool },
     /// Steers an interface's receive and transmit processing (inside its namespace): RPS and XPS
     /// masks on every queue, and threaded NAPI.
     Steer { netns: String, dev: String, rps: String, xps: String, threaded: bool },
@@ -52,7 +52,7 @@ impl HostCmd {
             HostCmd::Nft { netns, script } => format!("ip netns exec {netns} nft -f - <<'EOF'\n{}EOF", script),
             HostCmd::Sysctl { netns, key, value } => format!("ip netns exec {netns} sysctl -qw {key}={value}"),
             HostCmd::Write { path, value } => format!("echo {value} > {}", path.display()),
-            HostCmd::Mkdir { path } => format!("mkdir {}", path.display()),
+            HostCmd::Mkdir { path, exist_ok } => format!("mkdir {}{}", if *exist_ok { "-p " } else { "" }, path.display()),
             HostCmd::Steer { netns, .. } => format!("ip netns exec {netns} sh -c '{}'", self.steer_script()),
         }
     }
@@ -95,8 +95,11 @@ impl HostCmd {
             HostCmd::Write { path, value } => {
                 return std::fs::write(path, value).map_err(|e| format!("writing {value} to {}: {e}", path.display()))
             }
-            HostCmd::Mkdir { path } => {
-                return std::fs::create_dir(path).map_err(|e| format!("creating {}: {e}", path.display()))
+            HostCmd::Mkdir { path, exist_ok } => {
+                return match std::fs::create_dir(path) {
+                    Err(e) if *exist_ok && e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+                    r => r.map_err(|e| format!("creating {}: {e}", path.display())),
+                };
             }
             HostCmd::Steer { netns, .. } => (ns_exec(netns, "sh", &["-ec".into(), self.steer_script()]), None),
         };
@@ -128,10 +131,12 @@ pub fn die_with_parent(cmd: &mut Command) {
     }
 }
 
-/// Runs a child with input, collecting output, killing it after `timeout`; it dies with vnetlab.
+/// Runs a child with input, collecting output, killing it after `timeout`; it dies with vnetlab,
+/// and runs in its own process group, so a terminal's Ctrl-C never cuts a command in half.
 pub fn run(cmd: &mut Command, input: Option<&str>, timeout: Duration) -> Result<Output, String> {
     let name = cmd.get_program().to_string_lossy().into_owned();
     die_with_parent(cmd);
+    cmd.process_group(0);
     let mut child = cmd
         .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())

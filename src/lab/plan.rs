@@ -70,6 +70,17 @@ pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &CpuPlan, sriov: Option<&SriovPf
     if let Some(why) = &cpus.unplaced_because {
         notes.push(format!("unplaced: {why}; every result says so"));
     }
+    // A backend is a process per guest, a kernel datapath is not: past these many guests per host
+    // core, a test from every guest at once may leave some with nothing (the result names them).
+    let per_core = if vnic { 16 } else { 128 };
+    if t.guests as usize > per_core * cpus.host.len().max(1) {
+        notes.push(format!(
+            "{} guests on {} host core(s): more than this host can drive at once in mode {} (about {per_core} per core); a test from every guest may starve some, and says which",
+            t.guests,
+            cpus.host.len(),
+            t.mode
+        ));
+    }
     let cgp = cgroup::plan(cg, &n.cgroup(), &parts)?;
     if let Hierarchy::None { why } = cg {
         notes.push(format!("no per-part CPU accounting: {why}"));

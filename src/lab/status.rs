@@ -44,6 +44,11 @@ pub struct LabStatus {
     pub name: String,
     pub mode: String,
     pub complete: bool,
+    /// What is missing from a lab whose journal says it is built (a namespace removed by hand, or
+    /// a `down` cut short): `vnetlab down` removes the rest.
+    pub damaged: Option<String>,
+    /// Who uses the lab: a live process (pid), `up` (kept until down), or nobody (abandoned).
+    pub usage: String,
     pub subnet: String,
     pub mtu_requested: u32,
     pub gro_requested: String,
@@ -91,9 +96,19 @@ pub fn status(only: Option<&str>) -> Result<Status, String> {
 fn lab_status(r: &LabRecord) -> Result<LabStatus, String> {
     let t = &r.topology;
     let n = Names::new(&t.name);
-    let complete = super::journal::read(&state::journal_path(&t.name))
-        .map(|es| es.contains(&super::journal::Entry::Complete))
-        .unwrap_or(false);
+    let entries = super::journal::read(&state::journal_path(&t.name), &t.name).unwrap_or_default();
+    let complete = entries.contains(&super::journal::Entry::Complete);
+    let missing: Vec<&str> = entries
+        .iter()
+        .filter_map(|e| if let super::journal::Entry::Netns { name } = e { Some(name.as_str()) } else { None })
+        .filter(|n| !std::path::Path::new("/run/netns").join(n).exists())
+        .collect();
+    let damaged = (!missing.is_empty()).then(|| format!("namespace {} is gone", missing.join(", ")));
+    let usage = match super::journal::usage(&entries, crate::sys::alive) {
+        super::journal::Usage::Owned { pid } => format!("in use by pid {pid}"),
+        super::journal::Usage::Kept => "kept (made by `vnetlab up`)".into(),
+        super::journal::Usage::Abandoned { why } => format!("abandoned: {why}"),
+    };
     // One `ip` read per namespace, then ethtool per interface (a few at a time).
     let mut namespaces: Vec<String> = r.endpoints.iter().map(|e| e.netns.clone()).collect();
     namespaces.sort();
@@ -138,7 +153,7 @@ fn lab_status(r: &LabRecord) -> Result<LabStatus, String> {
                 let st: Option<crate::vnic::backend::Stats> = std::fs::read(&v.stats).ok().and_then(|b| serde_json::from_slice(&b).ok());
                 let pid = st.as_ref().map(|s| s.pid);
                 serde_json::json!({"model": v.model, "lro": v.lro, "pid": pid,
-                    "running": pid.is_some_and(|p| std::path::Path::new(&format!("/proc/{p}")).exists()), "log": v.log})
+                    "running": pid.is_some_and(|p| crate::sys::alive(p, None)), "log": v.log})
             }),
         })
     };
@@ -148,7 +163,9 @@ fn lab_status(r: &LabRecord) -> Result<LabStatus, String> {
     Ok(LabStatus {
         name: t.name.clone(),
         mode: t.mode.to_string(),
-        complete,
+        complete: complete && damaged.is_none(),
+        damaged,
+        usage,
         subnet: t.subnet.to_string(),
         mtu_requested: t.mtu,
         gro_requested: serde_json::to_value(t.gro).unwrap().as_str().unwrap().to_string(),

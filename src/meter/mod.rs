@@ -145,11 +145,13 @@ fn read_part(p: &Part, hz: f64) -> PartTime {
     }
 }
 
+/// Reads /proc/stat and the accounting root first, together (their windows must line up: the
+/// root less the parts is what ran outside the lab), then each part.
 fn read_light(setup: &Setup, hz: f64) -> Light {
     let at = Instant::now();
     let stat = procstat::read().unwrap_or_default();
-    let parts = setup.parts.iter().map(|p| read_part(p, hz)).collect();
     let root = setup.root.as_deref().and_then(cgroupstat::read_percpu);
+    let parts = setup.parts.iter().map(|p| read_part(p, hz)).collect();
     Light { at, stat, parts, root }
 }
 

@@ -6,6 +6,12 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Bounds on a scenario, so that every figure it yields is finite and meaningful.
+pub const MAX_VMS: u32 = 1_000_000;
+pub const MAX_GBIT: f64 = 1e6;
+pub const MAX_SECONDS: f64 = 1e7;
+pub const MAX_COST: f64 = 1e6;
+
 /// A datapath's cost: host CPU % to move 1 Gbit per second through each network.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Datapath {
@@ -63,26 +69,29 @@ impl Scenario {
         if self.datapaths.is_empty() {
             return Err("no datapaths to plan: give --datapath NAME:VDI_1G:VM_1G, a --preset or --from-run".into());
         }
-        if self.vms == 0 {
-            return Err("--vms 0: plan for at least one desktop".into());
+        if !(1..=MAX_VMS).contains(&self.vms) {
+            return Err(format!("--vms {}: plan for 1 to {MAX_VMS} desktops", self.vms));
         }
         for (v, what) in [(self.vm_net_gbit, "--vm-net-gbit"), (self.vdi_net_gbit, "--vdi-net-gbit")] {
-            if !(v >= 0.0 && v.is_finite()) {
-                return Err(format!("{what} {v}: a size in Gbit, 0 or more"));
+            if !(0.0..=MAX_GBIT).contains(&v) {
+                return Err(format!("{what} {v:?}: a size in Gbit, 0 to {MAX_GBIT}"));
             }
         }
-        if !(self.play_s > 0.0 && self.play_s.is_finite()) {
-            return Err(format!("--play-s {}: the play time must be more than 0 seconds", self.play_s));
+        if !(self.play_s > 0.0 && self.play_s <= MAX_SECONDS) {
+            return Err(format!("--play-s {:?}: the play time must be more than 0 and at most {MAX_SECONDS} seconds", self.play_s));
         }
-        if self.buffer_s.is_empty() {
-            return Err("--buffer: give at least one buffering time".into());
+        if self.buffer_s.is_empty() || self.buffer_s.len() > 1000 {
+            return Err("--buffer: give 1 to 1000 buffering times".into());
         }
-        if let Some(b) = self.buffer_s.iter().find(|b| !(**b > 0.0 && b.is_finite())) {
-            return Err(format!("--buffer {b}: buffering takes more than 0 seconds"));
+        if let Some(b) = self.buffer_s.iter().find(|b| !(**b > 0.0 && **b <= MAX_SECONDS)) {
+            return Err(format!("--buffer {b:?}: buffering takes more than 0 and at most {MAX_SECONDS} seconds"));
+        }
+        if self.datapaths.len() > 100 {
+            return Err("at most 100 datapaths in one plan".into());
         }
         for d in &self.datapaths {
-            if !(d.vdi_net_pct_per_gbps >= 0.0 && d.vm_net_pct_per_gbps >= 0.0 && d.vdi_net_pct_per_gbps.is_finite() && d.vm_net_pct_per_gbps.is_finite()) {
-                return Err(format!("datapath {}: per-Gbit costs must be 0 or more", d.name));
+            if !((0.0..=MAX_COST).contains(&d.vdi_net_pct_per_gbps) && (0.0..=MAX_COST).contains(&d.vm_net_pct_per_gbps)) {
+                return Err(format!("datapath {}: per-Gbit costs must be 0 to {MAX_COST} % per Gb/s", crate::text::clip(&d.name)));
             }
         }
         Ok(())
@@ -163,11 +172,11 @@ pub fn desktops_bought(saving_pct: f64, desktop_share_pct: f64) -> u32 {
 }
 
 pub fn density(datapaths: &[Datapath], desktop_share_pct: f64, vm_gbps: f64, vdi_gbps: f64) -> Result<Density, String> {
-    if !(desktop_share_pct > 0.0 && desktop_share_pct <= 100.0) {
-        return Err(format!("--desktop-share {desktop_share_pct}: a desktop's own host CPU share, more than 0 and at most 100 %"));
+    if !(0.01..=100.0).contains(&desktop_share_pct) {
+        return Err(format!("--desktop-share {desktop_share_pct:?}: a desktop's own host CPU share, 0.01 to 100 %"));
     }
-    if !(vm_gbps >= 0.0 && vdi_gbps >= 0.0) {
-        return Err("per-desktop traffic must be 0 or more".into());
+    if !((0.0..=MAX_GBIT).contains(&vm_gbps) && (0.0..=MAX_GBIT).contains(&vdi_gbps)) {
+        return Err(format!("per-desktop traffic must be 0 to {MAX_GBIT} Gb/s"));
     }
     let rows: Vec<(String, f64, u32)> = datapaths
         .iter()
@@ -255,6 +264,7 @@ mod tests {
         let d = density(&s.datapaths, 2.5, 0.0, 0.0).unwrap();
         assert!(d.datapaths.iter().all(|r| r.max_desktops == 40));
         assert!(density(&s.datapaths, 0.0, 0.1, 0.0).is_err());
+        assert!(density(&s.datapaths, 1e-300, 0.1, 0.0).is_err());
     }
 
     #[test]
@@ -266,10 +276,12 @@ mod tests {
             x.validate().unwrap_err()
         };
         assert!(bad(&|x| x.buffer_s = vec![0.0]).contains("more than 0"));
-        assert!(bad(&|x| x.vm_net_gbit = -1.0).contains("0 or more"));
+        assert!(bad(&|x| x.vm_net_gbit = -1.0).contains("0 to"));
         assert!(bad(&|x| x.play_s = 0.0).contains("play"));
-        assert!(bad(&|x| x.vms = 0).contains("at least one"));
+        assert!(bad(&|x| x.vms = 0).contains("1 to"));
         assert!(bad(&|x| x.datapaths.clear()).contains("no datapaths"));
         assert!(bad(&|x| x.datapaths[0].vm_net_pct_per_gbps = f64::NAN).contains("costs"));
+        assert!(bad(&|x| x.vm_net_gbit = 1e308).contains("0 to"));
+        assert!(bad(&|x| x.buffer_s = vec![f64::INFINITY]).contains("at most"));
     }
 }

@@ -203,68 +203,130 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 }
 
 fn alive(pid: i64) -> bool {
-    pid > 0 && Path::new(&format!("/proc/{pid}")).exists()
+    u32::try_from(pid).is_ok_and(|p| p > 0 && crate::sys::alive(p, None))
+}
+
+/// What a path given as `--db` is: missing, an SQLite file (worth opening), or refused.
+fn check_path(path: &Path) -> Result<bool, String> {
+    let name = crate::text::clip(&path.display().to_string());
+    let not_ours = || format!("{name} is not a vnetlab database: pick another --db (vnetlab never overwrites it)");
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(format!("--db {name}: {e}")),
+    };
+    if meta.is_dir() {
+        return Err(format!("--db {name} is a folder: give the store's file, e.g. {name}/vnetlab.sqlite"));
+    }
+    if !meta.is_file() {
+        return Err(format!("--db {name} is not a regular file: give the store's file, e.g. vnetlab.sqlite"));
+    }
+    if meta.len() == 0 {
+        return Ok(false);
+    }
+    let mut head = [0u8; 16];
+    use std::io::Read;
+    let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)).map_err(|e| format!("--db {name}: {e}"))?;
+    if n < 16 || &head != b"SQLite format 3\0" {
+        return Err(not_ours());
+    }
+    Ok(true)
 }
 
 impl Store {
-    /// Opens (or creates) a store. A file that exists but is not a vnetlab database is refused.
+    /// Opens (or creates) a store for writing, migrating it. A file that exists but is not a
+    /// vnetlab database is refused and never written.
     pub fn open(path: &Path) -> Result<Store, String> {
-        let exists = path.exists() && std::fs::metadata(path).map(|m| m.len() > 0).unwrap_or(false);
-        let not_ours = || format!("{} is not a vnetlab database: pick another --db (vnetlab never overwrites it)", path.display());
-        if exists {
-            let mut head = [0u8; 16];
-            use std::io::Read;
-            let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)).map_err(|e| format!("{}: {e}", path.display()))?;
-            if n < 16 || &head != b"SQLite format 3\0" {
-                return Err(not_ours());
-            }
-        }
-        let conn = Connection::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(|e| e.to_string())?;
-        if exists {
-            let app: Option<String> = conn
-                .query_row("SELECT value FROM meta WHERE key = 'app'", [], |r| r.get(0))
-                .optional()
-                .unwrap_or(None);
-            if app.as_deref() != Some(APP) {
-                return Err(not_ours());
-            }
-        }
-        conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
-            .map_err(|e| e.to_string())?;
+        let exists = check_path(path)?;
+        let name = crate::text::clip(&path.display().to_string());
+        let conn = Connection::open(path).map_err(|e| format!("cannot open {name}: {e}"))?;
+        conn.busy_timeout(std::time::Duration::from_secs(30)).map_err(|e| e.to_string())?;
         let s = Store { conn, path: path.to_path_buf() };
+        if exists && s.app().as_deref() != Some(APP) {
+            return Err(format!("{name} is not a vnetlab database: pick another --db (vnetlab never overwrites it)"));
+        }
+        s.conn
+            .execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+            .map_err(|e| format!("{name}: {e}"))?;
         s.migrate()?;
         s.mark_dead_runs()?;
         Ok(s)
     }
 
+    /// Opens an existing store for reading only: nothing is written (no migration, no marking), so
+    /// a read-only file, folder or user can read it.
+    pub fn open_read(path: &Path) -> Result<Store, String> {
+        let name = crate::text::clip(&path.display().to_string());
+        if !check_path(path)? {
+            return Err(format!("{name} holds no store yet: `vnetlab run` makes one"));
+        }
+        use rusqlite::OpenFlags;
+        let ro = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let try_open = |c: Connection| -> Result<Store, rusqlite::Error> {
+            c.busy_timeout(std::time::Duration::from_secs(30))?;
+            let s = Store { conn: c, path: path.to_path_buf() };
+            s.conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0))?;
+            Ok(s)
+        };
+        // Without write access to the folder, SQLite cannot share the WAL index: read the file as
+        // it is (immutable) instead.
+        let s = Connection::open_with_flags(path, ro)
+            .and_then(try_open)
+            .or_else(|_| {
+                let uri = format!("file:{}?immutable=1", path.display());
+                Connection::open_with_flags(uri, ro | OpenFlags::SQLITE_OPEN_URI).and_then(try_open)
+            })
+            .map_err(|e| format!("cannot read {name}: {e}"))?;
+        if s.app().as_deref() != Some(APP) {
+            return Err(format!("{name} is not a vnetlab database: pick another --db"));
+        }
+        let v = s.schema_version()?;
+        if v < MIGRATIONS.len() {
+            return Err(format!("{name} was written by an older vnetlab (schema {v} of {}): `vnetlab migrate --db {name}` brings it up to date", MIGRATIONS.len()));
+        }
+        if v > MIGRATIONS.len() {
+            return Err(format!("{name} was written by a newer vnetlab (schema {v}, this one knows {}): use that vnetlab", MIGRATIONS.len()));
+        }
+        Ok(s)
+    }
+
+    fn app(&self) -> Option<String> {
+        self.conn.query_row("SELECT value FROM meta WHERE key = 'app'", [], |r| r.get(0)).optional().unwrap_or(None)
+    }
+
+    fn schema_version(&self) -> Result<usize, String> {
+        let v: Option<String> = self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))
+            .optional()
+            .map_err(|e| format!("{}: {e}", self.path.display()))?;
+        Ok(v.and_then(|v| v.parse().ok()).unwrap_or(0))
+    }
+
+    /// Brings the schema up to date. Each step runs in an IMMEDIATE transaction that re-reads the
+    /// version first, so two processes opening a new store at once wait for each other instead of
+    /// failing with "database is locked" or migrating twice.
     fn migrate(&self) -> Result<(), String> {
         let e = |e: rusqlite::Error| format!("{}: {e}", self.path.display());
-        self.conn
-            .execute_batch("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);")
-            .map_err(e)?;
-        self.conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('app', ?1)", [APP]).map_err(e)?;
-        let version: usize = self
-            .conn
-            .query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get::<_, String>(0))
-            .optional()
-            .map_err(e)?
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        if version > MIGRATIONS.len() {
-            return Err(format!(
-                "{} was written by a newer vnetlab (schema {version}, this one knows {}): use that vnetlab",
-                self.path.display(),
-                MIGRATIONS.len()
-            ));
-        }
-        for (i, m) in MIGRATIONS.iter().enumerate().skip(version) {
-            let tx = self.conn.unchecked_transaction().map_err(e)?;
-            tx.execute_batch(m).map_err(e)?;
-            tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?1)", [(i + 1).to_string()]).map_err(e)?;
+        loop {
+            let tx = rusqlite::Transaction::new_unchecked(&self.conn, rusqlite::TransactionBehavior::Immediate).map_err(e)?;
+            tx.execute_batch("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);").map_err(e)?;
+            tx.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('app', ?1)", [APP]).map_err(e)?;
+            let version = self.schema_version()?;
+            if version > MIGRATIONS.len() {
+                return Err(format!(
+                    "{} was written by a newer vnetlab (schema {version}, this one knows {}): use that vnetlab",
+                    self.path.display(),
+                    MIGRATIONS.len()
+                ));
+            }
+            if version == MIGRATIONS.len() {
+                return tx.commit().map_err(e);
+            }
+            tx.execute_batch(MIGRATIONS[version]).map_err(e)?;
+            tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?1)", [(version + 1).to_string()]).map_err(e)?;
             tx.commit().map_err(e)?;
         }
-        Ok(())
     }
 
     /// Runs whose process is gone while they say "running" were killed: mark them incomplete.
@@ -297,7 +359,7 @@ impl Store {
     /// Stores one point with its samples and CPU parts, in one transaction.
     pub fn add_point(&self, run: i64, p: &PointRecord) -> Result<i64, String> {
         let e = |e: rusqlite::Error| format!("storing point {}: {e}", p.seq);
-        let tx = self.conn.unchecked_transaction().map_err(e)?;
+        let tx = rusqlite::Transaction::new_unchecked(&self.conn, rusqlite::TransactionBehavior::Immediate).map_err(e)?;
         let js = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string());
         tx.execute(
             "INSERT INTO points (run_id, seq, mode, guests, direction, test, message_bytes, socket_buffer, gro, tso, mtu, wire_rate,
@@ -357,7 +419,12 @@ impl Store {
             vnetlab_version: r.get(4)?,
             started_at: r.get(5)?,
             finished_at: r.get(6)?,
-            status: r.get(7)?,
+            // A run whose process is gone while it says "running" was killed (a reader sees it so
+            // without writing; a writer records it).
+            status: match (r.get::<_, String>(7)?, r.get::<_, i64>(12)?) {
+                (s, pid) if s == "running" && !alive(pid) => "incomplete".into(),
+                (s, _) => s,
+            },
             planned_points: r.get(8)?,
             host_facts: serde_json::from_str(&r.get::<_, String>(9)?).unwrap_or_default(),
             points: r.get(10)?,
@@ -366,7 +433,7 @@ impl Store {
     }
 
     const RUN_COLS: &'static str = "r.id, r.name, r.description, r.experiment_hash, r.vnetlab_version, r.started_at, r.finished_at, r.status,
-        r.planned_points, r.host_facts, (SELECT COUNT(*) FROM points p WHERE p.run_id = r.id), r.experiment_text";
+        r.planned_points, r.host_facts, (SELECT COUNT(*) FROM points p WHERE p.run_id = r.id), r.experiment_text, r.pid";
 
     pub fn runs(&self) -> Result<Vec<RunRow>, String> {
         let mut st = self.conn.prepare(&format!("SELECT {} FROM runs r ORDER BY r.id", Self::RUN_COLS)).map_err(|e| e.to_string())?;

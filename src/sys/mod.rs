@@ -3,6 +3,8 @@
 
 use std::io;
 
+pub mod signals;
+
 /// A CPU affinity mask of the kernel's size (CPU_SETSIZE bits).
 fn cpu_set(cpus: &[usize]) -> io::Result<libc::cpu_set_t> {
     // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
@@ -64,6 +66,24 @@ fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
     Some(v)
 }
 
+/// When process `pid` started (clock ticks after boot, /proc/PID/stat field 22): with its pid,
+/// it names one process for good, where a pid alone may be reused.
+pub fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether the process that started at `start` with this pid still runs (None: any process with
+/// this pid).
+pub fn alive(pid: u32, start: Option<u64>) -> bool {
+    match (start_time(pid), start) {
+        (Some(now), Some(then)) => now == then,
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
+}
+
 /// Whether this process runs as root (the lab needs CAP_NET_ADMIN and cgroups).
 pub fn is_root() -> bool {
     // SAFETY: geteuid takes no arguments and cannot fail.
@@ -72,6 +92,15 @@ pub fn is_root() -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn this_process_is_alive_and_a_stale_start_is_not() {
+        let me = std::process::id();
+        let t = super::start_time(me).unwrap();
+        assert!(super::alive(me, Some(t)));
+        assert!(!super::alive(me, Some(t + 1)));
+        assert!(!super::alive(u32::MAX, None));
+    }
+
     #[test]
     fn affinity_round_trips_on_a_thread() {
         let all = super::online_cpus();
