@@ -159,7 +159,14 @@ pub fn test(a: TestArgs) -> CmdResult {
         Err(_) if crate::sys::signals::stop_requested() => {
             return Err(Fail::Interrupted("interrupted: the test was stopped and its agents ended; no result (the lab is untouched)".into()))
         }
-        Err(e) => return Err(Fail::Run(lab_gone(&target).unwrap_or(e))),
+        Err(e) => {
+            // An agent that died because `down` is removing the lab: give the removal a moment.
+            let t0 = std::time::Instant::now();
+            while lab_gone(&target).is_none() && t0.elapsed() < std::time::Duration::from_secs(3) && matches!(target, Target::Lab { .. }) {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            return Err(Fail::Run(lab_gone(&target).unwrap_or(e)));
+        }
     };
     if a.json {
         print_json(&out);
