@@ -6,11 +6,11 @@ pub fn all_text_parsers(data: &[u8]) {
     let Ok(s) = std::str::from_utf8(data) else { return };
     use crate::lab::{addr, journal, status, topology};
     let _ = topology::TopologyFile::parse(s, "fuzz.toml").map(|t| t.into_topology().validate());
-    let _ = s.parse::<topology::Rate>();
-    let _ = s.parse::<topology::Delay>();
-    let _ = s.parse::<topology::Loss>();
-    let _ = s.parse::<topology::Mode>();
-    let _ = s.parse::<topology::Gro>();
+    let _ = s.parse::<crate::units::Rate>();
+    let _ = s.parse::<crate::units::Delay>();
+    let _ = s.parse::<crate::units::Loss>();
+    let _ = s.parse::<crate::vocab::Mode>();
+    let _ = s.parse::<crate::vocab::Gro>();
     let _ = s.parse::<addr::Subnet>();
     let _ = addr::overlapping_route(s, &"10.213.0.0/16".parse().unwrap());
     let lines: Vec<String> = s.lines().map(str::to_string).collect();
@@ -20,12 +20,12 @@ pub fn all_text_parsers(data: &[u8]) {
     }
     let _ = status::parse_offloads(s);
     let _ = crate::meter::procstat::parse(s);
-    let _ = crate::engine::spec::parse_size(s);
-    let _ = crate::engine::spec::parse_rr(s);
-    let _ = s.parse::<crate::engine::spec::TestKind>();
+    let _ = crate::units::parse_size(s);
+    let _ = crate::units::parse_rr(s);
+    let _ = s.parse::<crate::vocab::TestKind>();
     control_protocol(s);
     let _ = serde_json::from_str::<crate::engine::proto::Reply>(s);
-    let _ = s.parse::<crate::lab::cpus::CpuList>();
+    let _ = s.parse::<crate::units::CpuList>();
     let _ = crate::lab::steer::mask_cpus(s);
     let _ = crate::meter::cgroupstat::parse_percpu(s);
     let _ = crate::experiment::file::parse(s, "fuzz.toml").map(|e| crate::experiment::matrix::count(&e));

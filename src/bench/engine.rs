@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::lab::{exec, hostcmd, state::LabRecord};
 use crate::meter::procstat;
+use crate::vocab::Role;
 
 #[derive(Serialize, Clone, Debug, Default)]
 pub struct Measure {
@@ -41,7 +42,7 @@ pub struct Row {
 /// same way: the sender in its endpoint's cpuset on the host's cores, the server on the client's.
 pub enum Path<'a> {
     Loopback,
-    Lab { name: &'static str, rec: &'a LabRecord, from: &'static str },
+    Lab { name: &'static str, rec: &'a LabRecord, from: Role },
 }
 
 impl Path<'_> {
@@ -54,7 +55,7 @@ impl Path<'_> {
     fn server_ip(&self) -> IpAddr {
         match self {
             Path::Loopback => [127, 0, 0, 1].into(),
-            Path::Lab { rec, .. } => IpAddr::V4(rec.endpoint("client").unwrap().address),
+            Path::Lab { rec, .. } => IpAddr::V4(rec.endpoint(Role::Client).unwrap().address),
         }
     }
     /// The cores whose busy time counts: the lab's host cores, or every core on loopback.
@@ -72,7 +73,7 @@ impl Path<'_> {
                 c.args(&argv[1..]);
                 Ok(c)
             }
-            Path::Lab { rec, from, .. } => exec::command(rec.endpoint(if server_side { "client" } else { from })?, argv),
+            Path::Lab { rec, from, .. } => exec::command(rec.endpoint(if server_side { Role::Client } else { *from })?, argv),
         }
     }
 }

@@ -4,7 +4,8 @@ use clap::{Args, Subcommand};
 
 use super::{input, need_root, print_json, running, CmdResult, Fail};
 use crate::bench::engine::{self, Path, Row};
-use crate::lab::{build, topology::{Mode, Topology}};
+use crate::lab::{build, topology::Topology};
+use crate::vocab::{Mode, Role, Senders};
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -49,7 +50,7 @@ struct VnicRow {
 
 fn bench_vnic(a: VnicBenchArgs) -> CmdResult {
     use crate::experiment::measure::{self, Target};
-    use crate::lab::topology::Gro;
+    use crate::vocab::Gro;
     need_root("vnetlab bench vnic")?;
     if !(0.5..=600.0).contains(&a.seconds) || !(1..=50).contains(&a.repeat) {
         return Err(Fail::Input("--seconds 0.5…600 and --repeat 1…50".into()));
@@ -66,11 +67,12 @@ fn bench_vnic(a: VnicBenchArgs) -> CmdResult {
     for (name, label, t) in &labs {
         let plan = input(build::prepare(t))?;
         running(build::build(&plan, false, false).map_err(String::from))?;
-        let dirs: &[(&str, &str)] = if name == &"bench4" || name == &"bench5" { &[("client", "g1")] } else { &[("g1", "client"), ("client", "g1")] };
+        let (g1, client) = (Role::Guest(1), Role::Client);
+        let dirs: &[(Role, Role)] = if name == &"bench4" || name == &"bench5" { &[(client, g1)] } else { &[(g1, client), (client, g1)] };
         let mut result = Ok(());
         for (from, to) in dirs {
             crate::errln!("bench: {label} {from} → {to}");
-            let target = Target::Lab { rec: plan.record.clone(), from: (*from).into(), to: (*to).into() };
+            let target = Target::Lab { rec: plan.record.clone(), from: Senders::One(*from), to: *to };
             match measure::repeated(&target, &spec, a.repeat, None, &|_, _| {}) {
                 Ok(m) => {
                     let g = m.result.throughput_gbps;
@@ -81,9 +83,9 @@ fn bench_vnic(a: VnicBenchArgs) -> CmdResult {
                         direction: format!("{from} → {to}"),
                         gbps: g,
                         host_pct_per_gbps: c.and_then(|c| c.normalized_pct_per_gbps).unwrap_or(0.0),
-                        guest_pct_per_gbps: (*to == "g1").then(|| part("g1").unwrap_or(0.0) / g),
+                        guest_pct_per_gbps: (*to == g1).then(|| part("g1").unwrap_or(0.0) / g),
                         backend_pct: part("vNIC backend g1"),
-                        lro_ratio: m.vnic.as_ref().and_then(|v| v["g1"]["lro"]["lro_ratio"].as_f64()),
+                        lro_ratio: m.vnic.as_ref().and_then(|v| v.get("g1")?.lro.as_ref().map(|l| l.lro_ratio)),
                     });
                 }
                 Err(e) => {
@@ -141,7 +143,9 @@ struct StoreArgs {
 /// Stores `n` synthetic points (load for timing only, in a temporary database that is removed)
 /// the way a run does, one transaction each, then reads them back and renders the HTML report.
 fn bench_store(a: StoreArgs) -> CmdResult {
-    use crate::store::{PointRecord, Store};
+    use crate::records::{HostFacts, PointKey, PointRecord, RunRef};
+    use crate::store::Store;
+    use crate::vocab::{Direction, Gro, Mode, PartKind, TestKind};
     use std::time::Instant;
     if !(1..=100_000).contains(&a.points) {
         return Err(Fail::Input("--points 1…100000".into()));
@@ -149,22 +153,22 @@ fn bench_store(a: StoreArgs) -> CmdResult {
     let path = std::env::temp_dir().join(format!("vnetlab-bench-store-{}.sqlite", std::process::id()));
     let _ = std::fs::remove_file(&path);
     let store = running(Store::open(&path))?;
-    let run = running(store.begin_run("bench", "synthetic points for timing", "", "", &serde_json::json!({}), a.points))?;
-    let modes = ["native", "bridge", "nat", "macvlan", "emulated", "paravirt"];
+    let run = running(store.begin_run("bench", "synthetic points for timing", "", "", &HostFacts::default(), a.points))?;
+    let modes = [Mode::Native, Mode::Bridge, Mode::Nat, Mode::Macvlan, Mode::Emulated, Mode::Paravirt];
     let sizes = [64u64, 256, 1024, 4096, 8192, 16384, 32768, 65536];
     let t0 = Instant::now();
     for i in 0..a.points {
         let p = PointRecord {
             seq: i + 1,
-            mode: modes[i as usize % modes.len()].into(),
-            guests: 1 + i / 48,
-            direction: "guest-to-client".into(),
-            test: "TCP_STREAM".into(),
-            message_bytes: sizes[(i as usize / modes.len()) % sizes.len()],
-            gro: "both".into(),
-            tso: true,
-            mtu: 1500,
-            parallel: 1,
+            key: PointKey {
+                mode: modes[i as usize % modes.len()],
+                guests: 1 + i / 48,
+                direction: Direction::GuestToClient,
+                test: TestKind::TcpStream,
+                message_bytes: sizes[(i as usize / modes.len()) % sizes.len()],
+                gro: Gro::Both,
+                ..Default::default()
+            },
             duration_s: 1.0,
             repeat: 1,
             throughput_gbps: Some(1.0 + (i % 17) as f64 / 3.0),
@@ -176,15 +180,15 @@ fn bench_store(a: StoreArgs) -> CmdResult {
             samples: (1..=10).map(|k| (k as f64 * 0.1, 1.0)).collect(),
             parts: ["g1", "client", "host", "vnetlab driver", "other processes", "kernel threads", "kernel (unattributed)"]
                 .iter()
-                .map(|n| (n.to_string(), "guest".to_string(), 5.0, 0.1))
+                .map(|n| (n.to_string(), PartKind::Guest, 5.0, 0.1))
                 .collect(),
-            result: Some(serde_json::json!({"throughput_gbps": 1.0, "intervals": [], "cpu": {"parts": []}})),
+            result: Some(r#"{"throughput_gbps": 1.0, "intervals": [], "cpu": {"parts": []}}"#.into()),
             ..Default::default()
         };
         running(store.add_point(run, &p))?;
     }
     let store_s = t0.elapsed().as_secs_f64();
-    let r = running(store.run(&run.to_string()))?;
+    let r = running(store.run(RunRef::Id(run)))?;
     let t1 = Instant::now();
     let pts: Vec<PointRecord> = running(store.points(run))?.into_iter().map(|(_, p)| p).collect();
     let html = running(crate::report::html::page(&r, &pts, &crate::plan::report_sections(&r, &pts)))?;
@@ -250,7 +254,7 @@ fn bench_engine(a: EngineArgs) -> CmdResult {
         rows.extend(running(engine::compare(&Path::Loopback, a.seconds, a.repeat, &mut progress))?);
     }
     // The lab paths: the bare wire (host → client) and through a bridge (g1 → client).
-    for (name, mode, from) in [("veth", Mode::Native, "host"), ("bridge", Mode::Bridge, "g1")] {
+    for (name, mode, from) in [("veth", Mode::Native, Role::Host), ("bridge", Mode::Bridge, Role::Guest(1))] {
         if !paths.contains(&name) {
             continue;
         }

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use super::{input, need_root, print_json, running, CmdResult, Fail};
 use crate::experiment::{file, matrix, run as erun};
 use crate::report::{compare as rcompare, html, table};
-use crate::store::{PointRecord, Store};
+use crate::records::{PointRecord, RunRef};
+use crate::vocab::RunStatus;
+use crate::store::Store;
 
 const DEFAULT_DB: &str = "vnetlab.sqlite";
 
@@ -132,8 +134,8 @@ pub fn run(a: RunArgs) -> CmdResult {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let rrow = running(store.run(&outcome.run_id.to_string()))?;
-    let pts: Vec<PointRecord> = running(store.points(outcome.run_id))?.into_iter().map(|(_, p)| p).collect();
+    let rrow = store.run(RunRef::Id(outcome.run_id))?;
+    let pts: Vec<PointRecord> = store.points(outcome.run_id)?.into_iter().map(|(_, p)| p).collect();
     let html_path = a.out.join(format!("run-{}.html", outcome.run_id));
     running(write_report(&rrow, &pts, &html_path))?;
     if a.json {
@@ -143,7 +145,7 @@ pub fn run(a: RunArgs) -> CmdResult {
         crate::out!("{}", table::summary(&pts));
         crate::outln!("report: {}", html_path.display());
     }
-    if outcome.status == "interrupted" {
+    if outcome.status == RunStatus::Interrupted {
         return Err(Fail::Interrupted(format!(
             "interrupted: {} finished points kept in {} (run {}, marked interrupted); its labs were removed",
             outcome.points_done,
@@ -154,7 +156,7 @@ pub fn run(a: RunArgs) -> CmdResult {
     Ok(())
 }
 
-pub fn write_report(run: &crate::store::RunRow, pts: &[PointRecord], path: &Path) -> Result<(), String> {
+pub fn write_report(run: &crate::records::RunRow, pts: &[PointRecord], path: &Path) -> Result<(), String> {
     let page = html::page(run, pts, &crate::plan::report_sections(run, pts))?;
     std::fs::write(path, page).map_err(|e| format!("cannot write {}: {e}", crate::text::clip(&path.display().to_string())))
 }
@@ -163,7 +165,7 @@ pub fn write_report(run: &crate::store::RunRow, pts: &[PointRecord], path: &Path
 pub struct ReportArgs {
     /// The run: its id, or latest
     #[arg(default_value = "latest", allow_hyphen_values = true)]
-    run: String,
+    run: RunRef,
     #[arg(long, default_value = DEFAULT_DB)]
     db: PathBuf,
     /// Write the HTML report to this file
@@ -178,8 +180,8 @@ pub fn report(a: ReportArgs) -> CmdResult {
         input(output_file(h, "--html"))?;
     }
     let store = existing(&a.db)?;
-    let r = input(store.run(&a.run))?;
-    let pts: Vec<PointRecord> = running(store.points(r.id))?.into_iter().map(|(_, p)| p).collect();
+    let r = store.run(a.run)?;
+    let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
     if let Some(h) = &a.html {
         running(write_report(&r, &pts, h))?;
     }
@@ -220,7 +222,7 @@ pub fn runs(a: RunsArgs) -> CmdResult {
 pub struct ExportArgs {
     /// The run: its id, or latest
     #[arg(allow_hyphen_values = true)]
-    run: String,
+    run: RunRef,
     /// CSV (the only format today; JSON is `vnetlab report RUN --json`)
     #[arg(long)]
     csv: bool,
@@ -239,8 +241,8 @@ pub fn export(a: ExportArgs) -> CmdResult {
         input(output_file(o, "-o"))?;
     }
     let store = existing(&a.db)?;
-    let r = input(store.run(&a.run))?;
-    let pts: Vec<PointRecord> = running(store.points(r.id))?.into_iter().map(|(_, p)| p).collect();
+    let r = store.run(a.run)?;
+    let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
     let csv = table::csv(&r, &pts);
     match &a.output {
         Some(p) => running(std::fs::write(p, csv).map_err(|e| format!("cannot write {}: {e}", p.display())))?,
@@ -268,8 +270,8 @@ pub fn migrate(a: MigrateArgs) -> CmdResult {
 
 #[derive(Args)]
 pub struct CompareArgs {
-    run_a: String,
-    run_b: String,
+    run_a: RunRef,
+    run_b: RunRef,
     #[arg(long, default_value = DEFAULT_DB)]
     db: PathBuf,
     #[arg(long)]
@@ -278,9 +280,9 @@ pub struct CompareArgs {
 
 pub fn compare(a: CompareArgs) -> CmdResult {
     let store = existing(&a.db)?;
-    let (ra, rb) = (input(store.run(&a.run_a))?, input(store.run(&a.run_b))?);
-    let pa: Vec<PointRecord> = running(store.points(ra.id))?.into_iter().map(|(_, p)| p).collect();
-    let pb: Vec<PointRecord> = running(store.points(rb.id))?.into_iter().map(|(_, p)| p).collect();
+    let (ra, rb) = (store.run(a.run_a)?, store.run(a.run_b)?);
+    let pa: Vec<PointRecord> = store.points(ra.id)?.into_iter().map(|(_, p)| p).collect();
+    let pb: Vec<PointRecord> = store.points(rb.id)?.into_iter().map(|(_, p)| p).collect();
     let rows = rcompare::compare(&pa, &pb);
     if a.json {
         print_json(&serde_json::json!({"a": ra.id, "b": rb.id, "rows": rows}));

@@ -3,7 +3,9 @@
 use clap::Args;
 
 use super::{input, need_root, print_json, running, CmdResult, Fail};
-use crate::lab::topology::{self, Delay, Gro, Loss, Mode, Rate, Topology, TopologyFile};
+use crate::lab::topology::{self, Topology, TopologyFile};
+use crate::units::{Delay, Loss, Rate};
+use crate::vocab::{Gro, Mode};
 use crate::lab::{build, exec as lexec, probe as lprobe, state, status as lstatus};
 
 #[derive(Args)]
@@ -27,7 +29,7 @@ pub struct UpArgs {
     #[arg(long)]
     gro: Option<Gro>,
     /// TSO/GSO on the guests' and host ports: on or off [default: on]
-    #[arg(long, value_parser = topology::parse_on_off)]
+    #[arg(long, value_parser = crate::units::parse_on_off)]
     tso: Option<bool>,
     /// Wire rate, e.g. 1gbit (paper 1's GNIC) or 10gbit [default: unshaped]
     #[arg(long)]
@@ -39,7 +41,7 @@ pub struct UpArgs {
     #[arg(long)]
     wire_loss: Option<Loss>,
     /// Segment to MTU frames at both wire ends (no TSO/GSO across the wire): on or off [default: on]
-    #[arg(long, value_parser = topology::parse_on_off)]
+    #[arg(long, value_parser = crate::units::parse_on_off)]
     wire_segment: Option<bool>,
     /// Private IPv4 range for the lab [default: 10.213.0.0/16]
     #[arg(long)]
@@ -49,16 +51,16 @@ pub struct UpArgs {
     pin: bool,
     /// The client's cores, e.g. 3 or 6-7 [default: the top ⌈ncpu/4⌉ cores]; it stands for another machine
     #[arg(long, value_name = "LIST")]
-    client_cpus: Option<crate::lab::cpus::CpuList>,
+    client_cpus: Option<crate::units::CpuList>,
     /// The host's cores, e.g. 0-2 [default: every core the client does not have]
     #[arg(long, value_name = "LIST")]
-    host_cpus: Option<crate::lab::cpus::CpuList>,
+    host_cpus: Option<crate::units::CpuList>,
     /// SR-IOV physical function to take VFs from (mode sriov)
     #[arg(long)]
     pf: Option<String>,
     /// Software LRO in the paravirt backend toward the guest (paper 2's guest2): guest or off
     #[arg(long)]
-    lro: Option<topology::LroPlace>,
+    lro: Option<crate::lab::topology::LroPlace>,
     /// Print the iproute2/tc/ethtool/nft commands instead of running them
     #[arg(long)]
     dry_run: bool,
@@ -144,7 +146,7 @@ pub fn up(a: UpArgs) -> CmdResult {
     }
     crate::outln!("lab {} is up: mode {}, {} guest(s), subnet {}", t.name, t.mode, t.guests, t.subnet);
     for e in &r.endpoints {
-        crate::outln!("  {:<7} {:<16} {:<15} {}", e.name, e.netns, e.address.to_string(), e.iface);
+        crate::outln!("  {:<7} {:<16} {:<15} {}", e.role.to_string(), e.netns, e.address.to_string(), e.iface);
     }
     crate::outln!("  cpus: {}", r.cpus.describe());
     for n in &r.notes {
@@ -246,7 +248,7 @@ pub fn status(a: StatusArgs) -> CmdResult {
         }
         crate::outln!("  cpus: {}", l.cpus.describe());
         for st in &l.steering {
-            let napi: Vec<String> = st.napi_threads.iter().map(|t| format!("{} on {}", t.pid, crate::lab::cpus::CpuList(t.cpus.clone()))).collect();
+            let napi: Vec<String> = st.napi_threads.iter().map(|t| format!("{} on {}", t.pid, crate::units::CpuList(t.cpus.clone()))).collect();
             crate::outln!(
                 "  wire end {} ({:?} side): rps {} xps {} threaded NAPI {}{} — {}",
                 st.iface,
@@ -274,7 +276,7 @@ pub struct ExecArgs {
     #[arg(long)]
     lab: Option<String>,
     /// Where to run: g1…gN, client or host
-    target: String,
+    target: crate::vocab::Role,
     /// The command and its arguments, after `--`
     #[arg(last = true, required = true)]
     cmd: Vec<String>,
@@ -284,7 +286,7 @@ pub fn exec(a: ExecArgs) -> CmdResult {
     need_root("vnetlab exec")?;
     let lab = input(state::resolve(a.lab.as_deref()))?;
     let r = input(state::load(&lab))?;
-    let ep = input(r.endpoint(&a.target))?;
+    let ep = input(r.endpoint(a.target))?;
     Err(Fail::Run(lexec::exec(ep, &a.cmd)))
 }
 
@@ -294,8 +296,8 @@ pub struct ProbeArgs {
     #[arg(long)]
     lab: Option<String>,
     /// From where (g1…, client, host); with TO. Without both: every guest ↔ client and g1 ↔ g2
-    from: Option<String>,
-    to: Option<String>,
+    from: Option<crate::vocab::Role>,
+    to: Option<crate::vocab::Role>,
     /// One JSON document on stdout
     #[arg(long)]
     json: bool,
@@ -306,13 +308,13 @@ pub fn probe(a: ProbeArgs) -> CmdResult {
     let lab = input(state::resolve(a.lab.as_deref()))?;
     let r = input(state::load(&lab))?;
     let pairs = match (&a.from, &a.to) {
-        (Some(f), Some(t)) => vec![(f.clone(), t.clone())],
+        (Some(f), Some(t)) => vec![(*f, *t)],
         (None, None) => lprobe::default_pairs(&r),
         _ => return Err(Fail::Input("give both FROM and TO, or neither".into())),
     };
     let mut results = Vec::new();
     for (f, t) in pairs {
-        let (fe, te) = (input(r.endpoint(&f))?, input(r.endpoint(&t))?);
+        let (fe, te) = (input(r.endpoint(f))?, input(r.endpoint(t))?);
         results.push(lprobe::tcp(&r, fe, te));
     }
     let failed = results.iter().filter(|x| !x.ok).count();

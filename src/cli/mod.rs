@@ -18,11 +18,24 @@ pub enum Fail {
 
 pub type CmdResult = Result<(), Fail>;
 
-pub fn input<T>(r: Result<T, String>) -> Result<T, Fail> {
-    r.map_err(Fail::Input)
+/// A failure that is the user's input (exit 2).
+pub fn input<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, Fail> {
+    r.map_err(|e| Fail::Input(e.to_string()))
 }
-pub fn running<T>(r: Result<T, String>) -> Result<T, Fail> {
-    r.map_err(Fail::Run)
+
+/// A failure while doing the work (exit 1).
+pub fn running<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, Fail> {
+    r.map_err(|e| Fail::Run(e.to_string()))
+}
+
+impl From<crate::store::Error> for Fail {
+    fn from(e: crate::store::Error) -> Fail {
+        if e.is_bad_input() {
+            Fail::Input(e.to_string())
+        } else {
+            Fail::Run(e.to_string())
+        }
+    }
 }
 
 #[derive(Parser)]

@@ -5,9 +5,9 @@ use clap::Args;
 use serde::Deserialize;
 use std::path::PathBuf;
 
-use super::{input, print_json, running, CmdResult, Fail};
+use super::{input, print_json, CmdResult, Fail};
 use crate::plan::{from_run, model, preset};
-use crate::store::PointRecord;
+use crate::records::PointRecord;
 
 #[derive(Args)]
 pub struct PlanArgs {
@@ -19,7 +19,7 @@ pub struct PlanArgs {
     file: Option<PathBuf>,
     /// Per-Gbit costs from a stored run (its id, or latest): VM network per mode, VDI network from host → client
     #[arg(long)]
-    from_run: Option<String>,
+    from_run: Option<crate::records::RunRef>,
     /// The store for --from-run
     #[arg(long, default_value = "vnetlab.sqlite")]
     db: PathBuf,
@@ -33,7 +33,7 @@ pub struct PlanArgs {
     #[arg(long)]
     allow_bound: bool,
     /// --from-run: the VDI network's cost with offloads on (the TOE stand-in) or off
-    #[arg(long, default_value = "on", value_parser = crate::lab::topology::parse_on_off, action = clap::ArgAction::Set)]
+    #[arg(long, default_value = "on", value_parser = crate::units::parse_on_off, action = clap::ArgAction::Set)]
     vdi_offload: bool,
     /// A datapath's costs: NAME:VDI_1G:VM_1G (host CPU % per Gb/s through each network); repeatable
     #[arg(long = "datapath")]
@@ -136,13 +136,13 @@ pub fn plan(a: PlanArgs) -> CmdResult {
     }
     if let Some(run) = &a.from_run {
         let store = super::exp_cmds::existing(&a.db)?;
-        let r = input(store.run(run))?;
-        let pts: Vec<PointRecord> = running(store.points(r.id))?.into_iter().map(|(_, p)| p).collect();
-        let size = a.size.as_deref().map(crate::engine::spec::parse_size).transpose().map_err(Fail::Input)?.map(|v| v as u64);
+        let r = store.run(*run)?;
+        let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
+        let size = a.size.as_deref().map(crate::units::parse_size).transpose().map_err(Fail::Input)?.map(|v| v as u64);
         let load = match a.load.as_deref() {
             None => None,
             Some("max") => Some(None),
-            Some(r) => Some(Some(crate::engine::spec::parse_rate(r).map_err(|e| Fail::Input(format!("--load: {e}, or max")))?)),
+            Some(r) => Some(Some(crate::units::parse_rate(r).map_err(|e| Fail::Input(format!("--load: {e}, or max")))?)),
         };
         let pick = from_run::Pick { size, load, allow_bound: a.allow_bound };
         let c = input(from_run::costs(&r, &pts, pick, a.vdi_offload, true))?;
@@ -163,7 +163,7 @@ pub fn plan(a: PlanArgs) -> CmdResult {
     input(s.validate())?;
     let share = file.desktop_share.unwrap_or(a.desktop_share);
     let vm_rate = file.vm_rate.clone().unwrap_or(a.vm_rate.clone());
-    let vm_gbps = input(crate::engine::spec::parse_rate(&vm_rate))? as f64 / 1e9;
+    let vm_gbps = input(crate::units::parse_rate(&vm_rate))? as f64 / 1e9;
     let density = input(model::density(&s.datapaths, share, vm_gbps, s.vdi_net_gbit / s.play_s))?;
     let rows = s.rows();
     let first = s.datapaths[0].name.clone();

@@ -6,10 +6,13 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 
 use super::{input, need_root, print_json, running, CmdResult, Fail};
 use crate::engine::controller::TestResult;
-use crate::engine::spec::{self, Spec, TestKind};
+use crate::engine::spec::Spec;
+use crate::units;
+use crate::vocab::{Role, Senders, TestKind};
 use crate::experiment::measure::{self, Target};
 use crate::meter::report::{self, CpuReport};
-use crate::meter::{stats, Meter};
+use crate::meter::Meter;
+use crate::stats;
 use crate::lab::state;
 
 pub const DEFAULT_PORT: u16 = 12866;
@@ -72,10 +75,10 @@ pub struct TestArgs {
     lab: Option<String>,
     /// In a lab: the initiator: g1…, client, host, or `guests` (every guest at once)
     #[arg(long)]
-    from: Option<String>,
+    from: Option<Senders>,
     /// In a lab: the server side: g1…, client or host
     #[arg(long)]
-    to: Option<String>,
+    to: Option<Role>,
     /// Run the test N times (or up to N times with --confidence) and report the spread
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=1000))]
     repeat: u32,
@@ -92,24 +95,24 @@ impl TestArgs {
     pub fn spec(&self) -> Result<Spec, String> {
         let d = Spec::default();
         let (req, resp) = match &self.rr {
-            Some(r) => spec::parse_rr(r)?,
+            Some(r) => units::parse_rr(r)?,
             None => (d.req, d.resp),
         };
         let s = Spec {
             test: self.test,
-            msg: self.msg.as_deref().map(spec::parse_size).transpose()?.unwrap_or(d.msg),
+            msg: self.msg.as_deref().map(units::parse_size).transpose()?.unwrap_or(d.msg),
             req,
             resp,
-            local_buf: self.local_buf.as_deref().map(spec::parse_size).transpose()?,
-            remote_buf: self.remote_buf.as_deref().map(spec::parse_size).transpose()?,
+            local_buf: self.local_buf.as_deref().map(units::parse_size).transpose()?,
+            remote_buf: self.remote_buf.as_deref().map(units::parse_size).transpose()?,
             duration: self.duration,
             warmup: self.warmup,
             parallel: self.parallel,
-            rate: self.rate.as_deref().map(spec::parse_rate).transpose()?,
+            rate: self.rate.as_deref().map(units::parse_rate).transpose()?,
             nodelay: self.nodelay,
             zerocopy: self.zerocopy,
             interval: self.interval,
-            bytes: self.bytes.as_deref().map(spec::parse_size).transpose()?.map(|b| b as u64),
+            bytes: self.bytes.as_deref().map(units::parse_size).transpose()?.map(|b| b as u64),
             verify: self.verify,
         };
         s.validate()?;
@@ -130,13 +133,13 @@ pub fn test(a: TestArgs) -> CmdResult {
         need_root("vnetlab test in a lab")?;
         let lab = input(state::resolve(a.lab.as_deref()))?;
         let rec = input(state::load(&lab))?;
-        let from = a.from.clone().ok_or(Fail::Input("--to needs --from (g1…, client, host or guests)".into()))?;
-        let to = a.to.clone().ok_or(Fail::Input("--from needs --to (g1…, client or host)".into()))?;
-        if from != "guests" {
-            input(rec.endpoint(&from))?;
+        let from = a.from.ok_or(Fail::Input("--to needs --from (g1…, client, host or guests)".into()))?;
+        let to = a.to.ok_or(Fail::Input("--from needs --to (g1…, client or host)".into()))?;
+        if let Senders::One(r) = from {
+            input(rec.endpoint(r))?;
         }
-        input(rec.endpoint(&to))?;
-        if from == to || (from == "guests" && crate::lab::names::parse_guest(&to).is_some()) {
+        input(rec.endpoint(to))?;
+        if from == Senders::One(to) || (from == Senders::AllGuests && to.is_guest()) {
             return Err(Fail::Input(format!("--from {from} --to {to}: a test needs two different endpoints (e.g. --from g1 --to client)")));
         }
         Target::Lab { rec, from, to }
@@ -174,19 +177,21 @@ pub fn test(a: TestArgs) -> CmdResult {
         print_result(&out.result);
         if let Some(v) = &out.vnic {
             for (g, x) in v {
-                let lro = &x["lro"];
-                let extra = if lro.is_null() {
-                    String::new()
-                } else {
-                    format!(", LRO: {} segments in, {} super-frames out, ratio {:.2}", lro["frames_in"], lro["superframes_out"], lro["lro_ratio"].as_f64().unwrap_or(0.0))
+                let extra = match &x.lro {
+                    None => String::new(),
+                    Some(l) => format!(", LRO: {} segments in, {} super-frames out, ratio {:.2}", l.frames_in, l.superframes_out, l.lro_ratio),
+                };
+                let model = match x.model {
+                    Some(crate::vnic::backend::Model::Emulated) => "emulated",
+                    Some(crate::vnic::backend::Model::Paravirt) => "paravirt",
+                    None => "?",
                 };
                 crate::outln!(
-                    "  vNIC {g} ({}): from guest {} frames ({} GSO), to guest {} frames ({} GSO){extra}",
-                    x["model"].as_str().unwrap_or("?"),
-                    x["from_guest"]["frames"],
-                    x["from_guest"]["gso_frames"],
-                    x["to_guest"]["frames"],
-                    x["to_guest"]["gso_frames"]
+                    "  vNIC {g} ({model}): from guest {} frames ({} GSO), to guest {} frames ({} GSO){extra}",
+                    x.from_guest.frames,
+                    x.from_guest.gso_frames,
+                    x.to_guest.frames,
+                    x.to_guest.gso_frames
                 );
             }
         }
@@ -224,7 +229,7 @@ fn lab_gone(target: &Target) -> Option<String> {
 }
 
 pub fn print_cpu(c: &CpuReport) {
-    let cores = |v: &[usize]| crate::lab::cpus::CpuList(v.to_vec()).to_string();
+    let cores = |v: &[usize]| crate::units::CpuList(v.to_vec()).to_string();
     if c.placed {
         let client = c.client_busy_pct.map(|p| format!("; client {p:.2} % of core(s) {}", cores(&c.client_cores))).unwrap_or_default();
         crate::outln!("  host CPU {:.2} % of core(s) {} ({:.3} cores){client}", c.host_busy_pct, cores(&c.host_cores), c.host_busy_cores);
@@ -260,7 +265,8 @@ pub fn print_cpu(c: &CpuReport) {
     }
     for side in [crate::meter::Side::Host, crate::meter::Side::Client] {
         let mine: Vec<&crate::meter::report::PartCpu> = c.parts.iter().filter(|p| p.side == side).collect();
-        let guests: Vec<&&crate::meter::report::PartCpu> = mine.iter().filter(|p| crate::lab::names::parse_guest(&p.name).is_some()).collect();
+        let is_guest = |n: &str| n.parse::<Role>().is_ok_and(|r| r.is_guest());
+        let guests: Vec<&&crate::meter::report::PartCpu> = mine.iter().filter(|p| is_guest(&p.name)).collect();
         // Many guests fold into one line: their sum, and the busiest.
         let fold = guests.len() > 8;
         let mut parts: Vec<String> = Vec::new();
@@ -271,7 +277,7 @@ pub fn print_cpu(c: &CpuReport) {
         }
         parts.extend(
             mine.iter()
-                .filter(|p| !(fold && crate::lab::names::parse_guest(&p.name).is_some()) && p.busy_pct.abs() >= 0.05)
+                .filter(|p| !(fold && is_guest(&p.name)) && p.busy_pct.abs() >= 0.05)
                 .map(|p| format!("{} {:.2} %", p.name, p.busy_pct)),
         );
         if !parts.is_empty() {
@@ -280,11 +286,13 @@ pub fn print_cpu(c: &CpuReport) {
     }
     let net: Vec<String> = ["NET_RX", "NET_TX"].iter().filter_map(|k| c.softirq_per_s.get(*k).map(|v| format!("{k} {v:.0}/s"))).collect();
     crate::outln!("  softirqs {}; interrupts {:.0}/s", net.join(", "), c.interrupts_per_s);
-    match c.counters.as_str() {
-        Some(s) => crate::outln!("  hardware counters: {s}"),
-        None => crate::outln!("  hardware counters: {}", c.counters),
+    match &c.counters {
+        crate::meter::report::HwCounters::Missing(s) => crate::outln!("  hardware counters: {s}"),
+        crate::meter::report::HwCounters::Read(r) => {
+            crate::outln!("  hardware counters: host {} cycles, {} instructions", r.host.cycles, r.host.instructions)
+        }
     }
-    crate::outln!("  meter: {:.2} % of one core at {} Hz", c.meter["own_cpu_pct_of_core"].as_f64().unwrap_or(0.0), c.meter["hz"]);
+    crate::outln!("  meter: {:.2} % of one core at {} Hz", c.meter.own_cpu_pct_of_core, c.meter.hz);
 }
 
 fn resolve_host(h: &str) -> Result<IpAddr, String> {
@@ -337,7 +345,7 @@ pub fn print_result(r: &TestResult) {
             crate::outln!("  throughput {:.3} Gb/s", r.throughput_gbps);
             if r.per_source_gbps.len() > 1 {
                 for (src, g) in &r.per_source_gbps {
-                    crate::outln!("    {src:<8} {:.3} Gb/s", g.as_f64().unwrap_or(0.0));
+                    crate::outln!("    {src:<8} {g:.3} Gb/s");
                 }
             }
             if !r.starved.is_empty() {
@@ -363,14 +371,15 @@ pub fn print_result(r: &TestResult) {
         crate::outln!("  UDP loss: {l:.2} %");
     }
     if let Some(t) = &r.transfer {
-        crate::outln!("  transfer: {} bytes sent, {} received{}", t["bytes_sent"], t["bytes_received"], match t["match"].as_bool() {
-            Some(true) if !t["sent_sha256"].is_null() => ", SHA-256 matches",
-            Some(true) => "",
-            _ => ", MISMATCH",
-        });
+        let verdict = match (t.matches, &t.sent_sha256) {
+            (true, Some(_)) => ", SHA-256 matches",
+            (true, None) => "",
+            (false, _) => ", MISMATCH",
+        };
+        crate::outln!("  transfer: {} bytes sent, {} received{verdict}", t.bytes_sent, t.bytes_received);
     }
     if let Some(z) = &r.zerocopy {
-        crate::outln!("  MSG_ZEROCOPY: {} sends completed, {:.0} % copied by the kernel anyway", z["sends_completed"], z["copied_pct"].as_f64().unwrap_or(0.0));
+        crate::outln!("  MSG_ZEROCOPY: {} sends completed, {:.0} % copied by the kernel anyway", z.sends_completed, z.copied_pct);
     }
 }
 
@@ -419,7 +428,7 @@ pub fn meter(a: MeterArgs) -> CmdResult {
     }
     let lab = input(state::resolve(a.lab.as_deref()))?;
     let rec = input(state::load(&lab))?;
-    let target = Target::Lab { rec, from: "host".into(), to: "client".into() };
+    let target = Target::Lab { rec, from: Senders::One(Role::Host), to: Role::Client };
     measure::place_driver(target.cpus());
     let m = Meter::start(running(target.setup())?);
     let start = std::time::Instant::now() + std::time::Duration::from_millis(100);

@@ -10,7 +10,8 @@ use super::flows::{self, Clock, Piece};
 use super::intervals;
 use super::proto::{self, Reply, Request, SideReport};
 use super::sockets;
-use super::spec::{Spec, TestKind};
+use super::spec::Spec;
+use crate::vocab::TestKind;
 
 /// How long the server side waits for the initiator's connections.
 const ACCEPT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -2,7 +2,7 @@
 //! sets up each pair, starts every agent at once, gathers their reports and turns them into
 //! one `TestResult`. It knows nothing of labs: callers hand it agents and addresses.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::{BufReader, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use super::intervals::{self, Interval};
 use super::proto::{Reply, Request, SideReport};
-use super::spec::{Spec, TestKind};
+use super::spec::Spec;
+use crate::vocab::TestKind;
 use super::tcpinfo::TcpSample;
 
 const SETUP_TIMEOUT: Duration = Duration::from_secs(20);
@@ -158,7 +159,7 @@ pub struct Pair {
     pub to: String,
 }
 
-#[derive(Serialize, Debug, Clone)]
+#[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct StreamResult {
     pub id: u32,
     pub from: String,
@@ -167,7 +168,7 @@ pub struct StreamResult {
     pub bytes: u64,
 }
 
-#[derive(Serialize, Debug, Clone)]
+#[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct Latency {
     pub p50: f64,
     pub p90: f64,
@@ -177,9 +178,29 @@ pub struct Latency {
     pub mean: f64,
 }
 
-#[derive(Serialize, Debug, Clone)]
+/// MSG_ZEROCOPY: sends completed, and the share the kernel copied anyway (loopback, veth).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct ZeroCopy {
+    pub sends_completed: u64,
+    pub copied_pct: f64,
+}
+
+/// --bytes/--verify: bytes each way and, with --verify, the SHA-256 of each stream's bytes at
+/// both ends (comma-separated, by stream id).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Transfer {
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub sent_sha256: Option<String>,
+    pub received_sha256: Option<String>,
+    /// Every byte sent arrived (and, verified, the hashes agree).
+    #[serde(rename = "match")]
+    pub matches: bool,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct TestResult {
-    pub test: String,
+    pub test: TestKind,
     pub from: String,
     pub to: String,
     pub message_bytes: usize,
@@ -189,7 +210,7 @@ pub struct TestResult {
     pub throughput_gbps: f64,
     pub streams: Vec<StreamResult>,
     /// Per sender (e.g. per guest with --from guests): summed Gb/s.
-    pub per_source_gbps: serde_json::Map<String, serde_json::Value>,
+    pub per_source_gbps: std::collections::BTreeMap<String, f64>,
     pub intervals: Vec<Interval>,
     pub transactions_per_s: Option<f64>,
     pub latency_us: Option<Latency>,
@@ -197,10 +218,10 @@ pub struct TestResult {
     pub tcp_retransmits: Option<u64>,
     pub tcp_info: Vec<TcpSample>,
     /// MSG_ZEROCOPY: sends completed and the share the kernel copied anyway.
-    pub zerocopy: Option<serde_json::Value>,
+    pub zerocopy: Option<ZeroCopy>,
     /// --bytes/--verify: what was sent and received, and whether the hashes match.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub transfer: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub transfer: Option<Transfer>,
     /// Senders whose streams moved nothing in the measured window (the host could not drive
     /// them all): named, never averaged away.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
@@ -264,13 +285,14 @@ pub fn run(spec: &Spec, agents: &mut [AgentConn], pairs: &[Pair], on_start: &mut
         return Err(errors.join("; "));
     }
     let r = combine(spec, pairs, &reports);
-    if let Some(t) = &r.transfer {
-        if t["match"] == false {
-            return Err(format!(
-                "verify: the receiver got other bytes than were sent ({} sent, {} received; sha256 {} ≠ {})",
-                t["bytes_sent"], t["bytes_received"], t["sent_sha256"], t["received_sha256"]
-            ));
-        }
+    if let Some(t) = r.transfer.as_ref().filter(|t| !t.matches) {
+        return Err(format!(
+            "verify: the receiver got other bytes than were sent ({} sent, {} received; sha256 {} ≠ {})",
+            t.bytes_sent,
+            t.bytes_received,
+            t.sent_sha256.as_deref().unwrap_or("-"),
+            t.received_sha256.as_deref().unwrap_or("-")
+        ));
     }
     Ok(r)
 }
@@ -350,7 +372,7 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
         _ => None,
     };
     TestResult {
-        test: spec.test.to_string(),
+        test: spec.test,
         from: unique(pairs.iter().map(|p| p.from.as_str())),
         to: unique(pairs.iter().map(|p| p.to.as_str())),
         message_bytes: if is_rr { spec.req } else { spec.msg },
@@ -359,7 +381,7 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
         parallel: spec.parallel,
         throughput_gbps: throughput,
         streams,
-        per_source_gbps: per_source.into_iter().map(|(k, v)| (k, serde_json::json!(v))).collect(),
+        per_source_gbps: per_source.into_iter().collect(),
         intervals: if is_rr || spec.bytes.is_some() { vec![] } else { intervals::fold(&intervals::sum(&bucket_sets), spec.interval) },
         transactions_per_s: tps,
         latency_us: latency,
@@ -368,8 +390,9 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
         tcp_info,
         transfer: (spec.bytes.is_some() || spec.verify).then(|| transfer(reports)),
         starved,
-        zerocopy: spec.zerocopy.then(|| {
-            serde_json::json!({"sends_completed": zc_done, "copied_pct": if zc_done > 0 { 100.0 * zc_copied as f64 / zc_done as f64 } else { 0.0 }})
+        zerocopy: spec.zerocopy.then(|| ZeroCopy {
+            sends_completed: zc_done,
+            copied_pct: if zc_done > 0 { 100.0 * zc_copied as f64 / zc_done as f64 } else { 0.0 },
         }),
     }
 }
@@ -385,7 +408,7 @@ fn unique<'a>(names: impl Iterator<Item = &'a str>) -> String {
 }
 
 /// Sent and received bytes and hashes, per stream id (one stream per id on each side).
-fn transfer(reports: &[(usize, SideReport)]) -> serde_json::Value {
+fn transfer(reports: &[(usize, SideReport)]) -> Transfer {
     let mut sent: Vec<(u32, u64, Option<String>)> = Vec::new();
     let mut got: Vec<(u32, u64, Option<String>)> = Vec::new();
     for (_, r) in reports {
@@ -400,13 +423,14 @@ fn transfer(reports: &[(usize, SideReport)]) -> serde_json::Value {
     let hashes = |v: &[(u32, u64, Option<String>)]| v.iter().map(|x| x.2.clone().unwrap_or_default()).collect::<Vec<_>>().join(",");
     let (hs, hr) = (hashes(&sent), hashes(&got));
     let verified = sent.iter().all(|x| x.2.is_some());
-    serde_json::json!({
-        "bytes_sent": total(&sent),
-        "bytes_received": total(&got),
-        "sent_sha256": if verified { serde_json::json!(hs) } else { serde_json::Value::Null },
-        "received_sha256": if verified { serde_json::json!(hr) } else { serde_json::Value::Null },
-        "match": if verified { serde_json::json!(hs == hr && total(&sent) == total(&got)) } else { serde_json::json!(total(&sent) == total(&got)) },
-    })
+    let same_bytes = total(&sent) == total(&got);
+    Transfer {
+        bytes_sent: total(&sent),
+        bytes_received: total(&got),
+        matches: same_bytes && (!verified || hs == hr),
+        sent_sha256: verified.then_some(hs),
+        received_sha256: verified.then_some(hr),
+    }
 }
 
 #[cfg(test)]

@@ -2,90 +2,15 @@
 //! and checked. Plain data shared by the driver and the agents.
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum TestKind {
-    #[serde(rename = "TCP_STREAM")]
-    TcpStream,
-    #[serde(rename = "TCP_MAERTS")]
-    TcpMaerts,
-    #[serde(rename = "UDP_STREAM")]
-    UdpStream,
-    #[serde(rename = "TCP_RR")]
-    TcpRr,
-    #[serde(rename = "UDP_RR")]
-    UdpRr,
-    #[serde(rename = "TCP_CRR")]
-    TcpCrr,
-}
+use crate::vocab::TestKind;
 
-pub const TEST_NAMES: &str = "TCP_STREAM, TCP_MAERTS, UDP_STREAM, TCP_RR, UDP_RR, TCP_CRR";
-
-impl TestKind {
-    pub fn is_rr(self) -> bool {
-        matches!(self, TestKind::TcpRr | TestKind::UdpRr | TestKind::TcpCrr)
-    }
-    pub fn is_udp(self) -> bool {
-        matches!(self, TestKind::UdpStream | TestKind::UdpRr)
-    }
-    /// Whether the initiator (the side that connects, `--from`) is the one sending bulk data.
-    pub fn initiator_sends(self) -> bool {
-        !matches!(self, TestKind::TcpMaerts)
-    }
-}
-
-impl FromStr for TestKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        serde_json::from_value(serde_json::Value::String(s.to_ascii_uppercase()))
-            .map_err(|_| format!("unknown test '{s}': use one of {TEST_NAMES}"))
-    }
-}
-
-impl fmt::Display for TestKind {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str(serde_json::to_value(self).unwrap().as_str().unwrap())
-    }
-}
-
-pub const MAX_SIZE: u64 = 1 << 30;
 /// The largest message, request or response: a buffer of it is allocated per stream.
 pub const MAX_MSG: usize = 64 << 20;
 /// The most buffer memory one side's streams may ask for (message size × parallel streams).
 pub const MAX_BUFFERS: usize = 256 << 20;
 /// The most bytes `--bytes` may send per stream.
 pub const MAX_BYTES: u64 = 1 << 40;
-
-/// A byte size: `64`, `1K`, `128K`, `1M` (powers of 1024, as netperf's -m 1K); 1 B to 1 GiB.
-pub fn parse_size(s: &str) -> Result<usize, String> {
-    let bad = || format!("bad size '{s}': write bytes, or a number with K, M or G (e.g. 64, 1K, 128K)");
-    let t = s.trim();
-    let (num, mult) = match t.char_indices().last().map(|(i, c)| (i, c.to_ascii_uppercase())) {
-        Some((i, 'K')) => (&t[..i], 1u64 << 10),
-        Some((i, 'M')) => (&t[..i], 1 << 20),
-        Some((i, 'G')) => (&t[..i], 1 << 30),
-        _ => (t, 1),
-    };
-    let n: u64 = num.parse().map_err(|_| bad())?;
-    let v = n.checked_mul(mult).ok_or_else(bad)?;
-    if v == 0 || v > MAX_SIZE {
-        return Err(format!("size '{s}' is out of range: use 1 byte to 1G"));
-    }
-    Ok(v as usize)
-}
-
-/// `-r 1,1`: request and response sizes.
-pub fn parse_rr(s: &str) -> Result<(usize, usize), String> {
-    let (a, b) = s.split_once(',').ok_or_else(|| format!("bad -r '{s}': write REQUEST,RESPONSE sizes, e.g. 1,1"))?;
-    Ok((parse_size(a)?, parse_size(b)?))
-}
-
-/// A pacing rate in bits/s: `100mbit`, `1gbit` (as the lab's wire rate).
-pub fn parse_rate(s: &str) -> Result<u64, String> {
-    s.parse::<crate::lab::topology::Rate>().map(|r| r.0)
-}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Spec {
@@ -197,27 +122,7 @@ impl Spec {
 mod tests {
     use super::*;
 
-    #[test]
-    fn sizes_parse_like_netperf() {
-        assert_eq!(parse_size("64").unwrap(), 64);
-        assert_eq!(parse_size("1K").unwrap(), 1024);
-        assert_eq!(parse_size("128k").unwrap(), 131072);
-        assert_eq!(parse_size("1G").unwrap(), 1 << 30);
-        for bad in ["0", "2G", "-1", "", "K", "1.5K", "99999999999999999999", "1T"] {
-            assert!(parse_size(bad).is_err(), "{bad}");
-        }
-        assert_eq!(parse_rr("1,1").unwrap(), (1, 1));
-        assert_eq!(parse_rr("64,1K").unwrap(), (64, 1024));
-        assert!(parse_rr("1").is_err());
-    }
 
-    #[test]
-    fn test_names_parse_and_print() {
-        assert_eq!("tcp_rr".parse::<TestKind>().unwrap(), TestKind::TcpRr);
-        assert_eq!(TestKind::TcpMaerts.to_string(), "TCP_MAERTS");
-        assert!("TCP_SENDFILE".parse::<TestKind>().unwrap_err().contains("TCP_STREAM"));
-        assert!(!TestKind::TcpMaerts.initiator_sends());
-    }
 
     #[test]
     fn specs_are_checked() {

@@ -1,40 +1,7 @@
 //! What bound a measured point: a saturated side or core, a single-threaded backend, the wire's
 //! rate, or nothing. Per-Gbit costs for plans come only from points nothing bound.
 
-use std::fmt;
-
-/// A resource at its limit during the measured window.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Bound {
-    /// The wire carried at least 95 % of its shaped rate.
-    Wire,
-    /// Every host core (on average) was at least 95 % busy.
-    Host,
-    /// Every client core (on average) was at least 95 % busy.
-    Client,
-    /// One host core was saturated while the host as a whole was not.
-    HostCore(usize),
-    ClientCore(usize),
-    /// A vNIC backend (one thread) used at least 95 % of a core.
-    Backend(String),
-    /// Nothing was saturated, yet the load was not carried in full (a full-speed stream, a
-    /// request/response test, a paced load that fell short): waits between the sides, windows.
-    Latency,
-}
-
-impl fmt::Display for Bound {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        match self {
-            Bound::Wire => f.write_str("wire"),
-            Bound::Host => f.write_str("host"),
-            Bound::Client => f.write_str("client"),
-            Bound::HostCore(c) => write!(f, "host core {c}"),
-            Bound::ClientCore(c) => write!(f, "client core {c}"),
-            Bound::Backend(g) => write!(f, "backend {g}"),
-            Bound::Latency => f.write_str("latency"),
-        }
-    }
-}
+pub use crate::vocab::Bound;
 
 /// A limit counts as reached at this share.
 pub const SATURATED: f64 = 0.95;

@@ -7,8 +7,12 @@ use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use std::str::FromStr;
 
-use crate::engine::spec::{self, TestKind};
-use crate::lab::topology::{self, Gro, Mode, Rate};
+use crate::engine::spec;
+use crate::units;
+use crate::vocab::{Direction, TestKind};
+use crate::lab::topology;
+use crate::units::Rate;
+use crate::vocab::{Gro, Mode};
 
 fn de_list<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
 where
@@ -40,7 +44,7 @@ pub struct Size(pub usize);
 impl FromStr for Size {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        spec::parse_size(s).map(Size)
+        units::parse_size(s).map(Size)
     }
 }
 
@@ -53,7 +57,7 @@ impl FromStr for SockBuf {
         if s == "default" {
             return Ok(SockBuf(None));
         }
-        spec::parse_size(s).map(|v| SockBuf(Some(v))).map_err(|e| format!("{e}, or default"))
+        units::parse_size(s).map(|v| SockBuf(Some(v))).map_err(|e| format!("{e}, or default"))
     }
 }
 
@@ -80,56 +84,7 @@ impl FromStr for Load {
         if s == "max" {
             return Ok(Load(None));
         }
-        spec::parse_rate(s).map(|r| Load(Some(r))).map_err(|e| format!("{e}, or max"))
-    }
-}
-
-/// Who sends to whom: `guest-to-client` (g1 → client), `client-to-guest`, `guest-to-guest`
-/// (g1 → g2), `guests-to-client` (every guest at once), `host-to-client` (the VDI network).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
-    GuestToClient,
-    ClientToGuest,
-    GuestToGuest,
-    GuestsToClient,
-    HostToClient,
-}
-
-pub const DIRECTIONS: &str = "guest-to-client, client-to-guest, guest-to-guest, guests-to-client, host-to-client";
-
-impl FromStr for Direction {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Ok(match s {
-            "guest-to-client" => Direction::GuestToClient,
-            "client-to-guest" => Direction::ClientToGuest,
-            "guest-to-guest" => Direction::GuestToGuest,
-            "guests-to-client" => Direction::GuestsToClient,
-            "host-to-client" => Direction::HostToClient,
-            _ => return Err(format!("unknown direction '{s}': use one of {DIRECTIONS}")),
-        })
-    }
-}
-
-impl Direction {
-    pub fn name(self) -> &'static str {
-        match self {
-            Direction::GuestToClient => "guest-to-client",
-            Direction::ClientToGuest => "client-to-guest",
-            Direction::GuestToGuest => "guest-to-guest",
-            Direction::GuestsToClient => "guests-to-client",
-            Direction::HostToClient => "host-to-client",
-        }
-    }
-    /// The lab endpoints: `--from`, `--to`.
-    pub fn endpoints(self) -> (&'static str, &'static str) {
-        match self {
-            Direction::GuestToClient => ("g1", "client"),
-            Direction::ClientToGuest => ("client", "g1"),
-            Direction::GuestToGuest => ("g1", "g2"),
-            Direction::GuestsToClient => ("guests", "client"),
-            Direction::HostToClient => ("host", "client"),
-        }
+        units::parse_rate(s).map(|r| Load(Some(r))).map_err(|e| format!("{e}, or max"))
     }
 }
 
@@ -280,11 +235,11 @@ pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, String> {
         duration: p.duration,
         warmup: p.warmup,
         parallel: p.parallel,
-        rate: p.rate.as_deref().map(spec::parse_rate).transpose().map_err(|m| format!("{}: {m}", at("rate")))?,
+        rate: p.rate.as_deref().map(units::parse_rate).transpose().map_err(|m| format!("{}: {m}", at("rate")))?,
         ..Default::default()
     };
     s.validate().map_err(|m| format!("{}: {m}", at("duration")))?;
-    spec::parse_rr(&p.rr).map_err(|m| format!("{}: {m}", at("rr")))?;
+    units::parse_rr(&p.rr).map_err(|m| format!("{}: {m}", at("rr")))?;
     if e.matrix.loads.is_some() && p.rate.is_some() {
         return Err(format!("{}: give the offered load either as [point] rate or as [matrix] loads, not both", at("rate")));
     }

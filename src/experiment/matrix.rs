@@ -3,9 +3,11 @@
 
 use serde::Serialize;
 
-use super::file::{Direction, ExperimentFile};
-use crate::engine::spec::{self, Spec};
-use crate::lab::topology::{Gro, Mode, Topology, Wire};
+use super::file::ExperimentFile;
+use crate::vocab::Direction;
+use crate::engine::spec::Spec;
+use crate::lab::topology::{Topology, Wire};
+use crate::vocab::{Gro, Mode};
 
 /// One lab the run builds.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -30,7 +32,7 @@ impl LabConfig {
             tso: self.tso,
             lro: self.lro,
             mtu: self.mtu,
-            wire: Wire { rate: self.wire_rate.map(crate::lab::topology::Rate), ..Default::default() },
+            wire: Wire { rate: self.wire_rate.map(crate::units::Rate), ..Default::default() },
             ..Default::default()
         }
     }
@@ -48,17 +50,11 @@ pub struct Point {
     pub repeat: u32,
 }
 
-impl serde::Serialize for Direction {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.name())
-    }
-}
-
 pub fn expand(e: &ExperimentFile) -> Vec<Point> {
     let m = &e.matrix;
     let p = &e.point;
-    let (req, resp) = spec::parse_rr(&p.rr).unwrap_or((1, 1));
-    let rate = p.rate.as_deref().and_then(|r| spec::parse_rate(r).ok());
+    let (req, resp) = crate::units::parse_rr(&p.rr).unwrap_or((1, 1));
+    let rate = p.rate.as_deref().and_then(|r| crate::units::parse_rate(r).ok());
     let loads: Vec<Option<u64>> = match &m.loads {
         Some(l) => l.iter().map(|x| x.0).collect(),
         None => vec![rate],
@@ -154,8 +150,8 @@ pub fn estimate_s(p: &Point) -> f64 {
 pub fn describe(p: &Point) -> String {
     let size = if p.spec.test.is_rr() { format!("{},{}", p.spec.req, p.spec.resp) } else { p.spec.msg.to_string() };
     let buf = p.spec.local_buf.map(|b| format!(" buf {b}")).unwrap_or_default();
-    let rate = p.lab.wire_rate.map(|r| format!(" wire {}", crate::lab::topology::Rate(r))).unwrap_or_default();
-    let load = p.spec.rate.map(|r| format!(" at {}", crate::lab::topology::Rate(r))).unwrap_or_default();
+    let rate = p.lab.wire_rate.map(|r| format!(" wire {}", crate::units::Rate(r))).unwrap_or_default();
+    let load = p.spec.rate.map(|r| format!(" at {}", crate::units::Rate(r))).unwrap_or_default();
     format!(
         "{:>3}  {:<8} {:>2} guest(s) {:<17} {:<10} {:>7} B{}{load} gro {:?} tso {}{} mtu {}{}",
         p.seq,
@@ -176,7 +172,7 @@ pub fn describe(p: &Point) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::spec::TestKind;
+    use crate::vocab::TestKind;
 
     #[test]
     fn matrix_expands_grouped_by_lab() {

@@ -8,9 +8,12 @@ use super::bound::{self, Limits};
 use crate::engine::controller::{self, AgentConn, Pair, TestResult};
 use crate::engine::spec::Spec;
 use crate::lab::cpus::CpuPlan;
-use crate::lab::state::{self, LabRecord};
+use crate::lab::state::LabRecord;
 use crate::meter::report::{self, CpuReport};
-use crate::meter::{stats, Meter, Part, PartKind, Setup, Side, Sides};
+use crate::meter::{Meter, Part, PartKind, Setup, Side, Sides};
+use crate::stats;
+use crate::records::{Repeat, Repeats};
+use crate::vocab::{Role, Senders};
 
 /// A test's output: the engine's result, the meter's CPU report and, with repeats, the spread.
 #[derive(serde::Serialize)]
@@ -26,42 +29,14 @@ pub struct Measured {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repeats: Option<Repeats>,
     /// Per guest with a vNIC backend: its counters over the test (frames, super-frames, LRO ratio…).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub vnic: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub vnic: Option<std::collections::BTreeMap<String, crate::vnic::backend::VnicDelta>>,
 }
 
-#[derive(serde::Serialize)]
-pub struct Repeats {
-    pub runs: usize,
-    pub confidence_level: u32,
-    pub confidence_met: Option<bool>,
-    pub throughput_gbps: stats::Spread,
-    pub transactions_per_s: Option<stats::Spread>,
-    pub host_busy_pct: Option<stats::Spread>,
-    pub normalized_pct_per_gbps: Option<stats::Spread>,
-    /// Throughput (or transactions/s) or CPU per Gb/s varied by more than 10 % across repeats.
-    pub unstable: bool,
-    /// Every repeat's figures, in the order they ran.
-    pub each: Vec<Repeat>,
-}
-
-/// One repeat's headline figures.
-#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Default)]
-pub struct Repeat {
-    pub throughput_gbps: f64,
-    pub transactions_per_s: Option<f64>,
-    pub host_busy_pct: Option<f64>,
-    pub normalized_pct_per_gbps: Option<f64>,
-    pub bound_by: Option<String>,
-    pub leak_pct: Option<f64>,
-    #[serde(default)]
-    pub host_steal_pct: Option<f64>,
-}
-
-impl Repeat {
-    fn of(m: &Measured) -> Repeat {
-        let c = m.cpu.as_ref();
-        Repeat {
+/// One repeat's headline figures, from its measured result.
+fn repeat_of(m: &Measured) -> Repeat {
+    let c = m.cpu.as_ref();
+    Repeat {
             throughput_gbps: m.result.throughput_gbps,
             transactions_per_s: m.result.transactions_per_s,
             host_busy_pct: c.map(|c| c.host_busy_pct),
@@ -70,7 +45,6 @@ impl Repeat {
             leak_pct: c.and_then(|c| c.leak_pct),
             host_steal_pct: c.map(|c| c.host_steal_pct),
         }
-    }
 }
 
 /// A spread wider than this share of its median marks a point unstable.
@@ -82,14 +56,14 @@ fn unstable(s: &stats::Spread) -> bool {
 
 /// Where a test runs: a lab (agents started in its endpoints) or standalone against `serve`.
 pub enum Target {
-    Lab { rec: LabRecord, from: String, to: String },
+    Lab { rec: LabRecord, from: Senders, to: Role },
     Remote { host: String, ip: IpAddr, port: u16, token: String },
 }
 
 impl Target {
     pub fn agents(&self) -> Result<(Vec<AgentConn>, Vec<Pair>), String> {
         match self {
-            Target::Lab { rec, from, to } => lab_agents(rec, from, to),
+            Target::Lab { rec, from, to } => lab_agents(rec, *from, *to),
             Target::Remote { host, ip, port, token } => {
                 let remote = AgentConn::tcp(host, SocketAddr::new(*ip, *port), token)?;
                 let local = AgentConn::local("local")?;
@@ -111,19 +85,19 @@ impl Target {
             }
         };
         for e in &rec.endpoints {
-            let (kind, side) = match e.name.as_str() {
-                "host" => (PartKind::Host, Side::Host),
-                "client" => (PartKind::Client, Side::Client),
-                _ => (PartKind::Guest, Side::Host),
+            let kind = match e.role {
+                Role::Host => PartKind::Host,
+                Role::Client => PartKind::Client,
+                Role::Guest(_) => PartKind::Guest,
             };
-            parts.push(Part { name: e.name.clone(), kind, side, cgroups: e.cgroups.clone(), pid: None });
+            parts.push(Part { name: e.role.to_string(), kind, side: e.role.side(), cgroups: e.cgroups.clone(), pid: None });
             if let Some(vn) = &e.vnic {
-                parts.push(Part { name: format!("vNIC backend {}", e.name), kind: PartKind::Backend, side: Side::Host, cgroups: vn.cgroups.clone(), pid: None });
+                parts.push(Part { name: format!("vNIC backend {}", e.role), kind: PartKind::Backend, side: Side::Host, cgroups: vn.cgroups.clone(), pid: None });
             }
         }
         for t in crate::lab::steer::ensure_placed(rec)? {
-            let side = if t.side == state::Side::Client { Side::Client } else { Side::Host };
-            parts.push(Part { name: format!("NAPI {} ({} end of the wire)", t.iface, side_name(side)), kind: PartKind::Kernel, side, cgroups: vec![], pid: Some(t.pid as u32) });
+            let side = t.side;
+            parts.push(Part { name: format!("NAPI {} ({} end of the wire)", t.iface, side.name()), kind: PartKind::Kernel, side, cgroups: vec![], pid: Some(t.pid as u32) });
         }
         let placed = rec.cpus.placed;
         let driver_side = if placed { Side::Client } else { Side::Host };
@@ -144,8 +118,11 @@ impl Target {
     pub fn sides(&self, spec: &Spec) -> (Vec<String>, Vec<String>) {
         let (from, to): (Vec<String>, Vec<String>) = match self {
             Target::Lab { rec, from, to } => {
-                let f = if from == "guests" { rec.guests().map(|g| g.name.clone()).collect() } else { vec![from.clone()] };
-                (f, vec![to.clone()])
+                let f = match from {
+                    Senders::AllGuests => rec.guests().map(|g| g.role.to_string()).collect(),
+                    Senders::One(r) => vec![r.to_string()],
+                };
+                (f, vec![to.to_string()])
             }
             Target::Remote { .. } => (vec!["vnetlab driver".into()], vec![]),
         };
@@ -160,8 +137,8 @@ impl Target {
             Target::Lab { rec, from, to } => rec
                 .endpoints
                 .iter()
-                .filter(|e| e.name == *from || e.name == *to || (from == "guests" && e.vnic.is_some()))
-                .filter_map(|e| e.vnic.as_ref().map(|v| (e.name.clone(), v.stats.clone(), v.log.clone())))
+                .filter(|e| Senders::One(e.role) == *from || e.role == *to || *from == Senders::AllGuests)
+                .filter_map(|e| e.vnic.as_ref().map(|v| (e.role.to_string(), v.stats.clone(), v.log.clone())))
                 .collect(),
             Target::Remote { .. } => vec![],
         }
@@ -172,17 +149,10 @@ fn read_vnic(path: &std::path::Path) -> Option<crate::vnic::backend::Stats> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 
-fn side_name(s: Side) -> &'static str {
-    match s {
-        Side::Host => "host",
-        Side::Client => "client",
-    }
-}
-
 /// The root of the lab's per-CPU accounting hierarchy (cgroup v1 cpuacct): three folders above a
 /// part's (`<root>/vnetlab/vl<lab>/<part>`), if it offers `cpuacct.usage_percpu`.
 fn accounting_root(rec: &LabRecord) -> Option<std::path::PathBuf> {
-    let host = rec.endpoints.iter().find(|e| e.name == "host")?;
+    let host = rec.endpoint(Role::Host).ok()?;
     host.cgroups
         .iter()
         .filter_map(|d| d.ancestors().nth(3).map(|p| p.to_path_buf()))
@@ -202,7 +172,7 @@ pub fn place_driver(cpus: Option<&CpuPlan>) {
 
 /// What bound the point, from the meter's per-core figures, the backends, the wire and the load
 /// offered (`streams` paced streams at the spec's rate).
-fn bound_by(target: &Target, cpu: &CpuReport, spec: &Spec, streams: usize, gbps: f64) -> Option<String> {
+fn bound_by(target: &Target, cpu: &CpuReport, spec: &Spec, streams: usize, gbps: f64) -> Option<crate::vocab::Bound> {
     // A core is used up by this machine's work and by what the hypervisor beneath it stole.
     let used = |c: usize| cpu.per_core_busy_pct.get(&c).copied().unwrap_or(0.0) + cpu.per_core_steal_pct.get(&c).copied().unwrap_or(0.0);
     let core = |list: &[usize]| list.iter().map(|&c| (c, used(c))).collect::<Vec<_>>();
@@ -217,7 +187,7 @@ fn bound_by(target: &Target, cpu: &CpuReport, spec: &Spec, streams: usize, gbps:
         },
         offered_bps: spec.rate.filter(|_| !spec.test.is_rr()).map(|r| r as f64 * (streams as u32 * spec.parallel) as f64),
     };
-    bound::classify(&limits).map(|b| b.to_string())
+    bound::classify(&limits)
 }
 
 /// A backend whose process is gone has taken its guest's link down with it.
@@ -281,28 +251,29 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, String> {
 }
 
 /// Starts an agent in each named endpoint (through the lab's exec) and pairs them.
-pub fn lab_agents(rec: &LabRecord, from: &str, to: &str) -> Result<(Vec<AgentConn>, Vec<Pair>), String> {
+pub fn lab_agents(rec: &LabRecord, from: Senders, to: Role) -> Result<(Vec<AgentConn>, Vec<Pair>), String> {
     let to_ep = rec.endpoint(to)?;
-    let froms: Vec<&str> = if from == "guests" {
-        rec.guests().map(|g| g.name.as_str()).collect()
-    } else {
-        rec.endpoint(from)?;
-        vec![from]
+    let froms: Vec<Role> = match from {
+        Senders::AllGuests => rec.guests().map(|g| g.role).collect(),
+        Senders::One(r) => {
+            rec.endpoint(r)?;
+            vec![r]
+        }
     };
     if froms.contains(&to) {
         return Err(format!("--from and --to both name {to}: pick two different endpoints"));
     }
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let start = |name: &str| -> Result<AgentConn, String> {
-        let ep = rec.endpoint(name)?;
+    let start = |role: Role| -> Result<AgentConn, String> {
+        let ep = rec.endpoint(role)?;
         let cmd = crate::lab::exec::command(ep, &[exe.display().to_string(), "agent".into()])?;
-        AgentConn::spawn(name, cmd)
+        AgentConn::spawn(&role.to_string(), cmd)
     };
     let mut agents = vec![start(to)?];
     let mut pairs = Vec::new();
-    for (k, f) in froms.iter().enumerate() {
+    for (k, &f) in froms.iter().enumerate() {
         agents.push(start(f)?);
-        let via_nat = *f == "client" && to_ep.reach_from_client.is_some();
+        let via_nat = f == Role::Client && to_ep.reach_from_client.is_some();
         let (connect_to, ports) = match (&to_ep.reach_from_client, via_nat) {
             (Some(r), true) => (IpAddr::V4(r.address), Some(r.ports)),
             _ => (IpAddr::V4(to_ep.address), None),
@@ -362,7 +333,7 @@ pub fn repeated(target: &Target, spec: &Spec, repeat: u32, confidence: Option<(u
             transactions_per_s: (tps.len() == runs.len()).then(|| stats::spread(&tps, level)),
             host_busy_pct: c,
             normalized_pct_per_gbps: norm,
-            each: runs.iter().map(Repeat::of).collect(),
+            each: runs.iter().map(repeat_of).collect(),
         }
     });
     let key = |m: &Measured| m.result.transactions_per_s.unwrap_or(m.result.throughput_gbps);

@@ -6,66 +6,62 @@ use super::matrix::{self, Point};
 use super::measure::{self, Measured, Target};
 use super::{facts, file};
 use crate::lab::{build, state};
-use crate::store::{PointRecord, RepeatRecord, Store};
+use crate::records::{LabFacts, PointKey, PointRecord, Repeat};
+use crate::store::Store;
+use crate::vocab::RunStatus;
 
 pub struct Outcome {
     pub run_id: i64,
-    pub status: String,
+    pub status: RunStatus,
     pub points_done: usize,
     pub points_failed: usize,
 }
 
 /// The point's identity (what was asked), without figures.
 fn base(p: &Point) -> PointRecord {
-    PointRecord {
-        seq: p.seq,
-        mode: p.lab.mode.to_string(),
+    PointRecord { seq: p.seq, key: key(p), duration_s: p.spec.duration, repeat: p.repeat, ..Default::default() }
+}
+
+/// What a point asked for.
+pub fn key(p: &Point) -> PointKey {
+    PointKey {
+        mode: p.lab.mode,
         guests: p.lab.guests,
-        direction: p.direction.name().into(),
-        test: p.spec.test.to_string(),
+        direction: p.direction,
+        test: p.spec.test,
         message_bytes: if p.spec.test.is_rr() { p.spec.req as u64 } else { p.spec.msg as u64 },
         socket_buffer: p.spec.local_buf.map(|b| b as u64),
-        gro: serde_json::to_value(p.lab.gro).unwrap().as_str().unwrap_or("").to_string(),
+        gro: p.lab.gro,
         tso: p.lab.tso,
         lro: p.lab.lro,
         mtu: p.lab.mtu,
         wire_rate: p.lab.wire_rate,
         parallel: p.spec.parallel,
-        duration_s: p.spec.duration,
-        repeat: p.repeat,
         load_bps: p.spec.rate,
-        ..Default::default()
     }
+}
+
+fn median(v: Vec<f64>) -> Option<f64> {
+    (!v.is_empty()).then(|| crate::stats::spread(&v, 95).median)
+}
+
+fn largest(v: impl Iterator<Item = f64>) -> Option<f64> {
+    v.fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))))
 }
 
 /// Turns a measured point into the store's plain record: each figure is its median over the
 /// repeats (min–max in the spread), every repeat is kept, and the point counts as bound if any
 /// repeat was.
-pub fn record(p: &Point, m: &Measured, lab_facts: &serde_json::Value) -> PointRecord {
+pub fn record(p: &Point, m: &Measured, lab_facts: &LabFacts) -> PointRecord {
     let c = m.cpu.as_ref();
     let sd = c.and_then(|c| c.service_demand_us_per_kb.as_ref().or(c.service_demand_us_per_tran.as_ref()));
     let r = m.repeats.as_ref();
-    let median = |v: Vec<f64>| (!v.is_empty()).then(|| crate::meter::stats::spread(&v, 95).median);
-    let each = r.map(|r| r.each.clone()).unwrap_or_default();
-    let over = |f: fn(&measure::Repeat) -> Option<f64>| median(each.iter().filter_map(f).collect());
-    let repeats: Vec<RepeatRecord> = each
-        .iter()
-        .map(|x| RepeatRecord {
-            throughput_gbps: x.throughput_gbps,
-            transactions_per_s: x.transactions_per_s,
-            host_busy_pct: x.host_busy_pct,
-            normalized_pct_per_gbps: x.normalized_pct_per_gbps,
-            bound_by: x.bound_by.clone(),
-            leak_pct: x.leak_pct,
-        })
-        .collect();
+    let each: Vec<Repeat> = r.map(|r| r.each.clone()).unwrap_or_default();
+    let over = |f: fn(&Repeat) -> Option<f64>| median(each.iter().filter_map(f).collect());
     let bound_by = match r {
         Some(_) => each.iter().find_map(|x| x.bound_by.clone()),
         None => c.and_then(|c| c.bound_by.clone()),
     };
-    let largest = |f: fn(&measure::Repeat) -> Option<f64>| each.iter().filter_map(f).fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))));
-    let leak = largest(|x| x.leak_pct);
-    let steal = largest(|x| x.host_steal_pct);
     PointRecord {
         throughput_gbps: over(|x| Some(x.throughput_gbps)).or(Some(m.result.throughput_gbps)),
         transactions_per_s: over(|x| x.transactions_per_s).or(m.result.transactions_per_s),
@@ -76,28 +72,22 @@ pub fn record(p: &Point, m: &Measured, lab_facts: &serde_json::Value) -> PointRe
         normalized_pct_per_gbps: over(|x| x.normalized_pct_per_gbps).or(c.and_then(|c| c.normalized_pct_per_gbps)),
         client_busy_pct: c.and_then(|c| c.client_busy_pct),
         bound_by,
-        leak_pct: leak.or(c.and_then(|c| c.leak_pct)),
+        leak_pct: largest(each.iter().filter_map(|x| x.leak_pct)).or(c.and_then(|c| c.leak_pct)),
         placed: m.cpus.as_ref().map(|x| x.placed),
         host_cpus: m.cpus.as_ref().map(|x| x.host.to_string()),
         client_cpus: m.cpus.as_ref().map(|x| x.client.to_string()),
         unstable: r.map(|r| r.unstable),
-        host_steal_pct: steal.or(c.map(|c| c.host_steal_pct)),
-        repeats,
+        host_steal_pct: largest(each.iter().filter_map(|x| x.host_steal_pct)).or(c.map(|c| c.host_steal_pct)),
+        repeats: each.clone(),
         sd_host: sd.map(|d| d.host),
         sd_send: sd.map(|d| d.send),
         sd_recv: sd.map(|d| d.recv),
-        spread: r.map(|r| serde_json::to_value(r).unwrap()),
+        spread: r.cloned(),
         lab_facts: Some(lab_facts.clone()),
-        result: Some(serde_json::to_value(m).unwrap()),
+        result: serde_json::to_string(m).ok(),
         samples: m.result.intervals.iter().map(|i| (i.t, i.gbps)).collect(),
         parts: c
-            .map(|c| {
-                c.parts
-                    .iter()
-                    .filter(|p| p.side == crate::meter::Side::Host)
-                    .map(|p| (p.name.clone(), serde_json::to_value(p.kind).unwrap().as_str().unwrap_or("").to_string(), p.busy_pct, p.cores))
-                    .collect()
-            })
+            .map(|c| c.parts.iter().filter(|p| p.side == crate::vocab::Side::Host).map(|p| (p.name.clone(), p.kind, p.busy_pct, p.cores)).collect())
             .unwrap_or_default(),
         ..base(p)
     }
@@ -144,7 +134,7 @@ pub fn run(exp: &Loaded, store: &Store, progress: &mut dyn FnMut(usize, usize, f
     let hash = sha256_hex(exp.text.as_bytes());
     crate::sys::signals::install();
     let stopping = crate::sys::signals::stop_requested;
-    let run_id = store.begin_run(&exp.file.name, &exp.file.description, &exp.text, &hash, &facts::host(), points.len() as u32)?;
+    let run_id = store.begin_run(&exp.file.name, &exp.file.description, &exp.text, &hash, &facts::host(), points.len() as u32).map_err(|e| e.to_string())?;
     let total = points.len();
     let mut done = 0;
     let mut failed = 0;
@@ -190,7 +180,7 @@ pub fn run(exp: &Loaded, store: &Store, progress: &mut dyn FnMut(usize, usize, f
                     failed_record(p, &e)
                 }
             };
-            store.add_point(run_id, &rec)?;
+            store.add_point(run_id, &rec).map_err(|e| e.to_string())?;
             done += 1;
             est_done += estimates[p.seq as usize - 1];
             spent += t0.elapsed().as_secs_f64();
@@ -202,15 +192,15 @@ pub fn run(exp: &Loaded, store: &Store, progress: &mut dyn FnMut(usize, usize, f
         }
     }
     let status = if result.is_err() {
-        "failed"
+        RunStatus::Failed
     } else if stopping() {
-        "interrupted"
+        RunStatus::Interrupted
     } else {
-        "complete"
+        RunStatus::Complete
     };
-    store.finish_run(run_id, status)?;
-    progress(done, total, 0.0, status);
-    result.map(|_| Outcome { run_id, status: status.into(), points_done: done, points_failed: failed })
+    store.finish_run(run_id, status).map_err(|e| e.to_string())?;
+    progress(done, total, 0.0, status.name());
+    result.map(|_| Outcome { run_id, status, points_done: done, points_failed: failed })
 }
 
 /// SHA-256 of the experiment text (so runs of the same file can be matched).

@@ -6,7 +6,7 @@ use std::fmt;
 use std::net::Ipv4Addr;
 use std::str::FromStr;
 
-use super::topology::Mode;
+use crate::vocab::Mode;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Subnet {

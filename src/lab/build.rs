@@ -12,7 +12,8 @@ use super::hostcmd::{self, HostCmd};
 use super::journal::{self, Entry, Journal};
 use super::plan::{self, Plan, SriovPf, Step};
 use super::state;
-use super::topology::{Mode, Topology};
+use super::topology::Topology;
+use crate::vocab::Mode;
 use super::{cgroup, names::Names};
 
 /// Everything `up` checks before it makes anything; errors are one line and leave nothing.
@@ -218,19 +219,9 @@ fn stopping() -> bool {
 fn start_backend(guest: &str, args: &[String], netns: &str, cgroups: &[std::path::PathBuf], stats: &Path, log: &Path) -> Result<(), String> {
     use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let ep = state::Endpoint {
-        name: format!("vnic-{guest}"),
-        netns: netns.into(),
-        address: std::net::Ipv4Addr::UNSPECIFIED,
-        iface: String::new(),
-        cgroups: cgroups.to_vec(),
-        cpus: None,
-        reach_from_client: None,
-        vnic: None,
-    };
     let mut argv = vec![exe.display().to_string()];
     argv.extend(args.iter().cloned());
-    let mut cmd = super::exec::command(&ep, &argv)?;
+    let mut cmd = super::exec::command_in(netns, cgroups, &argv)?;
     let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
     let _ = std::fs::remove_file(stats);
     unsafe {

@@ -3,106 +3,8 @@
 //! to the receiving side's cores. Pure: it reads nothing from the host.
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
 
-/// The highest CPU number a list may name (the kernel's CPU_SETSIZE).
-pub const MAX_CPU: usize = 1023;
-
-/// A set of CPUs, written as the kernel writes it: `0`, `0-3`, `0,2,4-7`.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct CpuList(pub Vec<usize>);
-
-impl CpuList {
-    pub fn contains(&self, c: usize) -> bool {
-        self.0.contains(&c)
-    }
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-    /// A hexadecimal mask as sysfs takes it (rps_cpus, xps_cpus): 32-bit groups joined by commas.
-    pub fn mask(&self) -> String {
-        let top = self.0.iter().copied().max().unwrap_or(0);
-        let mut words = vec![0u32; top / 32 + 1];
-        for &c in &self.0 {
-            words[c / 32] |= 1 << (c % 32);
-        }
-        words.iter().rev().map(|w| format!("{w:08x}")).collect::<Vec<_>>().join(",")
-    }
-}
-
-impl FromStr for CpuList {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("bad CPU list '{}': write CPU numbers and ranges, e.g. 1 or 0-3,6", crate::text::clip(s));
-        if s.is_empty() || s.len() > 4096 {
-            return Err(bad());
-        }
-        let mut v = Vec::new();
-        for part in s.split(',') {
-            let (a, b) = match part.split_once('-') {
-                Some((a, b)) => (a, b),
-                None => (part, part),
-            };
-            let a: usize = a.trim().parse().map_err(|_| bad())?;
-            let b: usize = b.trim().parse().map_err(|_| bad())?;
-            if a > b || b > MAX_CPU {
-                return Err(bad());
-            }
-            v.extend(a..=b);
-        }
-        v.sort_unstable();
-        v.dedup();
-        Ok(CpuList(v))
-    }
-}
-
-impl fmt::Display for CpuList {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        let mut parts = Vec::new();
-        let mut i = 0;
-        while i < self.0.len() {
-            let mut j = i;
-            while j + 1 < self.0.len() && self.0[j + 1] == self.0[j] + 1 {
-                j += 1;
-            }
-            parts.push(if i == j { self.0[i].to_string() } else { format!("{}-{}", self.0[i], self.0[j]) });
-            i = j + 1;
-        }
-        f.write_str(&parts.join(","))
-    }
-}
-
-impl Serialize for CpuList {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for CpuList {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Form {
-            List(Vec<usize>),
-            Text(String),
-        }
-        match Form::deserialize(d)? {
-            Form::List(mut v) => {
-                if v.iter().any(|&c| c > MAX_CPU) {
-                    return Err(serde::de::Error::custom(format!("a CPU number is above {MAX_CPU}")));
-                }
-                v.sort_unstable();
-                v.dedup();
-                Ok(CpuList(v))
-            }
-            Form::Text(s) => s.parse().map_err(serde::de::Error::custom),
-        }
-    }
-}
+use crate::units::CpuList;
 
 /// How receive processing is kept on the receiving side's cores where a frame crosses the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -222,19 +124,6 @@ mod tests {
         s.parse().unwrap()
     }
 
-    #[test]
-    fn lists_parse_and_print_like_the_kernel() {
-        assert_eq!(l("0-3,6").0, vec![0, 1, 2, 3, 6]);
-        assert_eq!(l("3,1,1").0, vec![1, 3]);
-        assert_eq!(l("0-3,6").to_string(), "0-3,6");
-        assert_eq!(l("5").to_string(), "5");
-        for bad in ["", "a", "3-1", "1,", "-1", "1-", "0-99999", "1.5"] {
-            assert!(bad.parse::<CpuList>().is_err(), "{bad}");
-        }
-        assert_eq!(l("0").mask(), "00000001");
-        assert_eq!(l("1,3").mask(), "0000000a");
-        assert_eq!(l("0,33").mask(), "00000002,00000001");
-    }
 
     #[test]
     fn default_gives_the_client_a_quarter_from_the_top() {

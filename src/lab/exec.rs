@@ -11,13 +11,17 @@ use super::state::Endpoint;
 
 /// A `Command` that, when spawned, runs `argv` inside `ep`.
 pub fn command(ep: &Endpoint, argv: &[String]) -> Result<Command, String> {
+    command_in(&ep.netns, &ep.cgroups, argv)
+}
+
+/// A `Command` that, when spawned, runs `argv` in network namespace `netns`, joined to `cgroups`.
+pub fn command_in(netns: &str, cgroups: &[std::path::PathBuf], argv: &[String]) -> Result<Command, String> {
     let (prog, args) = argv.split_first().ok_or("no command given: write it after `--`")?;
-    let ns_path = Path::new("/run/netns").join(&ep.netns);
+    let ns_path = Path::new("/run/netns").join(netns);
     let ns: OwnedFd = std::fs::File::open(&ns_path)
-        .map_err(|e| format!("cannot open namespace {} ({e}): is the lab still up? see `vnetlab status`", ep.netns))?
+        .map_err(|e| format!("cannot open namespace {netns} ({e}): is the lab still up? see `vnetlab status`"))?
         .into();
-    let procs: Vec<CString> = ep
-        .cgroups
+    let procs: Vec<CString> = cgroups
         .iter()
         .map(|d| CString::new(d.join("cgroup.procs").to_string_lossy().as_bytes()).unwrap())
         .collect();

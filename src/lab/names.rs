@@ -74,17 +74,6 @@ impl Names {
     }
 }
 
-/// The part names a lab's cgroups use: `host`, `client`, `g1`…
-pub fn guest_name(i: u32) -> String {
-    format!("g{i}")
-}
-
-/// Parses `g7` into 7.
-pub fn parse_guest(name: &str) -> Option<u32> {
-    let n: u32 = name.strip_prefix('g')?.parse().ok()?;
-    (n >= 1 && name == guest_name(n)).then_some(n)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,12 +99,4 @@ mod tests {
         }
     }
 
-    #[test]
-    fn guest_names_round_trip() {
-        assert_eq!(parse_guest("g12"), Some(12));
-        assert_eq!(parse_guest(&guest_name(7)), Some(7));
-        for bad in ["g0", "g01", "g", "x1", "g-1", "g1x"] {
-            assert_eq!(parse_guest(bad), None, "{bad}");
-        }
-    }
 }

@@ -6,12 +6,15 @@ use std::net::Ipv4Addr;
 
 use super::addr::{self, NAT_PORTS_PER_GUEST, NAT_PORT_BASE};
 use super::cgroup::{self, Hierarchy};
-use super::cpus::{CpuList, CpuPlan, Steering};
+use super::cpus::{CpuPlan, Steering};
+use crate::units::CpuList;
 use super::hostcmd::HostCmd;
 use super::journal::Entry;
-use super::names::{guest_name, Names};
+use super::names::Names;
+use crate::vocab::Role;
 use super::state::{Endpoint, LabRecord, NatReach, Side, SteeredIface};
-use super::topology::{Mode, Topology};
+use super::topology::Topology;
+use crate::vocab::Mode;
 
 pub enum Step {
     /// Journal `creates`, then run `cmd`.
@@ -63,9 +66,9 @@ pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &CpuPlan, sriov: Option<&SriovPf
     // 1. Cgroups: host, client, g1…, each confined to its side's cores when the lab is placed.
     let placed = |l: CpuList| cpus.placed.then(|| l.to_string());
     let mut parts = vec![("host".to_string(), placed(cpus.host.clone())), ("client".to_string(), placed(cpus.client.clone()))];
-    parts.extend(guests.iter().map(|&i| (guest_name(i), placed(cpus.guest(i)))));
+    parts.extend(guests.iter().map(|&i| (Role::Guest(i).to_string(), placed(cpus.guest(i)))));
     if vnic {
-        parts.extend(guests.iter().map(|&i| (format!("vnic-{}", guest_name(i)), placed(cpus.backend(i)))));
+        parts.extend(guests.iter().map(|&i| (format!("vnic-{}", Role::Guest(i)), placed(cpus.backend(i)))));
     }
     if let Some(why) = &cpus.unplaced_because {
         notes.push(format!("unplaced: {why}; every result says so"));
@@ -230,7 +233,7 @@ pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &CpuPlan, sriov: Option<&SriovPf
     // 5b. The device-model backends, one per guest.
     if vnic {
         for &i in &guests {
-            let g = guest_name(i);
+            let g = Role::Guest(i).to_string();
             let mut args = vec![
                 "vnic".to_string(),
                 "--model".into(),
@@ -332,11 +335,11 @@ pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &CpuPlan, sriov: Option<&SriovPf
 
     // The record other commands use.
     let mut endpoints = vec![
-        Endpoint { name: "host".into(), netns: h.clone(), address: a.host, iface: host_iface.clone(), cgroups: folders("host"), cpus: cpus_of("host"), reach_from_client: None, vnic: None },
-        Endpoint { name: "client".into(), netns: c.clone(), address: a.client, iface: wc.clone(), cgroups: folders("client"), cpus: cpus_of("client"), reach_from_client: None, vnic: None },
+        Endpoint { role: Role::Host, netns: h.clone(), address: a.host, iface: host_iface.clone(), cgroups: folders("host"), cpus: cpus_of("host"), reach_from_client: None, vnic: None },
+        Endpoint { role: Role::Client, netns: c.clone(), address: a.client, iface: wc.clone(), cgroups: folders("client"), cpus: cpus_of("client"), reach_from_client: None, vnic: None },
     ];
     for (k, &i) in guests.iter().enumerate() {
-        let g = guest_name(i);
+        let g = Role::Guest(i).to_string();
         let (address, iface): (Ipv4Addr, String) = if native { (a.host, host_iface.clone()) } else { (a.guests[k], n.guest_if(i)) };
         let reach = (t.mode == Mode::Nat).then(|| NatReach { address: a.host, ports: nat_ports(k as u32) });
         let vnic_info = vnic.then(|| super::state::VnicInfo {
@@ -346,7 +349,7 @@ pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &CpuPlan, sriov: Option<&SriovPf
             log: super::state::vnic_log_path(&t.name, &g),
             cgroups: folders(&format!("vnic-{g}")),
         });
-        endpoints.push(Endpoint { name: g.clone(), netns: guest_ns(i), address, iface, cgroups: folders(&g), cpus: cpus_of(&g), reach_from_client: reach, vnic: vnic_info });
+        endpoints.push(Endpoint { role: Role::Guest(i), netns: guest_ns(i), address, iface, cgroups: folders(&g), cpus: cpus_of(&g), reach_from_client: reach, vnic: vnic_info });
     }
     if t.mode == Mode::Sriov && (w.rate.is_some() || w.delay.is_some() || w.loss.is_some()) {
         notes.push("sriov: wire shaping applies to the host's and the client's VFs, not between guests (the NIC switches those)".into());
@@ -408,7 +411,7 @@ pub fn shell_step(s: &Step) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::topology::{Delay, Rate};
+    use crate::units::{Delay, Rate};
 
     fn unplaced() -> CpuPlan {
         crate::lab::cpus::plan(&[0, 1], None, None, false, Err("test".into())).unwrap()
@@ -433,7 +436,7 @@ mod tests {
 
     #[test]
     fn a_placed_lab_confines_each_side_and_steers_both_wire_ends() {
-        let t = Topology { mode: Mode::Paravirt, guests: 2, gro: crate::lab::topology::Gro::Guest, tso: false, ..Default::default() };
+        let t = Topology { mode: Mode::Paravirt, guests: 2, gro: crate::vocab::Gro::Guest, tso: false, ..Default::default() };
         let p = placed_plan_of(&t);
         let text = shell(&p).join("\n");
         // The client's folder holds CPU 1, the host's parts CPU 0.
@@ -457,7 +460,7 @@ mod tests {
         assert!(r.cpus.placed);
         assert_eq!(r.steered.len(), 2);
         assert_eq!((r.steered[1].side, r.steered[1].napi_threaded), (Side::Client, true));
-        assert_eq!(r.endpoint("client").unwrap().cpus.as_deref(), Some("1"));
+        assert_eq!(r.endpoint(Role::Client).unwrap().cpus.as_deref(), Some("1"));
     }
 
     #[test]
@@ -506,7 +509,7 @@ mod tests {
         assert!(text.contains("ip -n vllab-g2 -batch"));
         assert!(text.contains("addr add 10.213.0.4/16 dev vllabg2"));
         assert!(!text.contains("route add default"));
-        let g2 = p.record.endpoint("g2").unwrap();
+        let g2 = p.record.endpoint(Role::Guest(2)).unwrap();
         assert_eq!((g2.netns.as_str(), g2.iface.as_str()), ("vllab-g2", "vllabg2"));
         // The client's end segments its sends to MTU frames; the host's end is a NIC with TSO.
         assert!(text.contains("ethtool -K vllabc gro on tso off gso off"));
@@ -521,13 +524,13 @@ mod tests {
         assert!(text.contains("th dport 20100-20199 dnat to 10.213.128.3"));
         assert!(text.contains("route add 10.213.0.0/17 via 10.213.128.1"));
         assert!(text.contains("net.ipv4.ip_forward=1"));
-        assert_eq!(p.record.endpoint("g1").unwrap().reach_from_client.as_ref().unwrap().ports, [20000, 20099]);
+        assert_eq!(p.record.endpoint(Role::Guest(1)).unwrap().reach_from_client.as_ref().unwrap().ports, [20000, 20099]);
     }
 
     #[test]
     fn native_guests_live_on_the_host() {
         let p = plan_of(&Topology { mode: Mode::Native, guests: 2, ..Default::default() });
-        let g1 = p.record.endpoint("g1").unwrap();
+        let g1 = p.record.endpoint(Role::Guest(1)).unwrap();
         assert_eq!(g1.netns, "vllab-host");
         assert!(!shell(&p).join("\n").contains("vllab-g1"));
     }
@@ -555,7 +558,7 @@ mod tests {
 
     #[test]
     fn gro_goes_where_asked() {
-        use crate::lab::topology::Gro;
+        use crate::vocab::Gro;
         let t = Topology { gro: Gro::Guest, ..Default::default() };
         let text = shell(&plan_of(&t)).join("\n");
         assert!(text.contains("ethtool -K vllabw gro off"));
@@ -591,7 +594,7 @@ mod tests {
         assert!(text.contains("link set vllabg2h master vllabbr"));
         assert!(text.contains("vnetlab vnic --model paravirt --guest-ns vllab-g1 --guest-tap vllabg1 --host-ns vllab-host --host-tap vllabg1h"));
         assert!(text.contains("--lro"));
-        let g1 = p.record.endpoint("g1").unwrap();
+        let g1 = p.record.endpoint(Role::Guest(1)).unwrap();
         assert_eq!(g1.vnic.as_ref().unwrap().cgroups[0], std::path::PathBuf::from("/nonexistent/cpuacct/vnetlab/vllab/vnic-g1"));
         let e = plan_of(&Topology { mode: Mode::Emulated, ..Default::default() });
         let text = shell(&e).join("\n");

@@ -9,6 +9,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::state::{Endpoint, LabRecord};
+use crate::vocab::Role;
 
 pub const TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -34,7 +35,7 @@ fn enter_netns(ns: &str) -> Result<(), String> {
 
 /// Connects from `from` to `to` over TCP and checks an echo.
 pub fn tcp(lab: &LabRecord, from: &Endpoint, to: &Endpoint) -> ProbeResult {
-    let via_nat = from.name == "client" && to.reach_from_client.is_some();
+    let via_nat = from.role == Role::Client && to.reach_from_client.is_some();
     let (listen_ns, to_addr) = (to.netns.clone(), to.address);
     let port_range = to.reach_from_client.as_ref().filter(|_| via_nat).map(|r| r.ports);
     let (tx, rx) = mpsc::channel::<Result<u16, String>>();
@@ -75,7 +76,7 @@ pub fn tcp(lab: &LabRecord, from: &Endpoint, to: &Endpoint) -> ProbeResult {
     });
     let from_ns = from.netns.clone();
     let target_addr = if via_nat { to.reach_from_client.as_ref().unwrap().address } else { to.address };
-    let mut result = ProbeResult { from: from.name.clone(), to: to.name.clone(), target: String::new(), ok: false, ms: 0.0, error: None };
+    let mut result = ProbeResult { from: from.role.to_string(), to: to.role.to_string(), target: String::new(), ok: false, ms: 0.0, error: None };
     let client = rx.recv_timeout(TIMEOUT).map_err(|_| "the listener did not start".to_string()).and_then(|r| r).and_then(|port| {
         let target = SocketAddr::from((target_addr, port));
         result.target = target.to_string();
@@ -108,16 +109,16 @@ pub fn tcp(lab: &LabRecord, from: &Endpoint, to: &Endpoint) -> ProbeResult {
 }
 
 /// The pairs a mode should connect: every guest ↔ client, and g1 ↔ g2 where there are two.
-pub fn default_pairs(lab: &LabRecord) -> Vec<(String, String)> {
-    let guests: Vec<String> = lab.guests().map(|g| g.name.clone()).collect();
+pub fn default_pairs(lab: &LabRecord) -> Vec<(Role, Role)> {
+    let guests: Vec<Role> = lab.guests().map(|g| g.role).collect();
     let mut v = Vec::new();
-    for g in &guests {
-        v.push((g.clone(), "client".to_string()));
-        v.push(("client".to_string(), g.clone()));
+    for &g in &guests {
+        v.push((g, Role::Client));
+        v.push((Role::Client, g));
     }
     if guests.len() >= 2 {
-        v.push((guests[0].clone(), guests[1].clone()));
-        v.push((guests[1].clone(), guests[0].clone()));
+        v.push((guests[0], guests[1]));
+        v.push((guests[1], guests[0]));
     }
     v
 }

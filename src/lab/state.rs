@@ -6,8 +6,11 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
 use super::addr::Addressing;
-use super::cpus::{CpuList, CpuPlan};
+use super::cpus::CpuPlan;
+use crate::units::CpuList;
 use super::topology::Topology;
+pub use crate::vocab::Side;
+use crate::vocab::Role;
 
 /// `$VNETLAB_STATE_DIR`, else /run/vnetlab (a tmpfs: labs do not outlive a reboot, nor do netns).
 pub fn dir() -> PathBuf {
@@ -30,7 +33,8 @@ pub fn log_path(lab: &str) -> PathBuf {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Endpoint {
     /// `host`, `client`, `g1`…
-    pub name: String,
+    #[serde(rename = "name")]
+    pub role: Role,
     /// The network namespace it runs in.
     pub netns: String,
     /// Its address on the lab network, and the interface carrying it.
@@ -72,14 +76,6 @@ pub struct NatReach {
     pub ports: [u16; 2],
 }
 
-/// Which machine a core, a process or an interface stands for.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Side {
-    Host,
-    Client,
-}
-
 /// An interface where frames cross from one side to the other (a wire end), and how its receive
 /// processing is kept on its side's cores.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -111,16 +107,13 @@ pub struct LabRecord {
 }
 
 impl LabRecord {
-    pub fn endpoint(&self, name: &str) -> Result<&Endpoint, String> {
-        self.endpoints.iter().find(|e| e.name == name).ok_or_else(|| {
-            format!(
-                "lab {} has no endpoint '{name}': use host, client or g1…g{}",
-                self.topology.name, self.topology.guests
-            )
+    pub fn endpoint(&self, role: Role) -> Result<&Endpoint, String> {
+        self.endpoints.iter().find(|e| e.role == role).ok_or_else(|| {
+            format!("lab {} has no endpoint '{role}': use host, client or g1…g{}", self.topology.name, self.topology.guests)
         })
     }
     pub fn guests(&self) -> impl Iterator<Item = &Endpoint> {
-        self.endpoints.iter().filter(|e| super::names::parse_guest(&e.name).is_some())
+        self.endpoints.iter().filter(|e| e.role.is_guest())
     }
 }
 

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use super::hostcmd;
 use super::names::Names;
 use super::state::{self, LabRecord};
-use super::topology::Mode;
+use crate::vocab::{Gro, Mode, Role};
 
 #[derive(Serialize, Debug, Clone)]
 pub struct Iface {
@@ -36,13 +36,23 @@ pub struct EndpointStatus {
     pub cpus: Option<String>,
     pub reach_from_client: Option<String>,
     /// The vNIC backend (modes emulated, paravirt): model, LRO, pid and whether it runs.
-    pub vnic: Option<serde_json::Value>,
+    pub vnic: Option<VnicStatus>,
+}
+
+/// A guest's vNIC backend as `status` finds it.
+#[derive(Serialize, Debug)]
+pub struct VnicStatus {
+    pub model: String,
+    pub lro: bool,
+    pub pid: Option<u32>,
+    pub running: bool,
+    pub log: std::path::PathBuf,
 }
 
 #[derive(Serialize, Debug)]
 pub struct LabStatus {
     pub name: String,
-    pub mode: String,
+    pub mode: Mode,
     pub complete: bool,
     /// What is missing from a lab whose journal says it is built (a namespace removed by hand, or
     /// a `down` cut short): `vnetlab down` removes the rest.
@@ -51,9 +61,9 @@ pub struct LabStatus {
     pub usage: String,
     pub subnet: String,
     pub mtu_requested: u32,
-    pub gro_requested: String,
+    pub gro_requested: Gro,
     pub tso_requested: bool,
-    pub wire: serde_json::Value,
+    pub wire: super::topology::Wire,
     pub cgroups: String,
     /// The CPU plan: the host's and the client's cores, and whether the lab is placed.
     pub cpus: super::cpus::CpuPlan,
@@ -135,13 +145,14 @@ fn lab_status(r: &LabRecord) -> Result<LabStatus, String> {
     }
     let h = n.host_ns();
     let get = |ns: &str, dev: &str| links.get(&(ns.to_string(), dev.to_string())).cloned();
-    let ep = |name: &str| -> Result<EndpointStatus, String> {
-        let e = r.endpoint(name)?;
-        let port = super::names::parse_guest(name)
-            .filter(|_| matches!(t.mode, Mode::Bridge | Mode::Nat | Mode::Emulated | Mode::Paravirt))
-            .and_then(|i| get(&h, &n.guest_port(i)));
+    let ep = |role: Role| -> Result<EndpointStatus, String> {
+        let e = r.endpoint(role)?;
+        let port = match role {
+            Role::Guest(i) if matches!(t.mode, Mode::Bridge | Mode::Nat | Mode::Emulated | Mode::Paravirt) => get(&h, &n.guest_port(i)),
+            _ => None,
+        };
         Ok(EndpointStatus {
-            name: e.name.clone(),
+            name: e.role.to_string(),
             namespace: e.netns.clone(),
             address: e.address.to_string(),
             interface: get(&e.netns, &e.iface),
@@ -152,8 +163,7 @@ fn lab_status(r: &LabRecord) -> Result<LabStatus, String> {
             vnic: e.vnic.as_ref().map(|v| {
                 let st: Option<crate::vnic::backend::Stats> = std::fs::read(&v.stats).ok().and_then(|b| serde_json::from_slice(&b).ok());
                 let pid = st.as_ref().map(|s| s.pid);
-                serde_json::json!({"model": v.model, "lro": v.lro, "pid": pid,
-                    "running": pid.is_some_and(|p| crate::sys::alive(p, None)), "log": v.log})
+                VnicStatus { model: v.model.clone(), lro: v.lro, pid, running: pid.is_some_and(|p| crate::sys::alive(p, None)), log: v.log.clone() }
             }),
         })
     };
@@ -162,22 +172,22 @@ fn lab_status(r: &LabRecord) -> Result<LabStatus, String> {
     host_interfaces.dedup_by(|a, b| a.name == b.name);
     Ok(LabStatus {
         name: t.name.clone(),
-        mode: t.mode.to_string(),
+        mode: t.mode,
         complete: complete && damaged.is_none(),
         damaged,
         usage,
         subnet: t.subnet.to_string(),
         mtu_requested: t.mtu,
-        gro_requested: serde_json::to_value(t.gro).unwrap().as_str().unwrap().to_string(),
+        gro_requested: t.gro,
         tso_requested: t.tso,
-        wire: serde_json::to_value(&t.wire).unwrap(),
+        wire: t.wire.clone(),
         cgroups: r.cgroups.clone(),
         cpus: r.cpus.clone(),
         steering: super::steer::read_back(r),
         notes: r.notes.clone(),
-        host: ep("host")?,
-        client: ep("client")?,
-        guests: r.guests().map(|g| ep(&g.name)).collect::<Result<_, _>>()?,
+        host: ep(Role::Host)?,
+        client: ep(Role::Client)?,
+        guests: r.guests().map(|g| ep(g.role)).collect::<Result<_, _>>()?,
         host_interfaces,
     })
 }

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::cpus::CpuList;
+use crate::units::CpuList;
 use super::hostcmd;
 use super::state::{LabRecord, Side};
 

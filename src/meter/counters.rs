@@ -2,7 +2,7 @@
 //! counter per CPU) and per part where the part's cgroup can be named to perf (cgroup v2). Hosts
 //! without them (virtual machines, this one) get a plain "not supported" with the reason.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
 
@@ -54,13 +54,13 @@ pub struct Counters {
     notes: Vec<String>,
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct CounterValues {
     pub cycles: u64,
     pub instructions: u64,
 }
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct CounterReport {
     pub host: CounterValues,
     pub parts: Vec<(String, CounterValues)>,

@@ -11,38 +11,16 @@ pub mod irqstat;
 pub mod procs;
 pub mod procstat;
 pub mod report;
-pub mod stats;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+pub use crate::vocab::Side;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum PartKind {
-    Guest,
-    Host,
-    Client,
-    /// A vNIC backend (device model) process.
-    Backend,
-    /// vnetlab's own driver and meter.
-    Driver,
-    /// Other processes (outside the lab).
-    Process,
-    /// Kernel threads (e.g. a wire end's NAPI thread) and kernel time no task was charged.
-    Kernel,
-}
-
-/// Which machine a core or a part stands for.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[serde(rename_all = "lowercase")]
-pub enum Side {
-    Host,
-    Client,
-}
+pub use crate::vocab::PartKind;
 
 /// Something whose CPU is measured: a cgroup (guest, host, client, backend) or a process, and
 /// the side it belongs to.

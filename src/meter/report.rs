@@ -3,12 +3,12 @@
 //! splits, CPU per part on each side with what nothing was charged for, the leak across the
 //! boundary, normalized CPU (% per Gb/s) and netperf's service demand.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use super::{counters, procs, procstat, Full, MeterData, Part, PartKind, PartTime, Side};
 
-#[derive(Serialize, Debug, Clone)]
+#[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct PartCpu {
     pub name: String,
     pub kind: PartKind,
@@ -21,7 +21,33 @@ pub struct PartCpu {
     pub task_clock_ms: f64,
 }
 
-#[derive(Serialize, Debug, Clone)]
+/// Hardware counters over the window, or why there are none (a string in JSON).
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(untagged)]
+pub enum HwCounters {
+    Read(counters::CounterReport),
+    /// "not supported: …" or "not read".
+    Missing(String),
+}
+
+impl HwCounters {
+    pub fn missing(&self) -> Option<&str> {
+        match self {
+            HwCounters::Missing(s) => Some(s),
+            HwCounters::Read(_) => None,
+        }
+    }
+}
+
+/// The meter's own cost and settings.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct MeterInfo {
+    pub hz: f64,
+    pub own_cpu_pct_of_core: f64,
+    pub counter_notes: Vec<String>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct Demand {
     /// All of the host's busy time.
     pub host: f64,
@@ -30,7 +56,7 @@ pub struct Demand {
     pub recv: f64,
 }
 
-#[derive(Serialize, Debug, Clone)]
+#[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct Check {
     /// The host's parts measured on their own (cgroups, processes, kernel threads), % of the host.
     pub attributed_pct: f64,
@@ -40,10 +66,10 @@ pub struct Check {
     /// irq + softirq time in /proc/stat, % of the machine.
     pub irq_softirq_pct: f64,
     /// How parts were split between the sides: per CPU (cgroup v1 cpuacct), or by placement.
-    pub attribution: &'static str,
+    pub attribution: String,
 }
 
-#[derive(Serialize, Debug, Clone)]
+#[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct CpuReport {
     pub window_s: f64,
     pub ncpu: usize,
@@ -80,12 +106,12 @@ pub struct CpuReport {
     pub leak_under_2pct: Option<bool>,
     /// What bound the point: a saturated side or core, a backend, the wire; None: nothing.
     /// Filled in by the caller, who knows the wire and the offered load.
-    pub bound_by: Option<String>,
+    pub bound_by: Option<crate::vocab::Bound>,
     pub softirq_per_s: BTreeMap<String, f64>,
     pub interrupts_per_s: f64,
     /// Cycles and instructions, or why not.
-    pub counters: serde_json::Value,
-    pub meter: serde_json::Value,
+    pub counters: HwCounters,
+    pub meter: MeterInfo,
     pub check: Check,
     /// Host busy per 0.1 s inside the window.
     pub series: Vec<(f64, f64)>,
@@ -243,9 +269,9 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
     let per_s = |k: &str| (b.irq.softirqs.get(k).copied().unwrap_or(0).saturating_sub(a.irq.softirqs.get(k).copied().unwrap_or(0))) as f64 / window_s;
     let softirq_per_s: BTreeMap<String, f64> = b.irq.softirqs.keys().map(|k| (k.clone(), per_s(k))).collect();
     let counters = match (&d.counters_unsupported, &a.counters, &b.counters) {
-        (Some(why), _, _) => serde_json::json!(format!("not supported: {why}; task_clock_ms per part is given instead")),
-        (None, Some(x), Some(y)) => serde_json::to_value(counters::delta(x, y)).unwrap(),
-        _ => serde_json::json!("not read"),
+        (Some(why), _, _) => HwCounters::Missing(format!("not supported: {why}; task_clock_ms per part is given instead")),
+        (None, Some(x), Some(y)) => HwCounters::Read(counters::delta(x, y)),
+        _ => HwCounters::Missing("not read".into()),
     };
     let own = if d.own_wall_s > 0.0 { 100.0 * d.own_cpu_s / d.own_wall_s } else { 0.0 };
     let leak_pct = leak_s.map(|l| if host_s > 0.0 { 100.0 * l / host_s } else { 0.0 });
@@ -275,13 +301,13 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
         softirq_per_s,
         interrupts_per_s: b.irq.interrupts.saturating_sub(a.irq.interrupts) as f64 / window_s,
         counters,
-        meter: serde_json::json!({"hz": super::HZ, "own_cpu_pct_of_core": own, "counter_notes": d.counter_notes}),
+        meter: MeterInfo { hz: super::HZ, own_cpu_pct_of_core: own, counter_notes: d.counter_notes.clone() },
         check: Check {
             attributed_pct: host_busy_pct - unattributed,
             unattributed_kernel_pct: unattributed,
             machine_busy_pct,
             irq_softirq_pct: share(ds.irq + ds.softirq),
-            attribution,
+            attribution: attribution.to_string(),
         },
         series: series(d, a, b, &host),
     })
@@ -385,7 +411,7 @@ mod tests {
         assert!((r.service_demand_us_per_kb.as_ref().unwrap().send - 0.5e6 / kbs).abs() < 1e-9);
         assert_eq!(r.per_core_busy_pct.get(&0), Some(&75.0));
         assert_eq!(r.softirq_per_s["NET_RX"], 1000.0);
-        assert!(r.counters.as_str().unwrap().starts_with("not supported"));
+        assert!(r.counters.missing().unwrap().starts_with("not supported"));
         assert_eq!(r.check.attribution, "per CPU (cgroup v1 cpuacct)");
     }
 

@@ -5,7 +5,8 @@
 //! used, and every point skipped with its reason, is named.
 
 use super::model::Datapath;
-use crate::store::{PointRecord, RunRow};
+use crate::records::{PointRecord, RunRow};
+use crate::vocab::{Direction, Mode, TestKind};
 
 #[derive(Debug)]
 pub struct Costs {
@@ -31,8 +32,8 @@ pub struct Pick {
 }
 
 fn describe(p: &PointRecord) -> String {
-    let load = p.load_bps.map(|r| format!(" at {}", crate::lab::topology::Rate(r))).unwrap_or_else(|| " at max".into());
-    format!("point {} ({} {}, {} B{load})", p.seq, p.mode, p.direction, p.message_bytes)
+    let load = p.key.load_bps.map(|r| format!(" at {}", crate::units::Rate(r))).unwrap_or_else(|| " at max".into());
+    format!("point {} ({} {}, {} B{load})", p.seq, p.key.mode, p.key.direction, p.key.message_bytes)
 }
 
 /// The point of one series to take, with the reasons others were passed over.
@@ -45,20 +46,20 @@ fn pick<'a>(pts: &[&'a PointRecord], how: Pick, skipped: &mut Vec<String>) -> Op
         }
     }
     if let Some(l) = how.load {
-        ok.retain(|p| p.load_bps == l);
-    } else if ok.iter().any(|p| p.load_bps.is_some()) {
+        ok.retain(|p| p.key.load_bps == l);
+    } else if ok.iter().any(|p| p.key.load_bps.is_some()) {
         // Paced points: the largest load nothing bound.
-        let top = ok.iter().filter_map(|p| p.load_bps).max();
-        ok.retain(|p| p.load_bps == top);
+        let top = ok.iter().filter_map(|p| p.key.load_bps).max();
+        ok.retain(|p| p.key.load_bps == top);
     }
     match how.size {
-        Some(s) => ok.into_iter().find(|p| p.message_bytes == s),
-        None => ok.iter().copied().find(|p| p.message_bytes == 8192).or_else(|| ok.iter().copied().max_by_key(|p| p.message_bytes)),
+        Some(s) => ok.into_iter().find(|p| p.key.message_bytes == s),
+        None => ok.iter().copied().find(|p| p.key.message_bytes == 8192).or_else(|| ok.iter().copied().max_by_key(|p| p.key.message_bytes)),
     }
 }
 
 fn usable(p: &PointRecord) -> bool {
-    p.error.is_none() && p.test == "TCP_STREAM" && p.normalized_pct_per_gbps.is_some_and(|v| v > 0.0)
+    p.error.is_none() && p.key.test == TestKind::TcpStream && p.normalized_pct_per_gbps.is_some_and(|v| v > 0.0)
 }
 
 fn cost(p: &PointRecord) -> f64 {
@@ -67,17 +68,17 @@ fn cost(p: &PointRecord) -> f64 {
 
 /// `vdi_required`: fail without host → client points (plan), or leave the VDI cost at 0 (report).
 pub fn costs(run: &RunRow, points: &[PointRecord], how: Pick, vdi_offload: bool, vdi_required: bool) -> Result<Costs, String> {
-    let vm: Vec<&PointRecord> = points.iter().filter(|p| usable(p) && matches!(p.direction.as_str(), "guest-to-client" | "guests-to-client")).collect();
+    let vm: Vec<&PointRecord> = points.iter().filter(|p| usable(p) && matches!(p.key.direction, Direction::GuestToClient | Direction::GuestsToClient)).collect();
     if vm.is_empty() {
         return Err(format!("run {} has no guest-to-client TCP_STREAM points (the VM network): run an experiment with that direction, e.g. experiments/icsnc2013.toml", run.id));
     }
-    let host: Vec<&PointRecord> = points.iter().filter(|p| usable(p) && p.direction == "host-to-client" && p.tso == vdi_offload).collect();
+    let host: Vec<&PointRecord> = points.iter().filter(|p| usable(p) && p.key.direction == Direction::HostToClient && p.key.tso == vdi_offload).collect();
     let mut used = Vec::new();
     let mut notes = Vec::new();
     let unbound = if how.allow_bound { "" } else { " nothing bound" };
     let vdi = match pick(&host, how, &mut notes) {
         Some(p) => {
-            used.push(format!("VDI network: {}, offloads {}: {:.4} % per Gb/s", describe(p), if p.tso { "on" } else { "off" }, cost(p)));
+            used.push(format!("VDI network: {}, offloads {}: {:.4} % per Gb/s", describe(p), if p.key.tso { "on" } else { "off" }, cost(p)));
             cost(p)
         }
         None if vdi_required => {
@@ -93,15 +94,15 @@ pub fn costs(run: &RunRow, points: &[PointRecord], how: Pick, vdi_offload: bool,
             0.0
         }
     };
-    let mut modes: Vec<String> = Vec::new();
+    let mut modes: Vec<Mode> = Vec::new();
     for p in &vm {
-        if !modes.contains(&p.mode) {
-            modes.push(p.mode.clone());
+        if !modes.contains(&p.key.mode) {
+            modes.push(p.key.mode);
         }
     }
     let mut datapaths = Vec::new();
     for m in modes {
-        let series: Vec<&PointRecord> = vm.iter().copied().filter(|p| p.mode == m).collect();
+        let series: Vec<&PointRecord> = vm.iter().copied().filter(|p| p.key.mode == m).collect();
         let Some(p) = pick(&series, how, &mut notes) else {
             notes.push(format!("{m}: no VM network point{unbound} to take a cost from"));
             continue;
@@ -110,7 +111,7 @@ pub fn costs(run: &RunRow, points: &[PointRecord], how: Pick, vdi_offload: bool,
         if p.placed == Some(false) {
             notes.push(format!("{m}: {} ran unplaced: the client's receive work may be counted as host CPU", describe(p)));
         }
-        datapaths.push(Datapath { name: m, vdi_net_pct_per_gbps: vdi, vm_net_pct_per_gbps: cost(p) });
+        datapaths.push(Datapath { name: m.to_string(), vdi_net_pct_per_gbps: vdi, vm_net_pct_per_gbps: cost(p) });
     }
     if datapaths.is_empty() {
         return Err(format!(
@@ -121,13 +122,14 @@ pub fn costs(run: &RunRow, points: &[PointRecord], how: Pick, vdi_offload: bool,
     }
     // Cheapest first: the rows' differences are then what it saves against the dearest.
     datapaths.sort_by(|a, b| a.vm_net_pct_per_gbps.total_cmp(&b.vm_net_pct_per_gbps));
-    let host_cores = vm.iter().find_map(|p| p.host_cpus.as_deref().and_then(|c| c.parse::<crate::lab::cpus::CpuList>().ok()).map(|l| l.len()));
+    let host_cores = vm.iter().find_map(|p| p.host_cpus.as_deref().and_then(|c| c.parse::<crate::units::CpuList>().ok()).map(|l| l.len()));
     Ok(Costs { datapaths, used, notes, host_cores })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::records::PointKey;
 
     fn run() -> RunRow {
         RunRow {
@@ -138,10 +140,10 @@ mod tests {
             vnetlab_version: String::new(),
             started_at: String::new(),
             finished_at: None,
-            status: "complete".into(),
+            status: crate::vocab::RunStatus::Complete,
             planned_points: 0,
             points: 0,
-            host_facts: serde_json::json!({}),
+            host_facts: Default::default(),
             experiment_text: String::new(),
         }
     }
@@ -149,14 +151,9 @@ mod tests {
     fn pt(seq: u32, mode: &str, dir: &str, load: Option<u64>, cost: f64, bound: Option<&str>) -> PointRecord {
         PointRecord {
             seq,
-            mode: mode.into(),
-            direction: dir.into(),
-            test: "TCP_STREAM".into(),
-            message_bytes: 8192,
-            tso: true,
-            load_bps: load,
+            key: PointKey { mode: mode.parse().unwrap(), direction: dir.parse().unwrap(), message_bytes: 8192, load_bps: load, ..Default::default() },
             normalized_pct_per_gbps: Some(cost),
-            bound_by: bound.map(str::to_string),
+            bound_by: bound.map(|b| b.parse().unwrap()),
             host_cpus: Some("0".into()),
             placed: Some(true),
             ..Default::default()

@@ -6,7 +6,7 @@ pub mod model;
 pub mod preset;
 
 use crate::report::html::Section;
-use crate::store::{PointRecord, RunRow};
+use crate::records::{PointRecord, RunRow};
 
 /// The screen stream of paper 1's scenario, per desktop: 11.1 Gbit over 253 s.
 pub const SCREEN_GBPS: f64 = 11.1 / 253.0;
@@ -18,7 +18,7 @@ pub fn report_sections(run: &RunRow, points: &[PointRecord]) -> Vec<Section> {
     let c = match from_run::costs(run, points, from_run::Pick::default(), true, false) {
         Ok(c) => c,
         // A run with VM network points but none to take costs from says why, rather than nothing.
-        Err(e) if points.iter().any(|p| p.direction == "guest-to-client") => {
+        Err(e) if points.iter().any(|p| p.key.direction == crate::vocab::Direction::GuestToClient) => {
             return vec![(title, format!("<p class=\"muted\">No plan from this run: {}</p>", e.replace('<', "&lt;")))];
         }
         Err(_) => return Vec::new(),

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::store::PointRecord;
+use crate::records::PointRecord;
 
 #[derive(Serialize, Debug)]
 pub struct Row {
@@ -23,25 +23,6 @@ pub struct Row {
     pub unstable: bool,
 }
 
-fn key(p: &PointRecord) -> String {
-    format!(
-        "{} {} g{} {} {}B buf {} gro {} tso {} lro {} mtu {} wire {} P{} at {}",
-        p.mode,
-        p.direction,
-        p.guests,
-        p.test,
-        p.message_bytes,
-        p.socket_buffer.map(|b| b.to_string()).unwrap_or("default".into()),
-        p.gro,
-        p.tso,
-        p.lro,
-        p.mtu,
-        p.wire_rate.map(|r| r.to_string()).unwrap_or("-".into()),
-        p.parallel,
-        p.load_bps.map(|r| r.to_string()).unwrap_or("max".into())
-    )
-}
-
 fn value(p: &PointRecord) -> Option<f64> {
     p.transactions_per_s.or(p.throughput_gbps)
 }
@@ -53,14 +34,14 @@ fn range(p: &PointRecord) -> Option<[f64; 2]> {
         return Some([v.iter().cloned().fold(f64::MAX, f64::min), v.iter().cloned().fold(f64::MIN, f64::max)]);
     }
     let s = p.spread.as_ref()?;
-    let t = if p.transactions_per_s.is_some() { &s["transactions_per_s"] } else { &s["throughput_gbps"] };
-    Some([t["min"].as_f64()?, t["max"].as_f64()?])
+    let t = if p.transactions_per_s.is_some() { s.transactions_per_s.as_ref()? } else { &s.throughput_gbps };
+    Some([t.min, t.max])
 }
 
 pub fn compare(a: &[PointRecord], b: &[PointRecord]) -> Vec<Row> {
     let mut out = Vec::new();
     for pa in a.iter().filter(|p| p.error.is_none()) {
-        let Some(pb) = b.iter().find(|q| q.error.is_none() && key(q) == key(pa)) else { continue };
+        let Some(pb) = b.iter().find(|q| q.error.is_none() && q.key == pa.key) else { continue };
         let (va, vb) = (value(pa), value(pb));
         let significant = match (range(pa), range(pb), va, vb) {
             (Some([alo, ahi]), Some([blo, bhi]), Some(x), Some(y)) => Some((y < alo || y > ahi) && (x < blo || x > bhi)),
@@ -71,7 +52,7 @@ pub fn compare(a: &[PointRecord], b: &[PointRecord]) -> Vec<Row> {
             _ => None,
         };
         out.push(Row {
-            key: key(pa),
+            key: pa.key.to_string(),
             a: va,
             b: vb,
             ratio: ratio(va, vb),
@@ -92,13 +73,12 @@ mod tests {
     use super::*;
 
     fn pt(g: f64, lo: f64, hi: f64) -> PointRecord {
+        use crate::records::{PointKey, Repeat};
         PointRecord {
-            mode: "bridge".into(),
-            test: "TCP_STREAM".into(),
-            message_bytes: 1024,
+            key: PointKey { message_bytes: 1024, ..Default::default() },
             throughput_gbps: Some(g),
             normalized_pct_per_gbps: Some(10.0),
-            spread: Some(serde_json::json!({"throughput_gbps": {"min": lo, "max": hi}})),
+            repeats: [lo, g, hi].iter().map(|&t| Repeat { throughput_gbps: t, ..Default::default() }).collect(),
             ..Default::default()
         }
     }
@@ -112,7 +92,7 @@ mod tests {
         let r = compare(&[pt(10.0, 9.0, 11.0)], &[pt(10.5, 9.8, 11.2)]);
         assert_eq!(r[0].significant, Some(false));
         let mut other = pt(10.0, 9.0, 11.0);
-        other.mode = "nat".into();
+        other.key.mode = crate::vocab::Mode::Nat;
         assert!(compare(&[pt(10.0, 9.0, 11.0)], &[other]).is_empty());
     }
 }

@@ -3,9 +3,10 @@
 //! RR latency, CPU parts per datapath, every point with its spread, and host facts.
 
 use super::{charts, part_group, series_of, Labeler};
-use crate::store::{PointRecord, RunRow};
+use crate::records::{IfaceFacts, PointRecord, RunRow};
+use crate::vocab::PartKind;
 
-fn esc(s: &str) -> String {
+pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
@@ -16,93 +17,31 @@ fn f(v: Option<f64>, prec: usize) -> String {
 /// Extra sections (e.g. the capacity plan) a caller adds to the page: (title, HTML).
 pub type Section = (String, String);
 
-pub fn page(run: &RunRow, points: &[PointRecord], extra: &[Section]) -> Result<String, String> {
-    let ok: Vec<&PointRecord> = points.iter().filter(|p| p.error.is_none()).collect();
-    let streams: Vec<&PointRecord> = ok.iter().copied().filter(|p| p.transactions_per_s.is_none()).collect();
-    let rrs: Vec<&PointRecord> = ok.iter().copied().filter(|p| p.transactions_per_s.is_some()).collect();
-    let mut figures: Vec<(String, String)> = Vec::new();
-    if !streams.is_empty() {
-        figures.push(("Bandwidth".into(), charts::lines("Bandwidth vs message size", "Gb/s", &series_of(&streams, |p| p.throughput_gbps))?));
-        figures.push(("Host CPU".into(), charts::lines("Host CPU vs message size", "host CPU %", &series_of(&streams, |p| p.host_busy_pct))?));
-        figures.push((
-            "Host CPU per Gb/s".into(),
-            charts::lines("Host CPU per Gb/s vs message size", "host CPU % per Gb/s", &series_of(&streams, |p| p.normalized_pct_per_gbps))?,
-        ));
-    }
-    if !rrs.is_empty() {
-        let rl = Labeler::new(&rrs);
-        let cats: Vec<String> = rrs.iter().map(|p| format!("{} {}B", rl.label(p), p.message_bytes)).collect();
-        let p50: Vec<f64> = rrs.iter().map(|p| p.latency_p50_us.unwrap_or(0.0)).collect();
-        let tail: Vec<f64> = rrs.iter().map(|p| (p.latency_p99_us.unwrap_or(0.0) - p.latency_p50_us.unwrap_or(0.0)).max(0.0)).collect();
-        figures.push(("RR latency".into(), charts::stacked_bars("Request/response latency", "µs", &cats, &[("p50".into(), p50), ("p50 → p99".into(), tail)])?));
-    }
-    // CPU parts per datapath, at each series' largest message size (or its RR point).
-    let okl = Labeler::new(&ok);
-    let mut pick: Vec<(String, &PointRecord)> = Vec::new();
-    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for p in &ok {
-        let label = okl.label(p);
-        match at.get(&label) {
-            Some(&i) if p.message_bytes > pick[i].1.message_bytes => pick[i].1 = p,
-            Some(_) => {}
-            None => {
-                at.insert(label.clone(), pick.len());
-                pick.push((label, p));
-            }
-        }
-    }
-    let pick_labels: Vec<String> = pick.iter().map(|(l, _)| l.clone()).collect();
-    let pick: Vec<&PointRecord> = pick.into_iter().map(|(_, p)| p).collect();
-    if pick.iter().any(|p| !p.parts.is_empty()) {
-        let cats: Vec<String> = pick.iter().zip(&pick_labels).map(|(p, l)| format!("{l} {}B", p.message_bytes)).collect();
-        let mut groups: Vec<String> = Vec::new();
-        for p in &pick {
-            for (n, kind, _, _) in &p.parts {
-                let g = part_group(n);
-                if kind != "client" && !groups.contains(&g) {
-                    groups.push(g);
-                }
-            }
-        }
-        let stacks: Vec<(String, Vec<f64>)> = groups
-            .iter()
-            .map(|g| {
-                let vals = pick.iter().map(|p| p.parts.iter().filter(|(n, k, _, _)| k != "client" && part_group(n) == *g).map(|x| x.2).sum()).collect();
-                (g.clone(), vals)
-            })
-            .collect();
-        figures.push(("CPU parts".into(), charts::stacked_bars("Host CPU by part (client excluded)", "% of the host", &cats, &stacks)?));
-    }
-    let mut h = String::new();
-    h += "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">";
-    h += &format!("<title>vnetlab run {} — {}</title>", run.id, esc(&run.name));
+/// The page's head and style, shared by every vnetlab page.
+pub fn head(title: &str) -> String {
+    let mut h = String::from("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">");
+    h += &format!("<title>{}</title>", esc(title));
     h += "<style>body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1240px}h1{font-size:22px}h2{font-size:17px;margin-top:28px}\
           .figs{display:flex;flex-wrap:wrap;gap:12px}figure{margin:0;border:1px solid #ddd;padding:4px;background:#fff}\
           table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ddd;padding:3px 7px;text-align:right}\
-          th{background:#f3f3f3}td.l,th.l{text-align:left}.bad{color:#b00}.muted{color:#777}</style></head><body>";
-    h += &format!(
-        "<h1>vnetlab run {} — {}</h1><p>{}</p><p class=\"muted\">status <b>{}</b> · {} of {} points · started {} · finished {} · vnetlab {} · experiment sha256 {}</p>",
-        run.id,
-        esc(&run.name),
-        esc(&run.description),
-        esc(&run.status),
-        run.points,
-        run.planned_points,
-        esc(&run.started_at),
-        esc(run.finished_at.as_deref().unwrap_or("–")),
-        esc(&run.vnetlab_version),
-        esc(&run.experiment_hash[..run.experiment_hash.len().min(12)])
-    );
-    let placed: Vec<&PointRecord> = ok.iter().copied().filter(|p| p.placed == Some(true)).collect();
-    let cpus = placed.first().map(|p| format!("host cores {}, client cores {}", p.host_cpus.as_deref().unwrap_or("?"), p.client_cpus.as_deref().unwrap_or("?")));
-    h += &format!(
-        "<p class=\"muted\">Host CPU is the busy time of the host's cores{} (the client's cores stand for another machine; receive \
-          processing on each end of the wire is steered to its side's cores). Normalized CPU is host CPU % per Gb/s delivered, as in \
-          paper 1. <b>bound by</b> names what limited a point (a saturated side or core, a backend, the wire); per-Gbit costs for plans \
-          come only from points nothing bound. Figures are medians over the repeats, with min–max.{}</p>",
-        cpus.map(|c| format!(" ({c})")).unwrap_or_default(),
-        if placed.len() < ok.len() { " <span class=\"bad\">Some points ran unplaced: their host CPU may include the client's work.</span>" } else { "" }
-    );
+          th{background:#f3f3f3}td.l,th.l{text-align:left}.bad{color:#b00}.good{color:#060}.muted{color:#777}</style></head><body>";
+    h
+}
+
+/// The script that marks how many charts rendered (the browser test reads it), and the end.
+pub fn tail() -> String {
+    "<script>window.addEventListener('load',function(){var s=document.querySelectorAll('figure svg'),n=0;\
+     for(var i=0;i<s.length;i++){var b=s[i].getBBox();if(b.width>0&&b.height>0&&s[i].querySelectorAll('polyline,rect,circle').length>1)n++;}\
+     document.body.setAttribute('data-charts',String(s.length));document.body.setAttribute('data-charts-rendered',String(n));});</script>\
+     </body></html>\n"
+        .into()
+}
+
+pub fn page(run: &RunRow, points: &[PointRecord], extra: &[Section]) -> Result<String, String> {
+    let ok: Vec<&PointRecord> = points.iter().filter(|p| p.error.is_none()).collect();
+    let figures = figures(&ok)?;
+    let mut h = head(&format!("vnetlab run {} — {}", run.id, run.name));
+    h += &intro(run, &ok);
     h += "<h2>Figures</h2><div class=\"figs\">";
     for (title, svg) in &figures {
         h += &format!("<figure data-chart=\"{}\">{svg}</figure>", esc(title));
@@ -114,103 +53,202 @@ pub fn page(run: &RunRow, points: &[PointRecord], extra: &[Section]) -> Result<S
     for (title, html) in extra {
         h += &format!("<h2>{}</h2>{html}", esc(title));
     }
-    h += "<h2>Points</h2><table><tr><th>#</th><th class=\"l\">datapath</th><th class=\"l\">direction</th><th class=\"l\">test</th><th>size B</th>\
+    h += &points_table(points);
+    h += &host_table(run);
+    h += &interfaces_table(&ok);
+    h += &tail();
+    Ok(h)
+}
+
+fn intro(run: &RunRow, ok: &[&PointRecord]) -> String {
+    let mut h = format!(
+        "<h1>vnetlab run {} — {}</h1><p>{}</p><p class=\"muted\">status <b>{}</b> · {} of {} points · started {} · finished {} · vnetlab {} · experiment sha256 {}</p>",
+        run.id,
+        esc(&run.name),
+        esc(&run.description),
+        run.status,
+        run.points,
+        run.planned_points,
+        esc(&run.started_at),
+        esc(run.finished_at.as_deref().unwrap_or("–")),
+        esc(&run.vnetlab_version),
+        esc(&run.experiment_hash[..run.experiment_hash.len().min(12)])
+    );
+    let placed: Vec<&&PointRecord> = ok.iter().filter(|p| p.placed == Some(true)).collect();
+    let cpus = placed.first().map(|p| format!("host cores {}, client cores {}", p.host_cpus.as_deref().unwrap_or("?"), p.client_cpus.as_deref().unwrap_or("?")));
+    h += &format!(
+        "<p class=\"muted\">Host CPU is the busy time of the host's cores{} (the client's cores stand for another machine; receive \
+          processing on each end of the wire is steered to its side's cores). Normalized CPU is host CPU % per Gb/s delivered, as in \
+          paper 1. <b>bound by</b> names what limited a point (a saturated side or core, a backend, the wire); per-Gbit costs for plans \
+          come only from points nothing bound. Figures are medians over the repeats, with min–max.{}</p>",
+        cpus.map(|c| format!(" ({c})")).unwrap_or_default(),
+        if placed.len() < ok.len() { " <span class=\"bad\">Some points ran unplaced: their host CPU may include the client's work.</span>" } else { "" }
+    );
+    h
+}
+
+/// The run's charts: paper 1's three panels, RR latency and the host's CPU by part.
+fn figures(ok: &[&PointRecord]) -> Result<Vec<(String, String)>, String> {
+    let streams: Vec<&PointRecord> = ok.iter().copied().filter(|p| p.transactions_per_s.is_none()).collect();
+    let rrs: Vec<&PointRecord> = ok.iter().copied().filter(|p| p.transactions_per_s.is_some()).collect();
+    let mut figures: Vec<(String, String)> = Vec::new();
+    if !streams.is_empty() {
+        figures.push(("Bandwidth".into(), charts::lines("Bandwidth vs message size", "Gb/s", &series_of(&streams, |p| p.throughput_gbps))?));
+        figures.push(("Host CPU".into(), charts::lines("Host CPU vs message size", "host CPU %", &series_of(&streams, |p| p.host_busy_pct))?));
+        let norm = series_of(&streams, |p| p.normalized_pct_per_gbps);
+        figures.push(("Host CPU per Gb/s".into(), charts::lines("Host CPU per Gb/s vs message size", "host CPU % per Gb/s", &norm)?));
+    }
+    if !rrs.is_empty() {
+        let rl = Labeler::new(&rrs);
+        let cats: Vec<String> = rrs.iter().map(|p| format!("{} {}B", rl.label(p), p.key.message_bytes)).collect();
+        let p50: Vec<f64> = rrs.iter().map(|p| p.latency_p50_us.unwrap_or(0.0)).collect();
+        let tail: Vec<f64> = rrs.iter().map(|p| (p.latency_p99_us.unwrap_or(0.0) - p.latency_p50_us.unwrap_or(0.0)).max(0.0)).collect();
+        figures.push(("RR latency".into(), charts::stacked_bars("Request/response latency", "µs", &cats, &[("p50".into(), p50), ("p50 → p99".into(), tail)])?));
+    }
+    if let Some(parts) = parts_chart(ok)? {
+        figures.push(("CPU parts".into(), parts));
+    }
+    Ok(figures)
+}
+
+/// The host's CPU by part per datapath, at each series' largest message size (or its RR point).
+fn parts_chart(ok: &[&PointRecord]) -> Result<Option<String>, String> {
+    let okl = Labeler::new(ok);
+    let mut pick: Vec<(String, &PointRecord)> = Vec::new();
+    for p in ok {
+        let label = okl.label(p);
+        match pick.iter_mut().find(|(l, _)| *l == label) {
+            Some(slot) if p.key.message_bytes > slot.1.key.message_bytes => slot.1 = p,
+            Some(_) => {}
+            None => pick.push((label, p)),
+        }
+    }
+    if !pick.iter().any(|(_, p)| !p.parts.is_empty()) {
+        return Ok(None);
+    }
+    let cats: Vec<String> = pick.iter().map(|(l, p)| format!("{l} {}B", p.key.message_bytes)).collect();
+    let mut groups: Vec<String> = Vec::new();
+    for (n, kind, _, _) in pick.iter().flat_map(|(_, p)| &p.parts) {
+        let g = part_group(n);
+        if *kind != PartKind::Client && !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
+    let stacks: Vec<(String, Vec<f64>)> = groups
+        .iter()
+        .map(|g| {
+            let vals = pick.iter().map(|(_, p)| p.parts.iter().filter(|(n, k, _, _)| *k != PartKind::Client && part_group(n) == *g).map(|x| x.2).sum()).collect();
+            (g.clone(), vals)
+        })
+        .collect();
+    charts::stacked_bars("Host CPU by part (client excluded)", "% of the host", &cats, &stacks).map(Some)
+}
+
+fn range(v: &[f64], prec: usize) -> Option<String> {
+    let (lo, hi) = (v.iter().cloned().reduce(f64::min)?, v.iter().cloned().reduce(f64::max)?);
+    (v.len() > 1).then(|| format!("{lo:.prec$}–{hi:.prec$}"))
+}
+
+/// What bound a point, and its warnings (unstable, unplaced, stolen CPU), as HTML.
+fn bound_cell(p: &PointRecord) -> String {
+    let mut bound = esc(&p.bound_by.as_ref().map(|b| b.to_string()).unwrap_or_else(|| "nothing".into()));
+    if p.unstable == Some(true) {
+        bound += " <span class=\"bad\">unstable</span>";
+    }
+    if p.placed == Some(false) {
+        bound += " <span class=\"bad\">unplaced</span>";
+    }
+    if let Some(st) = p.host_steal_pct.filter(|s| *s > super::table::STEAL_WARN) {
+        bound += &format!(" <span class=\"bad\">steal {st:.0} %</span>");
+    }
+    bound
+}
+
+fn points_table(points: &[PointRecord]) -> String {
+    let mut h = String::from(
+        "<h2>Points</h2><table><tr><th>#</th><th class=\"l\">datapath</th><th class=\"l\">direction</th><th class=\"l\">test</th><th>size B</th>\
           <th class=\"l\">load</th><th>Gb/s</th><th>Gb/s spread (min–max)</th><th>trans/s</th><th>p50 µs</th><th>p99 µs</th><th>host CPU %</th><th>CPU %/Gb/s</th>\
-          <th>CPU %/Gb/s spread</th><th class=\"l\">bound by</th><th>SD µs/KB host</th><th>send</th><th>recv</th></tr>";
+          <th>CPU %/Gb/s spread</th><th class=\"l\">bound by</th><th>SD µs/KB host</th><th>send</th><th>recv</th></tr>",
+    );
     let all: Vec<&PointRecord> = points.iter().collect();
-    let alll = Labeler::new(&all);
+    let labels = Labeler::new(&all);
     for p in points {
+        let lead = format!(
+            "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td>",
+            p.seq,
+            esc(&labels.label(p)),
+            p.key.direction,
+            p.key.test,
+            p.key.message_bytes
+        );
         if let Some(e) = &p.error {
-            h += &format!("<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l bad\" colspan=\"14\">failed: {}</td></tr>",
-                p.seq, esc(&alll.label(p)), esc(&p.direction), esc(&p.test), p.message_bytes, esc(e));
+            h += &format!("{lead}<td class=\"l bad\" colspan=\"13\">failed: {}</td></tr>", esc(e));
             continue;
         }
-        let spread = p
-            .spread
-            .as_ref()
-            .and_then(|s| Some(format!("{:.3}–{:.3} (n={})", s["throughput_gbps"]["min"].as_f64()?, s["throughput_gbps"]["max"].as_f64()?, s["runs"])))
-            .unwrap_or_else(|| "one run".into());
+        let gbps: Vec<f64> = p.repeats.iter().map(|r| r.throughput_gbps).collect();
         let norm: Vec<f64> = p.repeats.iter().filter_map(|r| r.normalized_pct_per_gbps).collect();
-        let norm_spread = match (norm.iter().cloned().reduce(f64::min), norm.iter().cloned().reduce(f64::max)) {
-            (Some(lo), Some(hi)) if norm.len() > 1 => format!("{lo:.3}–{hi:.3}"),
-            _ => "–".into(),
-        };
-        let mut bound = esc(p.bound_by.as_deref().unwrap_or("nothing"));
-        if p.unstable == Some(true) {
-            bound += " <span class=\"bad\">unstable</span>";
-        }
-        if p.placed == Some(false) {
-            bound += " <span class=\"bad\">unplaced</span>";
-        }
-        if let Some(st) = p.host_steal_pct.filter(|s| *s > super::table::STEAL_WARN) {
-            bound += &format!(" <span class=\"bad\">steal {st:.0} %</span>");
-        }
-        h += &format!(
-            "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            p.seq,
-            esc(&alll.label(p)),
-            esc(&p.direction),
-            esc(&p.test),
-            p.message_bytes,
-            p.load_bps.map(|r| crate::lab::topology::Rate(r).to_string()).unwrap_or_else(|| "max".into()),
+        let cells = [
+            p.key.load_bps.map(|r| crate::units::Rate(r).to_string()).unwrap_or_else(|| "max".into()),
             if p.transactions_per_s.is_some() { "–".into() } else { f(p.throughput_gbps, 3) },
-            spread,
+            range(&gbps, 3).map(|r| format!("{r} (n={})", gbps.len())).unwrap_or_else(|| "one run".into()),
             f(p.transactions_per_s, 0),
             f(p.latency_p50_us, 1),
             f(p.latency_p99_us, 1),
             f(p.host_busy_pct, 2),
             f(p.normalized_pct_per_gbps, 3),
-            norm_spread,
-            bound,
+            range(&norm, 3).unwrap_or_else(|| "–".into()),
+            bound_cell(p),
             f(p.sd_host, 3),
             f(p.sd_send, 3),
-            f(p.sd_recv, 3)
-        );
+            f(p.sd_recv, 3),
+        ];
+        let left = [0, 9];
+        let tds: String = cells.iter().enumerate().map(|(i, c)| if left.contains(&i) { format!("<td class=\"l\">{c}</td>") } else { format!("<td>{c}</td>") }).collect();
+        h += &format!("{lead}{tds}</tr>");
     }
-    h += "</table>";
-    h += "<h2>Host</h2><table>";
-    if let Some(o) = run.host_facts.as_object() {
-        for (k, v) in o {
-            h += &format!("<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>", esc(k), esc(&v.to_string().trim_matches('"').to_string()));
-        }
+    h + "</table>"
+}
+
+fn host_table(run: &RunRow) -> String {
+    let mut h = String::from("<h2>Host</h2><table>");
+    for (k, v) in run.host_facts.rows() {
+        h += &format!("<tr><th class=\"l\">{k}</th><td class=\"l\">{}</td></tr>", esc(&v));
     }
-    h += "</table>";
-    // Offloads and MTU read back, one row per datapath.
-    h += "<h2>Interfaces read back from the kernel</h2><table><tr><th class=\"l\">datapath</th><th class=\"l\">interface</th><th>mtu</th><th class=\"l\">gro</th><th class=\"l\">tso</th><th class=\"l\">gso</th><th class=\"l\">qdisc</th></tr>";
+    h + "</table>"
+}
+
+/// Offloads and MTU read back from the kernel, per datapath.
+fn interfaces_table(ok: &[&PointRecord]) -> String {
+    let mut h = String::from(
+        "<h2>Interfaces read back from the kernel</h2><table><tr><th class=\"l\">datapath</th><th class=\"l\">interface</th><th>mtu</th>\
+         <th class=\"l\">gro</th><th class=\"l\">tso</th><th class=\"l\">gso</th><th class=\"l\">qdisc</th></tr>",
+    );
+    let labels = Labeler::new(ok);
     let mut seen = std::collections::BTreeSet::new();
-    for p in &ok {
-        let label = okl.label(p);
+    for p in ok {
+        let label = labels.label(p);
         let Some(lf) = &p.lab_facts else { continue };
         if !seen.insert(label.clone()) {
             continue;
         }
-        let mut ifaces: Vec<&serde_json::Value> = lf["host_interfaces"].as_array().map(|a| a.iter().collect()).unwrap_or_default();
-        if let Some(eps) = lf["endpoints"].as_object() {
-            for e in eps.values() {
-                for k in ["interface", "host_port"] {
-                    if !e[k].is_null() {
-                        ifaces.push(&e[k]);
-                    }
-                }
-            }
+        let mut ifaces: Vec<&IfaceFacts> = lf.host_interfaces.iter().collect();
+        for e in lf.endpoints.values() {
+            ifaces.extend(e.interface.iter().chain(e.host_port.iter()));
         }
         let mut names = std::collections::BTreeSet::new();
-        for i in ifaces {
-            let name = i["name"].as_str().unwrap_or("?");
-            if !names.insert(name.to_string()) {
-                continue;
-            }
-            let o = |k: &str| esc(i["offloads"][k].as_str().unwrap_or("–"));
+        for i in ifaces.into_iter().filter(|i| names.insert(i.name.clone())) {
+            let o = |k: &str| esc(i.offloads.get(k).map(String::as_str).unwrap_or("–"));
             h += &format!(
                 "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
-                esc(&label), esc(name), i["mtu"], o("gro"), o("tso"), o("gso"), esc(i["qdisc"].as_str().unwrap_or("–"))
+                esc(&label),
+                esc(&i.name),
+                i.mtu,
+                o("gro"),
+                o("tso"),
+                o("gso"),
+                esc(i.qdisc.as_deref().unwrap_or("–"))
             );
         }
     }
-    h += "</table>";
-    h += "<script>window.addEventListener('load',function(){var s=document.querySelectorAll('figure svg'),n=0;\
-          for(var i=0;i<s.length;i++){var b=s[i].getBBox();if(b.width>0&&b.height>0&&s[i].querySelectorAll('polyline,rect,circle').length>1)n++;}\
-          document.body.setAttribute('data-charts',String(s.length));document.body.setAttribute('data-charts-rendered',String(n));});</script>";
-    h += "</body></html>\n";
-    Ok(h)
+    h + "</table>"
 }

@@ -7,23 +7,23 @@ pub mod compare;
 pub mod html;
 pub mod table;
 
-use crate::store::PointRecord;
+use crate::records::PointRecord;
 
 type Axis = (&'static str, fn(&PointRecord) -> String);
 
 /// The axes besides message size that can tell two points' datapaths apart.
 const AXES: [Axis; 11] = [
-    ("", |q| q.direction.clone()),
-    ("", |q| q.test.clone()),
-    ("guests ", |q| q.guests.to_string()),
-    ("gro ", |q| q.gro.clone()),
-    ("tso ", |q| if q.tso { "on".into() } else { "off".into() }),
-    ("lro ", |q| if q.lro { "guest".into() } else { "off".into() }),
-    ("mtu ", |q| q.mtu.to_string()),
-    ("wire ", |q| q.wire_rate.map(|r| format!("{}M", r / 1_000_000)).unwrap_or("unshaped".into())),
-    ("buf ", |q| q.socket_buffer.map(|b| b.to_string()).unwrap_or("default".into())),
-    ("P", |q| q.parallel.to_string()),
-    ("at ", |q| q.load_bps.map(|r| crate::lab::topology::Rate(r).to_string()).unwrap_or("max".into())),
+    ("", |q| q.key.direction.name().to_string()),
+    ("", |q| q.key.test.to_string()),
+    ("guests ", |q| q.key.guests.to_string()),
+    ("gro ", |q| q.key.gro.name().to_string()),
+    ("tso ", |q| if q.key.tso { "on".into() } else { "off".into() }),
+    ("lro ", |q| if q.key.lro { "guest".into() } else { "off".into() }),
+    ("mtu ", |q| q.key.mtu.to_string()),
+    ("wire ", |q| q.key.wire_rate.map(|r| format!("{}M", r / 1_000_000)).unwrap_or("unshaped".into())),
+    ("buf ", |q| q.key.socket_buffer.map(|b| b.to_string()).unwrap_or("default".into())),
+    ("P", |q| q.key.parallel.to_string()),
+    ("at ", |q| q.key.load_bps.map(|r| crate::units::Rate(r).to_string()).unwrap_or("max".into())),
 ];
 
 /// Names a point's line on a chart: its mode plus the axes that vary within the run, found once.
@@ -42,7 +42,7 @@ impl Labeler {
     }
 
     pub fn label(&self, p: &PointRecord) -> String {
-        let mut label = p.mode.clone();
+        let mut label = p.key.mode.to_string();
         for (prefix, f) in &self.varying {
             label += &format!(" {prefix}{}", f(p));
         }
@@ -62,7 +62,7 @@ pub fn series_of(points: &[&PointRecord], value: impl Fn(&PointRecord) -> Option
             out.push((label, Vec::new()));
             out.len() - 1
         });
-        out[k].1.push((p.message_bytes as f64, v));
+        out[k].1.push((p.key.message_bytes as f64, v));
     }
     for (_, v) in &mut out {
         v.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -72,7 +72,7 @@ pub fn series_of(points: &[&PointRecord], value: impl Fn(&PointRecord) -> Option
 
 /// CPU part names folded for charts: guests together, backends together.
 pub fn part_group(name: &str) -> String {
-    if crate::lab::names::parse_guest(name).is_some() {
+    if name.parse::<crate::vocab::Role>().is_ok_and(|r| r.is_guest()) {
         "guests".into()
     } else if name.starts_with("vNIC backend") {
         "vNIC backends".into()

@@ -1,6 +1,6 @@
 //! CLI tables: the run summary (mode × size: Gb/s, host CPU %, CPU per Gb/s) and the list of runs.
 
-use crate::store::{PointRecord, RunRow};
+use crate::records::{PointRecord, RunRow};
 
 /// Above this share of the host's cores stolen by the hypervisor beneath, a point says so.
 pub const STEAL_WARN: f64 = 5.0;
@@ -26,12 +26,12 @@ pub fn summary(points: &[PointRecord]) -> String {
     );
     for p in points {
         if let Some(e) = &p.error {
-            s += &format!("{:<28} {:>8} FAILED: {}\n", labeler.label(p), p.message_bytes, e);
+            s += &format!("{:<28} {:>8} FAILED: {}\n", labeler.label(p), p.key.message_bytes, e);
             continue;
         }
         let gbps: Vec<f64> = p.repeats.iter().map(|r| r.throughput_gbps).collect();
         let norm: Vec<f64> = p.repeats.iter().filter_map(|r| r.normalized_pct_per_gbps).collect();
-        let mut bound = p.bound_by.clone().unwrap_or_else(|| "-".into());
+        let mut bound = p.bound_by.as_ref().map_or_else(|| "-".to_string(), |b| b.to_string());
         if p.unstable == Some(true) {
             bound += " UNSTABLE";
         }
@@ -44,7 +44,7 @@ pub fn summary(points: &[PointRecord]) -> String {
         s += &format!(
             "{:<28} {:>8} {:>22} {:>10} {:>10} {:>24} {:>9}  {}\n",
             labeler.label(p),
-            p.message_bytes,
+            p.key.message_bytes,
             if p.transactions_per_s.is_some() { "-".into() } else { with_range(p.throughput_gbps, &gbps, 3) },
             opt(p.transactions_per_s, 0),
             opt(p.host_busy_pct, 2),
@@ -82,18 +82,18 @@ pub fn csv(run: &RunRow, points: &[PointRecord]) -> String {
         let row = [
             run.id.to_string(),
             p.seq.to_string(),
-            q(&p.mode),
-            p.guests.to_string(),
-            q(&p.direction),
-            q(&p.test),
-            p.message_bytes.to_string(),
-            p.socket_buffer.map(|v| v.to_string()).unwrap_or_default(),
-            q(&p.gro),
-            p.tso.to_string(),
-            p.lro.to_string(),
-            p.mtu.to_string(),
-            p.wire_rate.map(|v| v.to_string()).unwrap_or_default(),
-            p.parallel.to_string(),
+            q(&p.key.mode.to_string()),
+            p.key.guests.to_string(),
+            q(p.key.direction.name()),
+            q(&p.key.test.to_string()),
+            p.key.message_bytes.to_string(),
+            p.key.socket_buffer.map(|v| v.to_string()).unwrap_or_default(),
+            q(p.key.gro.name()),
+            p.key.tso.to_string(),
+            p.key.lro.to_string(),
+            p.key.mtu.to_string(),
+            p.key.wire_rate.map(|v| v.to_string()).unwrap_or_default(),
+            p.key.parallel.to_string(),
             p.duration_s.to_string(),
             p.repeat.to_string(),
             f(p.throughput_gbps),
@@ -107,9 +107,9 @@ pub fn csv(run: &RunRow, points: &[PointRecord]) -> String {
             f(p.sd_send),
             f(p.sd_recv),
             q(p.error.as_deref().unwrap_or("")),
-            p.load_bps.map(|v| v.to_string()).unwrap_or_default(),
+            p.key.load_bps.map(|v| v.to_string()).unwrap_or_default(),
             f(p.client_busy_pct),
-            q(p.bound_by.as_deref().unwrap_or("")),
+            q(&p.bound_by.as_ref().map(|b| b.to_string()).unwrap_or_default()),
             f(p.leak_pct),
             p.placed.map(|v| v.to_string()).unwrap_or_default(),
             q(p.host_cpus.as_deref().unwrap_or("")),
@@ -135,13 +135,13 @@ mod tests {
             vnetlab_version: String::new(),
             started_at: String::new(),
             finished_at: None,
-            status: "complete".into(),
+            status: crate::vocab::RunStatus::Complete,
             planned_points: 1,
             points: 1,
-            host_facts: serde_json::json!({}),
+            host_facts: Default::default(),
             experiment_text: String::new(),
         };
-        let p = PointRecord { seq: 1, mode: "bridge".into(), throughput_gbps: Some(1.5), error: Some("a, \"b\"".into()), ..Default::default() };
+        let p = PointRecord { seq: 1, key: crate::records::PointKey { mode: crate::vocab::Mode::Bridge, ..Default::default() }, throughput_gbps: Some(1.5), error: Some("a, \"b\"".into()), ..Default::default() };
         let c = csv(&run, &[p]);
         let lines: Vec<&str> = c.lines().collect();
         assert!(lines[0].starts_with("run,seq,mode"));

@@ -51,12 +51,52 @@ pub struct Stats {
     pub wakeups: u64,
     pub from_guest: DirStats,
     pub to_guest: DirStats,
-    pub lro: Option<serde_json::Value>,
+    pub lro: Option<LroTotals>,
     /// frames_in, superframes_out and the LRO ratio (segments per buffer), when LRO is on.
     pub lro_frames_in: u64,
     pub lro_superframes_out: u64,
     pub lro_segments_in: u64,
     pub lro_buffers_out: u64,
+}
+
+/// The LRO's totals since the backend started: how many segments each buffer held, why trains
+/// were flushed, segments with a bad checksum.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct LroTotals {
+    pub merge_hist: std::collections::BTreeMap<String, u64>,
+    pub flush_reasons: std::collections::BTreeMap<String, u64>,
+    pub bad_checksum: u64,
+}
+
+/// One direction's counters over a test.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct DirDelta {
+    pub frames: u64,
+    pub bytes: u64,
+    pub gso_frames: u64,
+    pub malformed_dropped: u64,
+    pub oversize_dropped: u64,
+    pub write_errors: u64,
+}
+
+/// LRO over a test: frames in, super-frames out, segments per buffer (paper 2's ratio).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct LroDelta {
+    pub frames_in: u64,
+    pub superframes_out: u64,
+    pub lro_ratio: f64,
+    pub totals: LroTotals,
+}
+
+/// A backend's counters over a test (its `vnic` object in a result).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct VnicDelta {
+    pub model: Option<Model>,
+    pub frames_in: u64,
+    pub from_guest: DirDelta,
+    pub to_guest: DirDelta,
+    pub wakeups: u64,
+    pub lro: Option<LroDelta>,
 }
 
 /// The largest frame a reader can get: a 64 KB GSO super-frame with headers.
@@ -218,31 +258,39 @@ fn fill_lro(st: &mut Stats, l: &LroStats) {
     st.lro_superframes_out = l.superframes_out;
     st.lro_segments_in = l.segments_in;
     st.lro_buffers_out = l.buffers_out;
-    st.lro = Some(serde_json::json!({"merge_hist": l.merge_hist, "flush_reasons": l.flush_reasons, "bad_checksum": l.bad_checksum}));
+    st.lro = Some(LroTotals {
+        merge_hist: l.merge_hist.clone(),
+        flush_reasons: l.flush_reasons.iter().map(|(k, v)| (k.name().to_string(), *v)).collect(),
+        bad_checksum: l.bad_checksum,
+    });
 }
 
 /// Counters over a test: later minus earlier, with the LRO ratio of that span.
-pub fn delta(a: &Stats, b: &Stats) -> serde_json::Value {
+pub fn delta(a: &Stats, b: &Stats) -> VnicDelta {
     let d = |x: u64, y: u64| y.saturating_sub(x);
-    let dir = |x: &DirStats, y: &DirStats| {
-        serde_json::json!({"frames": d(x.frames, y.frames), "bytes": d(x.bytes, y.bytes), "gso_frames": d(x.gso_frames, y.gso_frames),
-            "malformed_dropped": d(x.malformed, y.malformed), "oversize_dropped": d(x.oversize, y.oversize), "write_errors": d(x.write_errors, y.write_errors)})
+    let dir = |x: &DirStats, y: &DirStats| DirDelta {
+        frames: d(x.frames, y.frames),
+        bytes: d(x.bytes, y.bytes),
+        gso_frames: d(x.gso_frames, y.gso_frames),
+        malformed_dropped: d(x.malformed, y.malformed),
+        oversize_dropped: d(x.oversize, y.oversize),
+        write_errors: d(x.write_errors, y.write_errors),
     };
     let seg = d(a.lro_segments_in, b.lro_segments_in);
     let bufs = d(a.lro_buffers_out, b.lro_buffers_out);
-    serde_json::json!({
-        "model": b.model,
-        "frames_in": d(a.from_guest.frames + a.to_guest.frames, b.from_guest.frames + b.to_guest.frames),
-        "from_guest": dir(&a.from_guest, &b.from_guest),
-        "to_guest": dir(&a.to_guest, &b.to_guest),
-        "wakeups": d(a.wakeups, b.wakeups),
-        "lro": b.lro.as_ref().map(|l| serde_json::json!({
-            "frames_in": d(a.lro_frames_in, b.lro_frames_in),
-            "superframes_out": d(a.lro_superframes_out, b.lro_superframes_out),
-            "lro_ratio": if bufs > 0 { seg as f64 / bufs as f64 } else { 0.0 },
-            "totals": l,
-        })),
-    })
+    VnicDelta {
+        model: b.model,
+        frames_in: d(a.from_guest.frames + a.to_guest.frames, b.from_guest.frames + b.to_guest.frames),
+        from_guest: dir(&a.from_guest, &b.from_guest),
+        to_guest: dir(&a.to_guest, &b.to_guest),
+        wakeups: d(a.wakeups, b.wakeups),
+        lro: b.lro.as_ref().map(|l| LroDelta {
+            frames_in: d(a.lro_frames_in, b.lro_frames_in),
+            superframes_out: d(a.lro_superframes_out, b.lro_superframes_out),
+            lro_ratio: if bufs > 0 { seg as f64 / bufs as f64 } else { 0.0 },
+            totals: l.clone(),
+        }),
+    }
 }
 
 #[cfg(test)]

@@ -48,6 +48,25 @@ pub struct LroStats {
     pub flush_reasons: BTreeMap<Flush, u64>,
 }
 
+impl Flush {
+    /// The reason's name as results show it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Flush::Psh => "psh",
+            Flush::Flags => "flags",
+            Flush::SizeLimit => "size_limit",
+            Flush::BatchEnd => "batch_end",
+            Flush::OutOfOrder => "out_of_order",
+            Flush::Mismatch => "mismatch",
+            Flush::ShortSegment => "short_segment",
+            Flush::PureAck => "pure_ack",
+            Flush::BadChecksum => "bad_checksum",
+            Flush::TableFull => "table_full",
+            Flush::GsoInput => "gso_input",
+        }
+    }
+}
+
 impl LroStats {
     /// Paper 2's LRO ratio: average segments merged per buffer.
     pub fn ratio(&self) -> f64 {

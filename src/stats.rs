@@ -2,9 +2,9 @@
 //! netperf's rule for when repeating may stop (`--confidence 95,5`: the interval's width is within
 //! 5 % of the mean, i.e. ±2.5 %).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Serialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct Spread {
     pub n: usize,
     pub min: f64,

@@ -1,0 +1,310 @@
+//! The plain records a run produces and the store keeps: a point's identity (`PointKey`), its
+//! figures with the spread over its repeats and every repeat, the facts recorded beside them (the
+//! host, the lab's interfaces read back), and a run's row. Typed through and through: the
+//! experiment writes them, the store persists them, the report and the planner read them.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use crate::stats::Spread;
+use crate::vocab::{Bound, Direction, Gro, Mode, PartKind, RunStatus, TestKind};
+
+/// What a point asked for: its datapath, test, size, offloads, wire and load. Two points with the
+/// same key in two runs are the same experiment (`compare` matches on it).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PointKey {
+    pub mode: Mode,
+    pub guests: u32,
+    pub direction: Direction,
+    pub test: TestKind,
+    pub message_bytes: u64,
+    pub socket_buffer: Option<u64>,
+    pub gro: Gro,
+    pub tso: bool,
+    /// Software LRO toward the guest (paravirt).
+    #[serde(default)]
+    pub lro: bool,
+    pub mtu: u32,
+    pub wire_rate: Option<u64>,
+    pub parallel: u32,
+    /// The offered load per stream (paced), bits/s; None: as fast as it goes.
+    #[serde(default)]
+    pub load_bps: Option<u64>,
+}
+
+impl Default for PointKey {
+    fn default() -> Self {
+        PointKey {
+            mode: Mode::Bridge,
+            guests: 1,
+            direction: Direction::GuestToClient,
+            test: TestKind::TcpStream,
+            message_bytes: 0,
+            socket_buffer: None,
+            gro: Gro::Both,
+            tso: true,
+            lro: false,
+            mtu: 1500,
+            wire_rate: None,
+            parallel: 1,
+            load_bps: None,
+        }
+    }
+}
+
+impl fmt::Display for PointKey {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let opt = |v: Option<u64>, none: &str| v.map(|x| x.to_string()).unwrap_or(none.into());
+        write!(
+            f,
+            "{} {} g{} {} {}B buf {} gro {} tso {} lro {} mtu {} wire {} P{} at {}",
+            self.mode,
+            self.direction.name(),
+            self.guests,
+            self.test,
+            self.message_bytes,
+            opt(self.socket_buffer, "default"),
+            self.gro.name(),
+            self.tso,
+            self.lro,
+            self.mtu,
+            opt(self.wire_rate, "-"),
+            self.parallel,
+            opt(self.load_bps, "max")
+        )
+    }
+}
+
+/// One repeat's headline figures.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct Repeat {
+    pub throughput_gbps: f64,
+    pub transactions_per_s: Option<f64>,
+    pub host_busy_pct: Option<f64>,
+    pub normalized_pct_per_gbps: Option<f64>,
+    pub bound_by: Option<Bound>,
+    pub leak_pct: Option<f64>,
+    #[serde(default)]
+    pub host_steal_pct: Option<f64>,
+}
+
+/// The spread of a point's figures over its repeats.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Repeats {
+    pub runs: usize,
+    pub confidence_level: u32,
+    pub confidence_met: Option<bool>,
+    /// Throughput, or transactions/s for request/response tests.
+    pub throughput_gbps: Spread,
+    pub transactions_per_s: Option<Spread>,
+    pub host_busy_pct: Option<Spread>,
+    pub normalized_pct_per_gbps: Option<Spread>,
+    /// Throughput (or transactions/s) or CPU per Gb/s varied by more than 10 % across repeats.
+    #[serde(default)]
+    pub unstable: bool,
+    /// Every repeat's figures, in the order they ran (the store keeps them in their own table).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub each: Vec<Repeat>,
+}
+
+/// A CPU part of a stored point: (name, kind, busy % of the host, cores).
+pub type PartRecord = (String, PartKind, f64, f64);
+
+/// One interface of a lab as the kernel reported it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct IfaceFacts {
+    pub name: String,
+    pub mtu: u64,
+    /// gro, lro, tso, gso, rx-csum, tx-csum: as ethtool -k printed them.
+    #[serde(default)]
+    pub offloads: BTreeMap<String, String>,
+    pub qdisc: Option<String>,
+}
+
+/// An endpoint's interface and its host-side port, read back.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct EndpointFacts {
+    pub interface: Option<IfaceFacts>,
+    pub host_port: Option<IfaceFacts>,
+}
+
+/// A lab's MTU and offloads as the kernel reported them when the run built it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct LabFacts {
+    pub mode: Option<Mode>,
+    #[serde(default)]
+    pub endpoints: BTreeMap<String, EndpointFacts>,
+    #[serde(default)]
+    pub host_interfaces: Vec<IfaceFacts>,
+    /// Why the facts could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The machine a run ran on.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
+pub struct HostFacts {
+    pub kernel: String,
+    pub cpu_model: String,
+    pub cores: usize,
+    pub memory_gib: f64,
+    pub cgroups: String,
+    pub hardware_counters: String,
+    pub vnetlab: String,
+}
+
+impl HostFacts {
+    /// (name, value) pairs for a table.
+    pub fn rows(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("kernel", self.kernel.clone()),
+            ("cpu_model", self.cpu_model.clone()),
+            ("cores", self.cores.to_string()),
+            ("memory_gib", self.memory_gib.to_string()),
+            ("cgroups", self.cgroups.clone()),
+            ("hardware_counters", self.hardware_counters.clone()),
+            ("vnetlab", self.vnetlab.clone()),
+        ]
+    }
+}
+
+/// A stored point: what was asked, what was measured (medians over the repeats), the spread and
+/// every repeat, and the facts beside them.
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct PointRecord {
+    pub seq: u32,
+    #[serde(flatten)]
+    pub key: PointKey,
+    pub duration_s: f64,
+    pub repeat: u32,
+    pub throughput_gbps: Option<f64>,
+    pub transactions_per_s: Option<f64>,
+    pub latency_p50_us: Option<f64>,
+    pub latency_p99_us: Option<f64>,
+    pub host_busy_pct: Option<f64>,
+    pub machine_busy_pct: Option<f64>,
+    pub normalized_pct_per_gbps: Option<f64>,
+    pub sd_host: Option<f64>,
+    pub sd_send: Option<f64>,
+    pub sd_recv: Option<f64>,
+    /// min/median/max/CI of throughput and host CPU over the repetitions.
+    pub spread: Option<Repeats>,
+    /// Offloads and MTU read back from the kernel for this point's lab.
+    pub lab_facts: Option<LabFacts>,
+    /// The whole measured result (the test's --json) as stored; read on demand.
+    pub result: Option<String>,
+    pub error: Option<String>,
+    pub samples: Vec<(f64, f64)>,
+    /// The host's CPU parts.
+    pub parts: Vec<PartRecord>,
+    /// The client's busy share of its own cores.
+    #[serde(default)]
+    pub client_busy_pct: Option<f64>,
+    /// What bound the point (a side, a core, a backend, the wire), None when nothing did.
+    #[serde(default)]
+    pub bound_by: Option<Bound>,
+    /// CPU the kernel charged across the host/client boundary, % of host busy.
+    #[serde(default)]
+    pub leak_pct: Option<f64>,
+    /// Whether the lab's processes were confined to their side's cores (None: stored before).
+    #[serde(default)]
+    pub placed: Option<bool>,
+    #[serde(default)]
+    pub host_cpus: Option<String>,
+    #[serde(default)]
+    pub client_cpus: Option<String>,
+    /// Throughput or CPU per Gb/s varied by more than 10 % across the repeats.
+    #[serde(default)]
+    pub unstable: Option<bool>,
+    /// CPU the hypervisor beneath this machine stole from the host's cores, % (the largest over
+    /// the repeats): above a few percent the figures are unreliable.
+    #[serde(default)]
+    pub host_steal_pct: Option<f64>,
+    /// Every repeat's figures.
+    #[serde(default)]
+    pub repeats: Vec<Repeat>,
+}
+
+impl PointRecord {
+    /// Whether the point moved bulk data (not request/response).
+    pub fn is_stream(&self) -> bool {
+        !self.key.test.is_rr()
+    }
+}
+
+/// A run as `runs` lists it.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct RunRow {
+    pub id: i64,
+    pub name: String,
+    pub description: String,
+    pub experiment_hash: String,
+    pub vnetlab_version: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub status: RunStatus,
+    pub planned_points: u32,
+    pub points: u32,
+    pub host_facts: HostFacts,
+    #[serde(skip)]
+    pub experiment_text: String,
+}
+
+/// Which run a command means: the newest, or one by id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunRef {
+    Latest,
+    Id(i64),
+}
+
+impl FromStr for RunRef {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "latest" {
+            return Ok(RunRef::Latest);
+        }
+        s.parse().map(RunRef::Id).map_err(|_| format!("bad run '{}': give a run id (see `vnetlab runs`) or latest", crate::text::clip(s)))
+    }
+}
+
+impl fmt::Display for RunRef {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            RunRef::Latest => f.write_str("latest"),
+            RunRef::Id(i) => write!(f, "{i}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_point_serializes_with_its_key_flat_as_before() {
+        let p = PointRecord {
+            seq: 3,
+            key: PointKey { mode: Mode::Macvlan, direction: Direction::HostToClient, message_bytes: 8192, load_bps: Some(500_000_000), ..Default::default() },
+            bound_by: Some(Bound::HostCore(0)),
+            parts: vec![("g1".into(), PartKind::Guest, 12.5, 0.125)],
+            ..Default::default()
+        };
+        let v = serde_json::to_value(&p).unwrap();
+        assert_eq!((v["mode"].as_str(), v["direction"].as_str(), v["test"].as_str()), (Some("macvlan"), Some("host-to-client"), Some("TCP_STREAM")));
+        assert_eq!((v["gro"].as_str(), v["bound_by"].as_str(), v["load_bps"].as_u64()), (Some("both"), Some("host core 0"), Some(500_000_000)));
+        assert_eq!(v["parts"][0], serde_json::json!(["g1", "guest", 12.5, 0.125]));
+        let back: PointRecord = serde_json::from_value(v).unwrap();
+        assert_eq!(back.key, p.key);
+        assert!(p.key.to_string().starts_with("macvlan host-to-client g1 TCP_STREAM 8192B"));
+    }
+
+    #[test]
+    fn run_refs_parse() {
+        assert_eq!("latest".parse::<RunRef>().unwrap(), RunRef::Latest);
+        assert_eq!("12".parse::<RunRef>().unwrap(), RunRef::Id(12));
+        assert!("x".parse::<RunRef>().unwrap_err().contains("bad run"));
+    }
+}

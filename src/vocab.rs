@@ -1,0 +1,464 @@
+//! The shared vocabulary of every stage: how a guest's NIC reaches the wire (mode), where GRO
+//! runs, the netperf-class tests, who sends to whom (direction), which endpoint of a lab (role),
+//! which machine a core stands for (side) and how a run ended. Plain enums with their names.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// How a guest's NIC reaches the wire (DESIGN.md, "Modes").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Native,
+    Bridge,
+    Nat,
+    Macvlan,
+    Sriov,
+    Emulated,
+    Paravirt,
+}
+
+pub const MODE_NAMES: &str = "native, bridge, nat, macvlan, sriov, emulated, paravirt";
+
+impl FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "native" => Mode::Native,
+            "bridge" => Mode::Bridge,
+            "nat" => Mode::Nat,
+            "macvlan" => Mode::Macvlan,
+            "sriov" => Mode::Sriov,
+            "emulated" => Mode::Emulated,
+            "paravirt" => Mode::Paravirt,
+            _ => return Err(format!("unknown mode '{s}': use one of {MODE_NAMES}")),
+        })
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let s = serde_json::to_value(self).unwrap();
+        f.write_str(s.as_str().unwrap())
+    }
+}
+
+/// Where receive-side GRO runs: paper 2's physical-driver (host) and virtual-driver (guest) places.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Gro {
+    Off,
+    Host,
+    Guest,
+    Both,
+}
+
+impl Gro {
+    pub fn name(self) -> &'static str {
+        match self {
+            Gro::Off => "off",
+            Gro::Host => "host",
+            Gro::Guest => "guest",
+            Gro::Both => "both",
+        }
+    }
+    pub fn host(self) -> bool {
+        matches!(self, Gro::Host | Gro::Both)
+    }
+    pub fn guest(self) -> bool {
+        matches!(self, Gro::Guest | Gro::Both)
+    }
+}
+
+impl fmt::Display for Gro {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Gro {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "off" => Gro::Off,
+            "host" => Gro::Host,
+            "guest" => Gro::Guest,
+            "both" => Gro::Both,
+            _ => return Err(format!("unknown gro setting '{s}': use off, host, guest or both")),
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TestKind {
+    #[serde(rename = "TCP_STREAM")]
+    TcpStream,
+    #[serde(rename = "TCP_MAERTS")]
+    TcpMaerts,
+    #[serde(rename = "UDP_STREAM")]
+    UdpStream,
+    #[serde(rename = "TCP_RR")]
+    TcpRr,
+    #[serde(rename = "UDP_RR")]
+    UdpRr,
+    #[serde(rename = "TCP_CRR")]
+    TcpCrr,
+}
+
+pub const TEST_NAMES: &str = "TCP_STREAM, TCP_MAERTS, UDP_STREAM, TCP_RR, UDP_RR, TCP_CRR";
+
+impl TestKind {
+    pub fn is_rr(self) -> bool {
+        matches!(self, TestKind::TcpRr | TestKind::UdpRr | TestKind::TcpCrr)
+    }
+    pub fn is_udp(self) -> bool {
+        matches!(self, TestKind::UdpStream | TestKind::UdpRr)
+    }
+    /// Whether the initiator (the side that connects, `--from`) is the one sending bulk data.
+    pub fn initiator_sends(self) -> bool {
+        !matches!(self, TestKind::TcpMaerts)
+    }
+}
+
+impl FromStr for TestKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        serde_json::from_value(serde_json::Value::String(s.to_ascii_uppercase()))
+            .map_err(|_| format!("unknown test '{s}': use one of {TEST_NAMES}"))
+    }
+}
+
+impl fmt::Display for TestKind {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(serde_json::to_value(self).unwrap().as_str().unwrap())
+    }
+}
+
+/// Who sends to whom: `guest-to-client` (g1 → client), `client-to-guest`, `guest-to-guest`
+/// (g1 → g2), `guests-to-client` (every guest at once), `host-to-client` (the VDI network).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    GuestToClient,
+    ClientToGuest,
+    GuestToGuest,
+    GuestsToClient,
+    HostToClient,
+}
+
+pub const DIRECTIONS: &str = "guest-to-client, client-to-guest, guest-to-guest, guests-to-client, host-to-client";
+
+impl FromStr for Direction {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "guest-to-client" => Direction::GuestToClient,
+            "client-to-guest" => Direction::ClientToGuest,
+            "guest-to-guest" => Direction::GuestToGuest,
+            "guests-to-client" => Direction::GuestsToClient,
+            "host-to-client" => Direction::HostToClient,
+            _ => return Err(format!("unknown direction '{s}': use one of {DIRECTIONS}")),
+        })
+    }
+}
+
+impl Direction {
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::GuestToClient => "guest-to-client",
+            Direction::ClientToGuest => "client-to-guest",
+            Direction::GuestToGuest => "guest-to-guest",
+            Direction::GuestsToClient => "guests-to-client",
+            Direction::HostToClient => "host-to-client",
+        }
+    }
+    /// The lab endpoints: `--from`, `--to`.
+    pub fn endpoints(self) -> (Senders, Role) {
+        let (g1, g2) = (Role::Guest(1), Role::Guest(2));
+        match self {
+            Direction::GuestToClient => (Senders::One(g1), Role::Client),
+            Direction::ClientToGuest => (Senders::One(Role::Client), g1),
+            Direction::GuestToGuest => (Senders::One(g1), g2),
+            Direction::GuestsToClient => (Senders::AllGuests, Role::Client),
+            Direction::HostToClient => (Senders::One(Role::Host), Role::Client),
+        }
+    }
+}
+
+
+impl<'de> Deserialize<'de> for Direction {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl fmt::Display for Direction {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for Direction {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// Which machine a core, a process or an interface stands for: the host (the hypervisor's
+/// machine) or the client (the far end of the wire, another machine).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    Host,
+    Client,
+}
+
+impl Side {
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Host => "host",
+            Side::Client => "client",
+        }
+    }
+}
+
+/// How a run ended (or that it is still under way).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Running,
+    Complete,
+    Interrupted,
+    Failed,
+    /// Its process died without saying (SIGKILL, a crash): its finished points are kept.
+    Incomplete,
+}
+
+impl RunStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Failed => "failed",
+            RunStatus::Incomplete => "incomplete",
+        }
+    }
+}
+
+impl FromStr for RunStatus {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "running" => RunStatus::Running,
+            "complete" => RunStatus::Complete,
+            "interrupted" => RunStatus::Interrupted,
+            "failed" => RunStatus::Failed,
+            "incomplete" => RunStatus::Incomplete,
+            _ => return Err(format!("unknown run status '{}'", crate::text::clip(s))),
+        })
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One endpoint of a lab: its host, its client, or guest n (1-based), named `host`, `client`, `gN`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Role {
+    Host,
+    Client,
+    Guest(u32),
+}
+
+impl Role {
+    pub fn is_guest(self) -> bool {
+        matches!(self, Role::Guest(_))
+    }
+    /// The side of the wire it stands on: the client, or the host (its guests too).
+    pub fn side(self) -> Side {
+        if self == Role::Client {
+            Side::Client
+        } else {
+            Side::Host
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            Role::Host => f.write_str("host"),
+            Role::Client => f.write_str("client"),
+            Role::Guest(n) => write!(f, "g{n}"),
+        }
+    }
+}
+
+impl FromStr for Role {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let guest = s.strip_prefix('g').and_then(|n| n.parse::<u32>().ok()).filter(|&n| n >= 1 && s == format!("g{n}"));
+        match (s, guest) {
+            ("host", _) => Ok(Role::Host),
+            ("client", _) => Ok(Role::Client),
+            (_, Some(n)) => Ok(Role::Guest(n)),
+            _ => Err(format!("unknown endpoint '{}': use host, client or g1, g2, …", crate::text::clip(s))),
+        }
+    }
+}
+
+impl Serialize for Role {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Role {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Who initiates a test: one endpoint, or every guest of the lab at once (`guests`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Senders {
+    One(Role),
+    AllGuests,
+}
+
+impl FromStr for Senders {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "guests" {
+            return Ok(Senders::AllGuests);
+        }
+        s.parse().map(Senders::One).map_err(|e: String| format!("{e}, or guests (every guest at once)"))
+    }
+}
+
+impl fmt::Display for Senders {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            Senders::One(r) => r.fmt(f),
+            Senders::AllGuests => f.write_str("guests"),
+        }
+    }
+}
+
+/// A resource at its limit during the measured window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// The wire carried at least 95 % of its shaped rate.
+    Wire,
+    /// Every host core (on average) was at least 95 % busy.
+    Host,
+    /// Every client core (on average) was at least 95 % busy.
+    Client,
+    /// One host core was saturated while the host as a whole was not.
+    HostCore(usize),
+    ClientCore(usize),
+    /// A vNIC backend (one thread) used at least 95 % of a core.
+    Backend(String),
+    /// Nothing was saturated, yet the load was not carried in full (a full-speed stream, a
+    /// request/response test, a paced load that fell short): waits between the sides, windows.
+    Latency,
+}
+
+impl fmt::Display for Bound {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            Bound::Wire => f.write_str("wire"),
+            Bound::Host => f.write_str("host"),
+            Bound::Client => f.write_str("client"),
+            Bound::HostCore(c) => write!(f, "host core {c}"),
+            Bound::ClientCore(c) => write!(f, "client core {c}"),
+            Bound::Backend(g) => write!(f, "backend {g}"),
+            Bound::Latency => f.write_str("latency"),
+        }
+    }
+}
+
+impl FromStr for Bound {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let core = |rest: &str| rest.parse::<usize>().ok();
+        Ok(match s {
+            "wire" => Bound::Wire,
+            "host" => Bound::Host,
+            "client" => Bound::Client,
+            "latency" => Bound::Latency,
+            _ => match (s.strip_prefix("host core "), s.strip_prefix("client core "), s.strip_prefix("backend ")) {
+                (Some(c), _, _) if core(c).is_some() => Bound::HostCore(core(c).unwrap()),
+                (_, Some(c), _) if core(c).is_some() => Bound::ClientCore(core(c).unwrap()),
+                (_, _, Some(g)) if !g.is_empty() => Bound::Backend(g.to_string()),
+                _ => return Err(format!("unknown bound '{}'", crate::text::clip(s))),
+            },
+        })
+    }
+}
+
+impl Serialize for Bound {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Bound {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// What a measured part of the machine is.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum PartKind {
+    Guest,
+    Host,
+    Client,
+    /// A vNIC backend (device model) process.
+    Backend,
+    /// vnetlab's own driver and meter.
+    Driver,
+    /// Other processes (outside the lab).
+    Process,
+    /// Kernel threads (e.g. a wire end's NAPI thread) and kernel time no task was charged.
+    Kernel,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_and_senders_round_trip() {
+        for r in [Role::Host, Role::Client, Role::Guest(1), Role::Guest(12)] {
+            assert_eq!(r.to_string().parse::<Role>().unwrap(), r);
+        }
+        for bad in ["g0", "g01", "g", "x1", "g-1", "g1x", "guests"] {
+            assert!(bad.parse::<Role>().is_err(), "{bad}");
+        }
+        assert_eq!("guests".parse::<Senders>().unwrap(), Senders::AllGuests);
+        assert_eq!("g3".parse::<Senders>().unwrap(), Senders::One(Role::Guest(3)));
+        assert_eq!(Role::Guest(2).side(), Side::Host);
+        assert_eq!(serde_json::to_string(&Role::Guest(7)).unwrap(), "\"g7\"");
+        for b in [Bound::Wire, Bound::Host, Bound::HostCore(3), Bound::ClientCore(1), Bound::Backend("g2".into()), Bound::Latency] {
+            assert_eq!(b.to_string().parse::<Bound>().unwrap(), b);
+        }
+        for s in ["running", "complete", "interrupted", "failed", "incomplete"] {
+            assert_eq!(s.parse::<RunStatus>().unwrap().to_string(), s);
+        }
+    }
+
+    #[test]
+    fn test_names_parse_and_print() {
+        assert_eq!("tcp_rr".parse::<TestKind>().unwrap(), TestKind::TcpRr);
+        assert_eq!(TestKind::TcpMaerts.to_string(), "TCP_MAERTS");
+        assert!("TCP_SENDFILE".parse::<TestKind>().unwrap_err().contains("TCP_STREAM"));
+        assert!(!TestKind::TcpMaerts.initiator_sends());
+    }
+}
