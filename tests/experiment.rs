@@ -147,6 +147,7 @@ fn ctrl_c_keeps_finished_points_and_removes_the_lab() {
         .spawn()
         .unwrap();
     wait_points(&db, 2);
+    // SAFETY: kill takes plain integers (a pid this test started, and a signal) and touches no memory.
     unsafe { kill(child.id() as i32, 2) };
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130));

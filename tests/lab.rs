@@ -88,6 +88,7 @@ fn sigint_during_up_removes_what_was_made() {
     let before = host_snapshot();
     let child = c.cmd(&["up", "--name", "tint", "--guests", "40"]).stderr(std::process::Stdio::piped()).spawn().unwrap();
     std::thread::sleep(Duration::from_millis(100));
+    // SAFETY: kill takes plain integers (a pid this test started, and a signal) and touches no memory.
     unsafe { libc_kill(child.id() as i32, 2) };
     let o = child.wait_with_output().unwrap();
     if !o.status.success() {

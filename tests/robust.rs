@@ -67,6 +67,7 @@ fn ctrl_c_to_the_process_group_at_any_moment_leaves_nothing() {
                 std::thread::sleep(Duration::from_millis(20));
             },
         }
+        // SAFETY: kill takes plain integers (a pid this test started, and a signal) and touches no memory.
         unsafe { kill(-pid, 2) };
         let o = child.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
@@ -221,7 +222,7 @@ fn serve_distrusts_its_control_port() {
     assert!(srv.try_wait().unwrap().is_none(), "--once ended after a stranger");
     // A serving `serve`: 64 MB without a newline before the token is refused without growing
     // the server, and 200 idle connections hold a bounded number of threads.
-    let many = std::process::Command::new(BIN).args(["serve", "--port", "15298", "--token", "s3cret-token"]).stderr(Stdio::null()).spawn().unwrap();
+    let mut many = std::process::Command::new(BIN).args(["serve", "--port", "15298", "--token", "s3cret-token"]).stderr(Stdio::null()).spawn().unwrap();
     let maddr = "127.0.0.1:15298";
     let t0 = Instant::now();
     while std::net::TcpStream::connect(maddr).is_err() && t0.elapsed() < Duration::from_secs(5) {
@@ -240,7 +241,8 @@ fn serve_distrusts_its_control_port() {
     std::thread::sleep(Duration::from_millis(500));
     let (th, rss) = (threads(many.id()), rss_kb(many.id()));
     drop(idle);
-    unsafe { kill(many.id() as i32, 9) };
+    many.kill().unwrap();
+    let _ = many.wait();
     assert!(th <= 20, "{th} threads for 200 idle connections");
     assert!(rss < rss0 + 32 * 1024, "serve grew from {rss0} KB to {rss} KB");
     // With the token: absurd sizes and rates are refused, one line each, and the server lives on.

@@ -53,6 +53,7 @@ fn a_dead_backend_takes_the_link_down_and_the_test_fails_cleanly() {
     let st = c.json(&["status", "tdead", "--json"]);
     let pid = st["labs"][0]["guests"][0]["vnic"]["pid"].as_u64().unwrap();
     assert_eq!(st["labs"][0]["guests"][0]["vnic"]["running"], true);
+    // SAFETY: kill takes plain integers (a pid this test started, and a signal) and touches no memory.
     unsafe { kill(pid as i32, 9) };
     std::thread::sleep(std::time::Duration::from_millis(300));
     // The guest's NIC lost its carrier with its backend.

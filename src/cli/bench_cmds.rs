@@ -72,7 +72,7 @@ fn bench_vnic(a: VnicBenchArgs) -> CmdResult {
         let mut result = Ok(());
         for (from, to) in dirs {
             crate::errln!("bench: {label} {from} → {to}");
-            let target = Target::Lab { rec: plan.record.clone(), from: Senders::One(*from), to: *to };
+            let target = Target::Lab { rec: Box::new(plan.record.clone()), from: Senders::One(*from), to: *to };
             match measure::repeated(&target, &spec, a.repeat, None, &|_, _| {}) {
                 Ok(m) => {
                     let g = m.result.throughput_gbps;

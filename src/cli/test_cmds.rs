@@ -142,7 +142,7 @@ pub fn test(a: TestArgs) -> CmdResult {
         if from == Senders::One(to) || (from == Senders::AllGuests && to.is_guest()) {
             return Err(Fail::Input(format!("--from {from} --to {to}: a test needs two different endpoints (e.g. --from g1 --to client)")));
         }
-        Target::Lab { rec, from, to }
+        Target::Lab { rec: Box::new(rec), from, to }
     } else if let Some(h) = &a.host {
         let ip = input(resolve_host(h))?;
         input(check_allowed(ip))?;
@@ -428,7 +428,7 @@ pub fn meter(a: MeterArgs) -> CmdResult {
     }
     let lab = input(state::resolve(a.lab.as_deref()))?;
     let rec = input(state::load(&lab))?;
-    let target = Target::Lab { rec, from: Senders::One(Role::Host), to: Role::Client };
+    let target = Target::Lab { rec: Box::new(rec), from: Senders::One(Role::Host), to: Role::Client };
     measure::place_driver(target.cpus());
     let m = Meter::start(running(target.setup())?);
     let start = std::time::Instant::now() + std::time::Duration::from_millis(100);

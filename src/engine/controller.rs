@@ -352,7 +352,7 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
         per_source.iter().filter(|(_, g)| *g == 0.0).map(|(n, _)| n.clone()).collect()
     };
     let tps = is_rr.then(|| transactions as f64 / secs);
-    let latency = (is_rr && hist.len() > 0).then(|| {
+    let latency = (is_rr && !hist.is_empty()).then(|| {
         let us = |q: f64| hist.value_at_quantile(q) as f64 / 1e3;
         Latency { p50: us(0.5), p90: us(0.9), p99: us(0.99), p999: us(0.999), max: hist.max() as f64 / 1e3, mean: hist.mean() / 1e3 }
     });

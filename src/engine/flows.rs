@@ -168,6 +168,7 @@ struct ZeroCopy {
 impl ZeroCopy {
     fn send(&mut self, fd: i32, buf: &[u8]) -> std::io::Result<usize> {
         loop {
+            // SAFETY: `buf` is a live slice and the length passed is its length; MSG_ZEROCOPY pins the pages until the completion read in `drain`, and the caller's buffer outlives the socket.
             let r = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_ZEROCOPY) };
             if r >= 0 {
                 self.pending += 1;
@@ -190,9 +191,11 @@ impl ZeroCopy {
         let deadline = Instant::now() + Duration::from_millis(if wait { 500 } else { 0 });
         loop {
             let mut control = [0u8; 128];
+            // SAFETY: msghdr is plain data; all zeroes is a valid empty header.
             let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
             msg.msg_control = control.as_mut_ptr().cast();
             msg.msg_controllen = control.len();
+            // SAFETY: `msg` points at `control`, which lives across the call and whose length is msg_controllen.
             let r = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
             if r < 0 {
                 if wait && self.pending > 0 && Instant::now() < deadline {
@@ -201,9 +204,15 @@ impl ZeroCopy {
                 }
                 return;
             }
+            // SAFETY: the CMSG_* macros walk only the control bytes the kernel filled (msg_controllen); a header is read as sock_extended_err only when its length covers one.
             unsafe {
                 let mut c = libc::CMSG_FIRSTHDR(&msg);
+                let need = libc::CMSG_LEN(std::mem::size_of::<libc::sock_extended_err>() as u32) as usize;
                 while !c.is_null() {
+                    if ((*c).cmsg_len as usize) < need {
+                        c = libc::CMSG_NXTHDR(&msg, c);
+                        continue;
+                    }
                     let ee = &*(libc::CMSG_DATA(c) as *const libc::sock_extended_err);
                     if ee.ee_origin == SO_EE_ORIGIN_ZEROCOPY {
                         let n = ee.ee_data.wrapping_sub(ee.ee_info) as u64 + 1;
@@ -439,6 +448,7 @@ pub fn tcp_crr_respond(l: &TcpListener, id: u32, spec: &Spec, clock: Clock) -> P
     let mut last = 0.0;
     loop {
         let mut pfd = libc::pollfd { fd: l.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: `pfd` is one valid pollfd for the listener's open fd, and the count passed is 1.
         let ready = unsafe { libc::poll(&mut pfd, 1, 20) } > 0;
         let now = clock.now();
         if ready {

@@ -45,6 +45,7 @@ pub fn tcp_connect(to: SocketAddr, buf: Option<usize>, nodelay: bool, zerocopy: 
     let s = new_socket(&to, Type::STREAM, Protocol::TCP, buf)?;
     if zerocopy {
         let one: libc::c_int = 1;
+        // SAFETY: `one` is a c_int that outlives the call and the length passed is its size.
         let r = unsafe {
             libc::setsockopt(
                 std::os::fd::AsRawFd::as_raw_fd(&s),

@@ -86,6 +86,7 @@ pub struct Info {
 pub fn read(fd: RawFd) -> Option<Info> {
     let mut ti = KernelTcpInfo::default();
     let mut len = std::mem::size_of::<KernelTcpInfo>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes (the struct's size) into `ti` and says in `len` how many.
     let r = unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, (&mut ti as *mut KernelTcpInfo).cast(), &mut len) };
     if r != 0 {
         return None;

@@ -27,10 +27,8 @@ fn mean(v: &[(usize, f64)]) -> Option<f64> {
 /// backend; else None when a paced load was carried in full below every limit, and latency when
 /// it was not (or nothing paced it).
 pub fn classify(l: &Limits) -> Option<Bound> {
-    saturated(l).or_else(|| match l.offered_bps {
-        Some(o) if l.gbps * 1e9 >= SATURATED * o => None,
-        _ => Some(Bound::Latency),
-    })
+    let carried = matches!(l.offered_bps, Some(o) if l.gbps * 1e9 >= SATURATED * o);
+    saturated(l).or(if carried { None } else { Some(Bound::Latency) })
 }
 
 fn saturated(l: &Limits) -> Option<Bound> {

@@ -56,7 +56,7 @@ fn unstable(s: &stats::Spread) -> bool {
 
 /// Where a test runs: a lab (agents started in its endpoints) or standalone against `serve`.
 pub enum Target {
-    Lab { rec: LabRecord, from: Senders, to: Role },
+    Lab { rec: Box<LabRecord>, from: Senders, to: Role },
     Remote { host: String, ip: IpAddr, port: u16, token: String },
 }
 
@@ -312,7 +312,7 @@ pub fn repeated(target: &Target, spec: &Spec, repeat: u32, confidence: Option<(u
         runs.push(measured_run(target, spec)?);
         if confidence.is_some() && runs.len() >= 3 {
             let (t, c) = spreads(&runs, level);
-            let ok = stats::confident(&t, width) && c.as_ref().map_or(true, |c| stats::confident(c, width));
+            let ok = stats::confident(&t, width) && c.as_ref().is_none_or(|c| stats::confident(c, width));
             met = Some(ok);
             if ok {
                 break;

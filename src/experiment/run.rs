@@ -169,7 +169,7 @@ pub fn run(exp: &Loaded, store: &Store, progress: &mut dyn FnMut(usize, usize, f
             }
             progress(done, total, remaining, &matrix::describe(p));
             let (from, to) = p.direction.endpoints();
-            let target = Target::Lab { rec: plan.record.clone(), from: from.into(), to: to.into() };
+            let target = Target::Lab { rec: Box::new(plan.record.clone()), from, to };
             let t0 = std::time::Instant::now();
             let rec = match measure::repeated(&target, &p.spec, p.repeat, None, &|_, _| {}) {
                 Ok(m) => record(p, &m, &lab_facts),

@@ -31,10 +31,8 @@ pub fn prepare(t: &Topology) -> Result<Plan, String> {
     if let Some(r) = super::addr::overlapping_route(&routes, &t.subnet)? {
         return Err(format!("subnet {} overlaps the host route {r}: pick another range with --subnet", t.subnet));
     }
-    if t.wire.delay.is_some() || t.wire.loss.is_some() {
-        if kernel_config("CONFIG_NET_SCH_NETEM") == Some(false) {
-            return Err(NO_NETEM.into());
-        }
+    if (t.wire.delay.is_some() || t.wire.loss.is_some()) && kernel_config("CONFIG_NET_SCH_NETEM") == Some(false) {
+        return Err(NO_NETEM.into());
     }
     if t.wire.rate.is_some() && kernel_config("CONFIG_NET_SCH_TBF") == Some(false) {
         return Err("this kernel has no tbf qdisc (CONFIG_NET_SCH_TBF), so --wire-rate cannot shape the wire here: drop --wire-rate".into());
@@ -224,6 +222,7 @@ fn start_backend(guest: &str, args: &[String], netns: &str, cgroups: &[std::path
     let mut cmd = super::exec::command_in(netns, cgroups, &argv)?;
     let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
     let _ = std::fs::remove_file(stats);
+    // SAFETY: the hook runs in the child between fork and exec and calls only setsid, which is async-signal-safe.
     unsafe {
         cmd.pre_exec(|| {
             libc::setsid();
@@ -462,7 +461,7 @@ fn kill_in_netns(names: &HashSet<String>) {
         }
         if let Ok(m) = std::fs::metadata(e.path().join("ns/net")) {
             if targets.contains(&(m.dev(), m.ino())) {
-                unsafe { libc::kill(pid, libc::SIGKILL) };
+                crate::sys::kill9(pid);
             }
         }
     }

@@ -176,7 +176,7 @@ pub fn kill_all(dir: &Path) -> Result<(), String> {
             return Ok(());
         }
         for p in pids {
-            unsafe { libc::kill(p, libc::SIGKILL) };
+            crate::sys::kill9(p);
         }
         if start.elapsed() > Duration::from_secs(5) {
             return Err(format!("processes in {} did not die within 5 s", dir.display()));

@@ -27,6 +27,7 @@ pub fn command_in(netns: &str, cgroups: &[std::path::PathBuf], argv: &[String]) 
         .collect();
     let mut cmd = Command::new(prog);
     cmd.args(args);
+    // SAFETY: `enter` makes only async-signal-safe calls (open, write, close, setns, unshare, mount) on data prepared before the fork.
     unsafe {
         cmd.pre_exec(move || enter(ns.as_raw_fd(), &procs));
     }
@@ -36,6 +37,7 @@ pub fn command_in(netns: &str, cgroups: &[std::path::PathBuf], argv: &[String]) 
 /// Runs in the child between fork and exec: only async-signal-safe calls.
 fn enter(ns: i32, procs: &[CString]) -> std::io::Result<()> {
     let err = std::io::Error::last_os_error;
+    // SAFETY: every pointer passed is a NUL-terminated CString or byte literal that lives across the call; fds are closed before returning.
     unsafe {
         for p in procs {
             let fd = libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);

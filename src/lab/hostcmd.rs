@@ -123,6 +123,7 @@ pub struct Output {
 /// Makes a child die with the thread that spawns it (PR_SET_PDEATHSIG), so a killed vnetlab
 /// leaves no command still building and no agent running.
 pub fn die_with_parent(cmd: &mut Command) {
+    // SAFETY: the hook runs in the child between fork and exec and calls only prctl, which is async-signal-safe.
     unsafe {
         cmd.pre_exec(|| {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);

@@ -216,7 +216,7 @@ mod tests {
             Entry::Vf { pf: "p".into(), ifname: "e".into(), netns: "vlx-host".into(), lab_name: "eth0".into() },
         ];
         for b in bad {
-            assert!(validate("x", &[b.clone()]).is_err(), "{b:?} was accepted");
+            assert!(validate("x", std::slice::from_ref(&b)).is_err(), "{b:?} was accepted");
         }
     }
 }

@@ -4,7 +4,6 @@
 use serde::Serialize;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -24,14 +23,6 @@ pub struct ProbeResult {
     pub error: Option<String>,
 }
 
-fn enter_netns(ns: &str) -> Result<(), String> {
-    let f = std::fs::File::open(Path::new("/run/netns").join(ns)).map_err(|e| format!("namespace {ns}: {e}"))?;
-    let r = unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&f), libc::CLONE_NEWNET) };
-    if r != 0 {
-        return Err(format!("cannot enter namespace {ns}: {}", std::io::Error::last_os_error()));
-    }
-    Ok(())
-}
 
 /// Connects from `from` to `to` over TCP and checks an echo.
 pub fn tcp(lab: &LabRecord, from: &Endpoint, to: &Endpoint) -> ProbeResult {
@@ -41,7 +32,7 @@ pub fn tcp(lab: &LabRecord, from: &Endpoint, to: &Endpoint) -> ProbeResult {
     let (tx, rx) = mpsc::channel::<Result<u16, String>>();
     let server = std::thread::spawn(move || -> Result<(), String> {
         let bind = || -> Result<TcpListener, String> {
-            enter_netns(&listen_ns)?;
+            crate::sys::enter_netns(&listen_ns)?;
             let ports: Vec<u16> = match port_range {
                 Some([lo, hi]) => (lo..=hi).collect(),
                 None => vec![0],
@@ -81,7 +72,7 @@ pub fn tcp(lab: &LabRecord, from: &Endpoint, to: &Endpoint) -> ProbeResult {
         let target = SocketAddr::from((target_addr, port));
         result.target = target.to_string();
         std::thread::spawn(move || -> Result<f64, String> {
-            enter_netns(&from_ns)?;
+            crate::sys::enter_netns(&from_ns)?;
             let t0 = Instant::now();
             let mut s = TcpStream::connect_timeout(&target, TIMEOUT).map_err(|e| format!("connect to {target}: {e}"))?;
             s.set_read_timeout(Some(TIMEOUT)).unwrap();

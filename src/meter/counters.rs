@@ -29,15 +29,18 @@ const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 
 fn open(config: u64, pid: i32, cpu: i32, flags: libc::c_ulong) -> Result<OwnedFd, std::io::Error> {
     let attr = PerfEventAttr { kind: PERF_TYPE_HARDWARE, size: 64, config, ..Default::default() };
+    // SAFETY: `attr` is a perf_event_attr of the size it declares that outlives the call; the kernel only reads it.
     let fd = unsafe { libc::syscall(libc::SYS_perf_event_open, &attr as *const PerfEventAttr, pid, cpu, -1, flags | PERF_FLAG_FD_CLOEXEC) };
     if fd < 0 {
         return Err(std::io::Error::last_os_error());
     }
+    // SAFETY: perf_event_open just returned this fd and nothing else owns it.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
 fn value(fd: &OwnedFd) -> u64 {
     let mut v = 0u64;
+    // SAFETY: `v` is a u64: the kernel writes at most the 8 bytes asked for.
     let r = unsafe { libc::read(std::os::fd::AsRawFd::as_raw_fd(fd), (&mut v as *mut u64).cast(), 8) };
     if r == 8 { v } else { 0 }
 }

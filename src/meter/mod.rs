@@ -103,14 +103,11 @@ pub struct Meter {
 }
 
 fn thread_cpu_s() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+    crate::sys::thread_cpu_s()
 }
 
 pub fn ticks_per_s() -> f64 {
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 { t as f64 } else { 100.0 }
+    crate::sys::clock_ticks_per_s()
 }
 
 fn read_part(p: &Part, hz: f64) -> PartTime {

@@ -257,7 +257,7 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
     let per_core_busy_pct = busy.iter().map(|(&c, &s)| (c, 100.0 * s / window_s)).collect();
     let per_core_steal_pct = times.iter().map(|(&c, t)| (c, 100.0 * t.steal_s / window_s)).collect();
     let host_steal_pct = 100.0 * host.iter().filter_map(|c| times.get(c)).map(|t| t.steal_s).sum::<f64>() / cap(Side::Host);
-    let cores_of = |names: &[String]| parts.iter().filter(|p| names.iter().any(|n| *n == p.name)).map(|p| p.cores).sum::<f64>();
+    let cores_of = |names: &[String]| parts.iter().filter(|p| names.contains(&p.name)).map(|p| p.cores).sum::<f64>();
     let demand = |per_unit_per_s: f64| Demand {
         host: host_busy_cores * 1e6 / per_unit_per_s,
         send: cores_of(t.send_parts) * 1e6 / per_unit_per_s,

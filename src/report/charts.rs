@@ -34,9 +34,9 @@ fn nice_max(v: f64) -> f64 {
 
 fn size_label(x: &f64) -> String {
     let b = x.round() as u64;
-    if b >= 1 << 20 && b % (1 << 20) == 0 {
+    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
         format!("{}M", b >> 20)
-    } else if b >= 1024 && b % 1024 == 0 {
+    } else if b >= 1024 && b.is_multiple_of(1024) {
         format!("{}K", b >> 10)
     } else {
         b.to_string()

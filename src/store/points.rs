@@ -195,8 +195,8 @@ impl Store {
                 },
             ))
         });
-        let out = rows.map_err(&e)?.collect::<rusqlite::Result<_>>().map_err(e);
-        out
+        let rows: rusqlite::Result<Vec<_>> = rows.map_err(&e)?.collect();
+        rows.map_err(e)
     }
 
     /// The stored full result of one point (the test's --json), as stored.

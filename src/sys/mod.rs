@@ -90,6 +90,87 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Moves the calling thread into the network namespace `/run/netns/NS`.
+pub fn enter_netns(ns: &str) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(std::path::Path::new("/run/netns").join(ns)).map_err(|e| format!("namespace {ns}: {e}"))?;
+    // SAFETY: `f` is an open namespace file that outlives the call; setns reads only the fd.
+    if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(format!("cannot enter namespace {ns}: {}", io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// Sends SIGKILL to process `pid`; a process already gone is no error worth reporting.
+pub fn kill9(pid: i32) {
+    if pid <= 0 {
+        return; // 0 and negatives name process groups: never ours to kill here.
+    }
+    // SAFETY: kill takes plain integers and touches no memory of ours.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+}
+
+/// CPU time the calling thread has used, seconds.
+pub fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid timespec the kernel writes into.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
+/// The kernel's clock ticks per second (USER_HZ), as /proc/stat counts them.
+pub fn clock_ticks_per_s() -> f64 {
+    // SAFETY: sysconf takes a constant and touches no memory of ours.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+/// An epoll instance that closes itself, watching fds edge-triggered for input, each under a tag.
+pub struct Epoll(std::os::fd::OwnedFd);
+
+impl Epoll {
+    pub fn new() -> io::Result<Epoll> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: epoll_create1 takes a flag and returns a new fd or -1.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just created and is owned by nobody else.
+        Ok(Epoll(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Watches `fd` for input, edge-triggered; events for it carry `tag`.
+    pub fn add_input(&self, fd: std::os::fd::RawFd, tag: u64) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let mut ev = libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLET) as u32, u64: tag };
+        // SAFETY: both fds are open; `ev` is a valid epoll_event the kernel only reads.
+        if unsafe { libc::epoll_ctl(self.0.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Waits up to `timeout_ms` and returns the tags that became ready (none on EINTR).
+    pub fn wait(&self, timeout_ms: i32, tags: &mut Vec<u64>) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let mut events = [libc::epoll_event { events: 0, u64: 0 }; 8];
+        // SAFETY: the kernel writes at most events.len() entries into `events`.
+        let n = unsafe { libc::epoll_wait(self.0.as_raw_fd(), events.as_mut_ptr(), events.len() as i32, timeout_ms) };
+        tags.clear();
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::Interrupted { Ok(()) } else { Err(e) };
+        }
+        tags.extend(events[..n as usize].iter().map(|e| e.u64));
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

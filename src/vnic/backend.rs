@@ -147,22 +147,16 @@ fn write_stats(path: &PathBuf, s: &Stats) {
 
 pub fn run(cfg: Config) -> Result<(), String> {
     let vnet = cfg.model == Model::Paravirt;
-    tap::enter_netns(&cfg.guest_ns)?;
+    crate::sys::enter_netns(&cfg.guest_ns)?;
     let guest = Tap::attach(&cfg.guest_tap, vnet)?;
-    tap::enter_netns(&cfg.host_ns)?;
+    crate::sys::enter_netns(&cfg.host_ns)?;
     let host = Tap::attach(&cfg.host_tap, vnet)?;
     let offload = if vnet { tap::TUN_F_CSUM | tap::TUN_F_TSO4 | tap::TUN_F_TSO6 } else { 0 };
     guest.set_offload(offload)?;
     host.set_offload(offload)?;
-    let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-    if ep < 0 {
-        return Err(format!("epoll: {}", std::io::Error::last_os_error()));
-    }
+    let ep = crate::sys::Epoll::new().map_err(|e| format!("epoll: {e}"))?;
     for (i, t) in [&guest, &host].iter().enumerate() {
-        let mut ev = libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLET) as u32, u64: i as u64 };
-        if unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, t.as_raw_fd(), &mut ev) } < 0 {
-            return Err(format!("epoll_ctl: {}", std::io::Error::last_os_error()));
-        }
+        ep.add_input(t.as_raw_fd(), i as u64).map_err(|e| format!("epoll_ctl: {e}"))?;
     }
     let mut st = Stats { model: Some(cfg.model), pid: std::process::id(), ..Default::default() };
     let mut lro = (cfg.lro && vnet).then(Lro::default);
@@ -172,19 +166,13 @@ pub fn run(cfg: Config) -> Result<(), String> {
     let mut last_stats = Instant::now();
     // Pending work per side: edge-triggered, so a side stays "ready" until read to EAGAIN.
     let mut ready = [true, true];
-    let mut events = [libc::epoll_event { events: 0, u64: 0 }; 4];
+    let mut tags = Vec::with_capacity(8);
     loop {
         if !ready[0] && !ready[1] {
-            let n = unsafe { libc::epoll_wait(ep, events.as_mut_ptr(), events.len() as i32, 250) };
-            if n < 0 {
-                let e = std::io::Error::last_os_error();
-                if e.kind() != std::io::ErrorKind::Interrupted {
-                    return Err(format!("epoll_wait: {e}"));
-                }
-            }
+            ep.wait(250, &mut tags).map_err(|e| format!("epoll_wait: {e}"))?;
             st.wakeups += 1;
-            for e in &events[..n.max(0) as usize] {
-                ready[e.u64 as usize] = true;
+            for &t in &tags {
+                ready[t as usize] = true;
             }
         }
         // Guest → host.

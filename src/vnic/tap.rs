@@ -33,6 +33,7 @@ impl AsRawFd for Tap {
 }
 
 fn ioctl(fd: RawFd, req: libc::c_ulong, arg: *const libc::c_void) -> std::io::Result<()> {
+    // SAFETY: callers pass the fd of an open tap and, for `req`, a pointer to the struct that request reads, alive across the call.
     if unsafe { libc::ioctl(fd, req, arg) } < 0 {
         return Err(std::io::Error::last_os_error());
     }
@@ -44,10 +45,12 @@ impl Tap {
     /// the kernel may hand over (and accept) checksum-partial GSO super-frames.
     pub fn attach(name: &str, vnet_hdr: bool) -> Result<Tap, String> {
         let path = b"/dev/net/tun\0";
+        // SAFETY: `path` is a NUL-terminated byte literal.
         let fd = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC) };
         if fd < 0 {
             return Err(format!("/dev/net/tun: {} (is the tun module loaded?)", std::io::Error::last_os_error()));
         }
+        // SAFETY: open just returned this fd and nothing else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         let mut req = IfReq { name: [0; 16], flags: IFF_TAP | IFF_NO_PI | if vnet_hdr { IFF_VNET_HDR } else { 0 }, _pad: [0; 22] };
         if name.len() > 15 {
@@ -66,6 +69,7 @@ impl Tap {
     /// The offloads this reader accepts (0 = none: the kernel segments and checksums for us).
     pub fn set_offload(&self, flags: libc::c_uint) -> Result<(), String> {
         // TUNSETOFFLOAD takes the flags by value.
+        // SAFETY: TUNSETOFFLOAD takes its flags by value; the fd is the tap's own.
         if unsafe { libc::ioctl(self.as_raw_fd(), TUNSETOFFLOAD, flags as libc::c_ulong) } < 0 {
             return Err(format!("{}: TUNSETOFFLOAD: {}", self.name, std::io::Error::last_os_error()));
         }
@@ -74,6 +78,7 @@ impl Tap {
 
     /// One frame, or None when there is nothing more to read now.
     pub fn read(&self, buf: &mut [u8]) -> std::io::Result<Option<usize>> {
+        // SAFETY: the kernel writes at most buf.len() bytes into `buf`.
         let n = unsafe { libc::read(self.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
         if n >= 0 {
             return Ok(Some(n as usize));
@@ -83,6 +88,7 @@ impl Tap {
     }
 
     pub fn write(&self, frame: &[u8]) -> std::io::Result<usize> {
+        // SAFETY: the kernel reads at most frame.len() bytes from `frame`.
         let n = unsafe { libc::write(self.as_raw_fd(), frame.as_ptr().cast(), frame.len()) };
         if n < 0 {
             return Err(std::io::Error::last_os_error());
@@ -91,11 +97,3 @@ impl Tap {
     }
 }
 
-/// Enters a network namespace (this thread).
-pub fn enter_netns(ns: &str) -> Result<(), String> {
-    let f = std::fs::File::open(std::path::Path::new("/run/netns").join(ns)).map_err(|e| format!("namespace {ns}: {e}"))?;
-    if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(format!("cannot enter namespace {ns}: {}", std::io::Error::last_os_error()));
-    }
-    Ok(())
-}

@@ -18,6 +18,7 @@ pub struct Ctx {
 
 pub fn ctx(name: &str) -> Ctx {
     assert!(
+        // SAFETY: geteuid takes no arguments and cannot fail.
         unsafe { libc_geteuid() } == 0,
         "the lab integration tests build real namespaces and need root: run `make test` as root"
     );
