@@ -6,7 +6,7 @@ CARGO ?= cargo
 DEPS := ip:iproute2 tc:iproute2 ethtool:ethtool nft:nftables sysctl:procps pgrep:procps iperf3:iperf3 sockperf:sockperf chromium:chromium
 BIN := target/release/vnetlab
 
-.PHONY: all deps build test demo bench fuzz clean
+.PHONY: all deps build test lint demo bench fuzz clean
 
 all: build
 
@@ -25,8 +25,14 @@ deps:
 build: deps
 	$(CARGO) build --release
 
-test: deps
+# Gates first: formatting, then clippy with every unsafe block documented, then the tests.
+test: deps lint
 	$(CARGO) test --release -- --test-threads=2
+
+lint:
+	@for c in rustfmt clippy; do $(CARGO) $${c#rust} --version >/dev/null 2>&1 || rustup component add $$c; done
+	$(CARGO) fmt --check
+	$(CARGO) clippy --release --all-targets -- -D warnings -D clippy::undocumented_unsafe_blocks
 
 demo: build
 	./scripts/demo.sh $(BIN)

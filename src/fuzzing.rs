@@ -3,7 +3,9 @@
 
 /// Parses `data` every way vnetlab parses text. Errors are fine; panics are bugs.
 pub fn all_text_parsers(data: &[u8]) {
-    let Ok(s) = std::str::from_utf8(data) else { return };
+    let Ok(s) = std::str::from_utf8(data) else {
+        return;
+    };
     use crate::lab::{addr, journal, status, topology};
     let _ = topology::TopologyFile::parse(s, "fuzz.toml").map(|t| t.into_topology().validate());
     let _ = s.parse::<crate::units::Rate>();
@@ -28,7 +30,8 @@ pub fn all_text_parsers(data: &[u8]) {
     let _ = s.parse::<crate::units::CpuList>();
     let _ = crate::lab::steer::mask_cpus(s);
     let _ = crate::meter::cgroupstat::parse_percpu(s);
-    let _ = crate::experiment::file::parse(s, "fuzz.toml").map(|e| crate::experiment::matrix::count(&e));
+    let _ = crate::experiment::file::parse(s, "fuzz.toml")
+        .map(|e| crate::experiment::matrix::count(&e));
     let _ = crate::bench::engine::parse_sockperf(s);
 }
 
@@ -39,9 +42,14 @@ fn control_protocol(s: &str) {
     use crate::engine::proto::{self, Request};
     let mut r = std::io::BufReader::with_capacity(7, s.as_bytes());
     while let Ok(Some(line)) = proto::read_line(&mut r, 4096) {
-        if let Ok(Request::Listen { spec, .. } | Request::Connect { spec, .. }) = serde_json::from_str::<Request>(&line) {
+        if let Ok(Request::Listen { spec, .. } | Request::Connect { spec, .. }) =
+            serde_json::from_str::<Request>(&line)
+        {
             if spec.validate().is_ok() {
-                assert!(spec.msg.max(spec.req).max(spec.resp) * spec.parallel as usize <= crate::engine::spec::MAX_BUFFERS);
+                assert!(
+                    spec.msg.max(spec.req).max(spec.resp) * spec.parallel as usize
+                        <= crate::engine::spec::MAX_BUFFERS
+                );
             }
         }
     }
@@ -65,7 +73,10 @@ pub fn frames(data: &[u8]) {
     }
     l.flush_all(&mut out);
     for o in &out {
-        assert!(o.len() <= 65535 + 14 + 12 + 60, "an output frame outgrew 64 KB");
+        assert!(
+            o.len() <= 65535 + 14 + 12 + 60,
+            "an output frame outgrew 64 KB"
+        );
     }
 }
 
@@ -100,7 +111,11 @@ mod tests {
                 Vec::new()
             };
             for _ in 0..rng.gen_range(0..12) {
-                let pos = if v.is_empty() { 0 } else { rng.gen_range(0..=v.len()) };
+                let pos = if v.is_empty() {
+                    0
+                } else {
+                    rng.gen_range(0..=v.len())
+                };
                 match rng.gen_range(0..3) {
                     0 => v.insert(pos, alphabet[rng.gen_range(0..alphabet.len())]),
                     1 if !v.is_empty() => {

@@ -16,5 +16,5 @@ pub mod store;
 pub mod sys;
 pub mod text;
 pub mod units;
-pub mod vocab;
 pub mod vnic;
+pub mod vocab;

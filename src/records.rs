@@ -266,7 +266,12 @@ impl FromStr for RunRef {
         if s == "latest" {
             return Ok(RunRef::Latest);
         }
-        s.parse().map(RunRef::Id).map_err(|_| format!("bad run '{}': give a run id (see `vnetlab runs`) or latest", crate::text::clip(s)))
+        s.parse().map(RunRef::Id).map_err(|_| {
+            format!(
+                "bad run '{}': give a run id (see `vnetlab runs`) or latest",
+                crate::text::clip(s)
+            )
+        })
     }
 }
 
@@ -287,18 +292,44 @@ mod tests {
     fn a_point_serializes_with_its_key_flat_as_before() {
         let p = PointRecord {
             seq: 3,
-            key: PointKey { mode: Mode::Macvlan, direction: Direction::HostToClient, message_bytes: 8192, load_bps: Some(500_000_000), ..Default::default() },
+            key: PointKey {
+                mode: Mode::Macvlan,
+                direction: Direction::HostToClient,
+                message_bytes: 8192,
+                load_bps: Some(500_000_000),
+                ..Default::default()
+            },
             bound_by: Some(Bound::HostCore(0)),
             parts: vec![("g1".into(), PartKind::Guest, 12.5, 0.125)],
             ..Default::default()
         };
         let v = serde_json::to_value(&p).unwrap();
-        assert_eq!((v["mode"].as_str(), v["direction"].as_str(), v["test"].as_str()), (Some("macvlan"), Some("host-to-client"), Some("TCP_STREAM")));
-        assert_eq!((v["gro"].as_str(), v["bound_by"].as_str(), v["load_bps"].as_u64()), (Some("both"), Some("host core 0"), Some(500_000_000)));
-        assert_eq!(v["parts"][0], serde_json::json!(["g1", "guest", 12.5, 0.125]));
+        assert_eq!(
+            (
+                v["mode"].as_str(),
+                v["direction"].as_str(),
+                v["test"].as_str()
+            ),
+            (Some("macvlan"), Some("host-to-client"), Some("TCP_STREAM"))
+        );
+        assert_eq!(
+            (
+                v["gro"].as_str(),
+                v["bound_by"].as_str(),
+                v["load_bps"].as_u64()
+            ),
+            (Some("both"), Some("host core 0"), Some(500_000_000))
+        );
+        assert_eq!(
+            v["parts"][0],
+            serde_json::json!(["g1", "guest", 12.5, 0.125])
+        );
         let back: PointRecord = serde_json::from_value(v).unwrap();
         assert_eq!(back.key, p.key);
-        assert!(p.key.to_string().starts_with("macvlan host-to-client g1 TCP_STREAM 8192B"));
+        assert!(p
+            .key
+            .to_string()
+            .starts_with("macvlan host-to-client g1 TCP_STREAM 8192B"));
     }
 
     #[test]

@@ -8,10 +8,22 @@ use std::io::Write;
 pub fn emit(to_stderr: bool, newline: bool, args: std::fmt::Arguments) {
     let r = if to_stderr {
         let mut e = std::io::stderr().lock();
-        e.write_fmt(args).and_then(|_| if newline { e.write_all(b"\n") } else { e.flush() })
+        e.write_fmt(args).and_then(|_| {
+            if newline {
+                e.write_all(b"\n")
+            } else {
+                e.flush()
+            }
+        })
     } else {
         let mut o = std::io::stdout().lock();
-        o.write_fmt(args).and_then(|_| if newline { o.write_all(b"\n") } else { o.flush() })
+        o.write_fmt(args).and_then(|_| {
+            if newline {
+                o.write_all(b"\n")
+            } else {
+                o.flush()
+            }
+        })
     };
     if let Err(e) = r {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
@@ -78,9 +90,14 @@ pub fn read_capped(path: &std::path::Path, max: u64) -> Result<String, String> {
         return Err(format!("{name} is a directory: give a file"));
     }
     let mut buf = Vec::new();
-    f.take(max + 1).read_to_end(&mut buf).map_err(|e| format!("cannot read {name}: {e}"))?;
+    f.take(max + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| format!("cannot read {name}: {e}"))?;
     if buf.len() as u64 > max {
-        return Err(format!("{name} is larger than {} KB: vnetlab reads input files of at most that size", max / 1024));
+        return Err(format!(
+            "{name} is larger than {} KB: vnetlab reads input files of at most that size",
+            max / 1024
+        ));
     }
     String::from_utf8(buf).map_err(|_| format!("{name} is not UTF-8 text"))
 }
@@ -91,8 +108,14 @@ mod tests {
     fn input_files_are_read_within_a_bound() {
         let e = super::read_capped(std::path::Path::new("/dev/zero"), 1024).unwrap_err();
         assert!(e.contains("larger than 1 KB"), "{e}");
-        assert!(super::read_capped(std::path::Path::new("/"), 1024).unwrap_err().contains("directory"));
-        assert!(super::read_capped(std::path::Path::new("/nonexistent/x"), 1024).unwrap_err().starts_with("cannot read"));
+        assert!(super::read_capped(std::path::Path::new("/"), 1024)
+            .unwrap_err()
+            .contains("directory"));
+        assert!(
+            super::read_capped(std::path::Path::new("/nonexistent/x"), 1024)
+                .unwrap_err()
+                .starts_with("cannot read")
+        );
     }
 
     #[test]

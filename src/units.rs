@@ -22,7 +22,8 @@ pub struct Rate(pub u64);
 impl FromStr for Rate {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("bad rate '{s}': write a number and a unit, e.g. 100mbit, 1gbit, 10gbit");
+        let bad =
+            || format!("bad rate '{s}': write a number and a unit, e.g. 100mbit, 1gbit, 10gbit");
         let (num, unit) = split_unit(s).ok_or_else(bad)?;
         let mult = match unit {
             "bit" => 1.0,
@@ -118,9 +119,14 @@ fn split_unit(s: &str) -> Option<(f64, &str)> {
 pub const MAX_SIZE: u64 = 1 << 30;
 /// A byte size: `64`, `1K`, `128K`, `1M` (powers of 1024, as netperf's -m 1K); 1 B to 1 GiB.
 pub fn parse_size(s: &str) -> Result<usize, String> {
-    let bad = || format!("bad size '{s}': write bytes, or a number with K, M or G (e.g. 64, 1K, 128K)");
+    let bad =
+        || format!("bad size '{s}': write bytes, or a number with K, M or G (e.g. 64, 1K, 128K)");
     let t = s.trim();
-    let (num, mult) = match t.char_indices().last().map(|(i, c)| (i, c.to_ascii_uppercase())) {
+    let (num, mult) = match t
+        .char_indices()
+        .last()
+        .map(|(i, c)| (i, c.to_ascii_uppercase()))
+    {
         Some((i, 'K')) => (&t[..i], 1u64 << 10),
         Some((i, 'M')) => (&t[..i], 1 << 20),
         Some((i, 'G')) => (&t[..i], 1 << 30),
@@ -136,7 +142,9 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
 
 /// `-r 1,1`: request and response sizes.
 pub fn parse_rr(s: &str) -> Result<(usize, usize), String> {
-    let (a, b) = s.split_once(',').ok_or_else(|| format!("bad -r '{s}': write REQUEST,RESPONSE sizes, e.g. 1,1"))?;
+    let (a, b) = s
+        .split_once(',')
+        .ok_or_else(|| format!("bad -r '{s}': write REQUEST,RESPONSE sizes, e.g. 1,1"))?;
     Ok((parse_size(a)?, parse_size(b)?))
 }
 
@@ -169,14 +177,24 @@ impl CpuList {
         for &c in &self.0 {
             words[c / 32] |= 1 << (c % 32);
         }
-        words.iter().rev().map(|w| format!("{w:08x}")).collect::<Vec<_>>().join(",")
+        words
+            .iter()
+            .rev()
+            .map(|w| format!("{w:08x}"))
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }
 
 impl FromStr for CpuList {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("bad CPU list '{}': write CPU numbers and ranges, e.g. 1 or 0-3,6", crate::text::clip(s));
+        let bad = || {
+            format!(
+                "bad CPU list '{}': write CPU numbers and ranges, e.g. 1 or 0-3,6",
+                crate::text::clip(s)
+            )
+        };
         if s.is_empty() || s.len() > 4096 {
             return Err(bad());
         }
@@ -208,7 +226,11 @@ impl fmt::Display for CpuList {
             while j + 1 < self.0.len() && self.0[j + 1] == self.0[j] + 1 {
                 j += 1;
             }
-            parts.push(if i == j { self.0[i].to_string() } else { format!("{}-{}", self.0[i], self.0[j]) });
+            parts.push(if i == j {
+                self.0[i].to_string()
+            } else {
+                format!("{}-{}", self.0[i], self.0[j])
+            });
             i = j + 1;
         }
         f.write_str(&parts.join(","))
@@ -232,7 +254,9 @@ impl<'de> Deserialize<'de> for CpuList {
         match Form::deserialize(d)? {
             Form::List(mut v) => {
                 if v.iter().any(|&c| c > MAX_CPU) {
-                    return Err(serde::de::Error::custom(format!("a CPU number is above {MAX_CPU}")));
+                    return Err(serde::de::Error::custom(format!(
+                        "a CPU number is above {MAX_CPU}"
+                    )));
                 }
                 v.sort_unstable();
                 v.dedup();
@@ -242,7 +266,6 @@ impl<'de> Deserialize<'de> for CpuList {
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -258,7 +281,16 @@ mod tests {
         assert_eq!(parse_size("1K").unwrap(), 1024);
         assert_eq!(parse_size("128k").unwrap(), 131072);
         assert_eq!(parse_size("1G").unwrap(), 1 << 30);
-        for bad in ["0", "2G", "-1", "", "K", "1.5K", "99999999999999999999", "1T"] {
+        for bad in [
+            "0",
+            "2G",
+            "-1",
+            "",
+            "K",
+            "1.5K",
+            "99999999999999999999",
+            "1T",
+        ] {
             assert!(parse_size(bad).is_err(), "{bad}");
         }
         assert_eq!(parse_rr("1,1").unwrap(), (1, 1));
@@ -271,11 +303,18 @@ mod tests {
         assert_eq!("1gbit".parse::<Rate>().unwrap().0, 1_000_000_000);
         assert_eq!("2.5gbit".parse::<Rate>().unwrap().0, 2_500_000_000);
         assert_eq!("100mbit".parse::<Rate>().unwrap().0, 100_000_000);
-        for (r, text) in [(500_000_000, "500mbit"), (2_500_000_000, "2.5gbit"), (1_000_000_000, "1gbit"), (1500, "1.5kbit")] {
+        for (r, text) in [
+            (500_000_000, "500mbit"),
+            (2_500_000_000, "2.5gbit"),
+            (1_000_000_000, "1gbit"),
+            (1500, "1.5kbit"),
+        ] {
             assert_eq!(Rate(r).to_string(), text);
             assert_eq!(text.parse::<Rate>().unwrap(), Rate(r));
         }
-        for bad in ["", "gbit", "1", "1gb", "-1gbit", "1 gbit", "nangbit", "1e30gbit", "0bit"] {
+        for bad in [
+            "", "gbit", "1", "1gb", "-1gbit", "1 gbit", "nangbit", "1e30gbit", "0bit",
+        ] {
             assert!(bad.parse::<Rate>().is_err(), "{bad} should not parse");
         }
     }

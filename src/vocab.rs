@@ -85,7 +85,11 @@ impl FromStr for Gro {
             "host" => Gro::Host,
             "guest" => Gro::Guest,
             "both" => Gro::Both,
-            _ => return Err(format!("unknown gro setting '{s}': use off, host, guest or both")),
+            _ => {
+                return Err(format!(
+                    "unknown gro setting '{s}': use off, host, guest or both"
+                ))
+            }
         })
     }
 }
@@ -146,7 +150,8 @@ pub enum Direction {
     HostToClient,
 }
 
-pub const DIRECTIONS: &str = "guest-to-client, client-to-guest, guest-to-guest, guests-to-client, host-to-client";
+pub const DIRECTIONS: &str =
+    "guest-to-client, client-to-guest, guest-to-guest, guests-to-client, host-to-client";
 
 impl FromStr for Direction {
     type Err = String;
@@ -185,10 +190,11 @@ impl Direction {
     }
 }
 
-
 impl<'de> Deserialize<'de> for Direction {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -301,12 +307,18 @@ impl fmt::Display for Role {
 impl FromStr for Role {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let guest = s.strip_prefix('g').and_then(|n| n.parse::<u32>().ok()).filter(|&n| n >= 1 && s == format!("g{n}"));
+        let guest = s
+            .strip_prefix('g')
+            .and_then(|n| n.parse::<u32>().ok())
+            .filter(|&n| n >= 1 && s == format!("g{n}"));
         match (s, guest) {
             ("host", _) => Ok(Role::Host),
             ("client", _) => Ok(Role::Client),
             (_, Some(n)) => Ok(Role::Guest(n)),
-            _ => Err(format!("unknown endpoint '{}': use host, client or g1, g2, …", crate::text::clip(s))),
+            _ => Err(format!(
+                "unknown endpoint '{}': use host, client or g1, g2, …",
+                crate::text::clip(s)
+            )),
         }
     }
 }
@@ -319,7 +331,9 @@ impl Serialize for Role {
 
 impl<'de> Deserialize<'de> for Role {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -336,7 +350,9 @@ impl FromStr for Senders {
         if s == "guests" {
             return Ok(Senders::AllGuests);
         }
-        s.parse().map(Senders::One).map_err(|e: String| format!("{e}, or guests (every guest at once)"))
+        s.parse()
+            .map(Senders::One)
+            .map_err(|e: String| format!("{e}, or guests (every guest at once)"))
     }
 }
 
@@ -391,7 +407,11 @@ impl FromStr for Bound {
             "host" => Bound::Host,
             "client" => Bound::Client,
             "latency" => Bound::Latency,
-            _ => match (s.strip_prefix("host core "), s.strip_prefix("client core "), s.strip_prefix("backend ")) {
+            _ => match (
+                s.strip_prefix("host core "),
+                s.strip_prefix("client core "),
+                s.strip_prefix("backend "),
+            ) {
                 (Some(c), _, _) if core(c).is_some() => Bound::HostCore(core(c).unwrap()),
                 (_, Some(c), _) if core(c).is_some() => Bound::ClientCore(core(c).unwrap()),
                 (_, _, Some(g)) if !g.is_empty() => Bound::Backend(g.to_string()),
@@ -409,7 +429,9 @@ impl Serialize for Bound {
 
 impl<'de> Deserialize<'de> for Bound {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -443,10 +465,20 @@ mod tests {
             assert!(bad.parse::<Role>().is_err(), "{bad}");
         }
         assert_eq!("guests".parse::<Senders>().unwrap(), Senders::AllGuests);
-        assert_eq!("g3".parse::<Senders>().unwrap(), Senders::One(Role::Guest(3)));
+        assert_eq!(
+            "g3".parse::<Senders>().unwrap(),
+            Senders::One(Role::Guest(3))
+        );
         assert_eq!(Role::Guest(2).side(), Side::Host);
         assert_eq!(serde_json::to_string(&Role::Guest(7)).unwrap(), "\"g7\"");
-        for b in [Bound::Wire, Bound::Host, Bound::HostCore(3), Bound::ClientCore(1), Bound::Backend("g2".into()), Bound::Latency] {
+        for b in [
+            Bound::Wire,
+            Bound::Host,
+            Bound::HostCore(3),
+            Bound::ClientCore(1),
+            Bound::Backend("g2".into()),
+            Bound::Latency,
+        ] {
             assert_eq!(b.to_string().parse::<Bound>().unwrap(), b);
         }
         for s in ["running", "complete", "interrupted", "failed", "incomplete"] {
@@ -458,7 +490,10 @@ mod tests {
     fn test_names_parse_and_print() {
         assert_eq!("tcp_rr".parse::<TestKind>().unwrap(), TestKind::TcpRr);
         assert_eq!(TestKind::TcpMaerts.to_string(), "TCP_MAERTS");
-        assert!("TCP_SENDFILE".parse::<TestKind>().unwrap_err().contains("TCP_STREAM"));
+        assert!("TCP_SENDFILE"
+            .parse::<TestKind>()
+            .unwrap_err()
+            .contains("TCP_STREAM"));
         assert!(!TestKind::TcpMaerts.initiator_sends());
     }
 }

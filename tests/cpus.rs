@@ -7,7 +7,13 @@ use common::*;
 use std::process::Stdio;
 
 fn part_pct(cpu: &serde_json::Value, name: &str, side: &str) -> f64 {
-    cpu["parts"].as_array().unwrap().iter().filter(|p| p["name"] == name && p["side"] == side).map(|p| p["busy_pct"].as_f64().unwrap()).sum()
+    cpu["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["name"] == name && p["side"] == side)
+        .map(|p| p["busy_pct"].as_f64().unwrap())
+        .sum()
 }
 
 #[test]
@@ -16,7 +22,17 @@ fn the_cpu_plan_and_the_wire_steering_read_back_as_planned() {
     let before = host_snapshot();
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
     assert!(online.trim() != "0", "these tests need 2 CPUs or more");
-    c.ok(&["up", "--name", "tcpu", "--guests", "1", "--client-cpus", "1", "--host-cpus", "0"]);
+    c.ok(&[
+        "up",
+        "--name",
+        "tcpu",
+        "--guests",
+        "1",
+        "--client-cpus",
+        "1",
+        "--host-cpus",
+        "0",
+    ]);
     let st = c.json(&["status", "tcpu", "--json"]);
     let l = &st["labs"][0];
     assert_eq!(l["cpus"]["host"], serde_json::json!([0]));
@@ -27,31 +43,93 @@ fn the_cpu_plan_and_the_wire_steering_read_back_as_planned() {
     for e in ends {
         assert_eq!(e["as_planned"], true, "{e}");
         let want = if e["side"] == "host" { "1" } else { "2" };
-        assert!(e["rps_cpus"].as_array().unwrap().iter().all(|m| m.as_str().unwrap().trim_start_matches('0') == want), "{e}");
-        assert!(e["xps_cpus"].as_array().unwrap().iter().all(|m| m.as_str().unwrap().trim_start_matches('0') == want), "{e}");
+        assert!(
+            e["rps_cpus"].as_array().unwrap().iter().all(|m| m
+                .as_str()
+                .unwrap()
+                .trim_start_matches('0')
+                == want),
+            "{e}"
+        );
+        assert!(
+            e["xps_cpus"].as_array().unwrap().iter().all(|m| m
+                .as_str()
+                .unwrap()
+                .trim_start_matches('0')
+                == want),
+            "{e}"
+        );
     }
     // The host's end receives the client's MTU frames with GRO: its NAPI thread runs on core 0.
     let host_end = ends.iter().find(|e| e["side"] == "host").unwrap();
     if host_end["threaded"] == true {
-        assert!(host_end["napi_threads"].as_array().unwrap().iter().all(|t| t["cpus"] == serde_json::json!([0])), "{host_end}");
+        assert!(
+            host_end["napi_threads"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t["cpus"] == serde_json::json!([0])),
+            "{host_end}"
+        );
     }
     // Every process the lab starts runs in its side's cpuset.
-    let out = c.ok(&["exec", "--lab", "tcpu", "client", "--", "grep", "Cpus_allowed_list", "/proc/self/status"]);
+    let out = c.ok(&[
+        "exec",
+        "--lab",
+        "tcpu",
+        "client",
+        "--",
+        "grep",
+        "Cpus_allowed_list",
+        "/proc/self/status",
+    ]);
     assert!(out.trim().ends_with('1'), "{out}");
-    let out = c.ok(&["exec", "--lab", "tcpu", "g1", "--", "grep", "Cpus_allowed_list", "/proc/self/status"]);
+    let out = c.ok(&[
+        "exec",
+        "--lab",
+        "tcpu",
+        "g1",
+        "--",
+        "grep",
+        "Cpus_allowed_list",
+        "/proc/self/status",
+    ]);
     assert!(out.trim().ends_with('0'), "{out}");
     // Overlapping or absent CPUs are refused in one line, before anything is made; so is a test
     // between an endpoint and itself.
     for (args, says) in [
-        (vec!["test", "--lab", "tcpu", "--from", "g1", "--to", "g1"], "two different endpoints"),
-        (vec!["up", "--name", "tbad", "--client-cpus", "0", "--host-cpus", "0"], "share CPU 0"),
-        (vec!["up", "--name", "tbad", "--client-cpus", "999"], "not online"),
-        (vec!["up", "--name", "tbad", "--client-cpus", "x"], "bad CPU list"),
+        (
+            vec!["test", "--lab", "tcpu", "--from", "g1", "--to", "g1"],
+            "two different endpoints",
+        ),
+        (
+            vec![
+                "up",
+                "--name",
+                "tbad",
+                "--client-cpus",
+                "0",
+                "--host-cpus",
+                "0",
+            ],
+            "share CPU 0",
+        ),
+        (
+            vec!["up", "--name", "tbad", "--client-cpus", "999"],
+            "not online",
+        ),
+        (
+            vec!["up", "--name", "tbad", "--client-cpus", "x"],
+            "bad CPU list",
+        ),
     ] {
         let o = c.run(&args);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(says) && err.trim().lines().count() == 1, "{args:?}: {err}");
+        assert!(
+            err.contains(says) && err.trim().lines().count() == 1,
+            "{args:?}: {err}"
+        );
     }
     c.ok(&["down", "tcpu"]);
     assert_eq!(before, host_snapshot());
@@ -62,8 +140,20 @@ fn a_core_burnt_by_the_client_is_the_clients_and_not_the_hosts() {
     let c = ctx("cpuburn");
     let before = host_snapshot();
     c.ok(&["up", "--name", "tburn", "--guests", "1"]);
-    let mut burner =
-        c.cmd(&["exec", "--lab", "tburn", "client", "--", "sh", "-c", "while :; do :; done"]).stdout(Stdio::null()).spawn().unwrap();
+    let mut burner = c
+        .cmd(&[
+            "exec",
+            "--lab",
+            "tburn",
+            "client",
+            "--",
+            "sh",
+            "-c",
+            "while :; do :; done",
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));
     let v = c.json(&["meter", "--lab", "tburn", "-l", "2", "--json"]);
     burner.kill().unwrap();
@@ -75,10 +165,20 @@ fn a_core_burnt_by_the_client_is_the_clients_and_not_the_hosts() {
     assert!(host <= 15.0, "the host's cores stayed quiet: {host} %");
     assert!(part_pct(cpu, "client", "client") >= 85.0, "{cpu}");
     assert!(part_pct(cpu, "client (leak)", "host") < 1.0);
-    assert!(cpu["leak_pct"].as_f64().unwrap() < 2.0 || host < 1.0, "{}", cpu["leak_pct"]);
+    assert!(
+        cpu["leak_pct"].as_f64().unwrap() < 2.0 || host < 1.0,
+        "{}",
+        cpu["leak_pct"]
+    );
     // Each side's parts add up to its busy share.
     for (side, want) in [("host", host), ("client", client)] {
-        let sum: f64 = cpu["parts"].as_array().unwrap().iter().filter(|p| p["side"] == side).map(|p| p["busy_pct"].as_f64().unwrap()).sum();
+        let sum: f64 = cpu["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["side"] == side)
+            .map(|p| p["busy_pct"].as_f64().unwrap())
+            .sum();
         assert!((sum - want).abs() < 1e-6, "{side}: {sum} vs {want}");
     }
     c.ok(&["down", "tburn"]);
@@ -91,33 +191,93 @@ fn points_say_what_bound_them_and_the_planner_takes_only_unbound_costs() {
     let before = host_snapshot();
     c.ok(&["up", "--name", "tbnd", "--guests", "1"]);
     // Paced far below every limit: nothing bound it.
-    let v = c.json(&["test", "--lab", "tbnd", "--from", "g1", "--to", "client", "-m", "64K", "-l", "1", "--rate", "200mbit", "--json"]);
+    let v = c.json(&[
+        "test", "--lab", "tbnd", "--from", "g1", "--to", "client", "-m", "64K", "-l", "1",
+        "--rate", "200mbit", "--json",
+    ]);
     assert!(v["cpu"]["bound_by"].is_null(), "{}", v["cpu"]["bound_by"]);
     assert_eq!(v["cpus"]["placed"], true);
     // As fast as it goes on a 2-core host: something bound it (a saturated side's core, or the
     // waits between the sides when neither core quite saturates).
-    let v = c.json(&["test", "--lab", "tbnd", "--from", "g1", "--to", "client", "-m", "64K", "-l", "1", "--json"]);
-    let b = v["cpu"]["bound_by"].as_str().unwrap_or_else(|| panic!("unbound at full speed: {}", v["cpu"]));
-    assert!(["host", "client", "host core 0", "client core 1", "latency"].contains(&b), "{b}");
+    let v = c.json(&[
+        "test", "--lab", "tbnd", "--from", "g1", "--to", "client", "-m", "64K", "-l", "1", "--json",
+    ]);
+    let b = v["cpu"]["bound_by"]
+        .as_str()
+        .unwrap_or_else(|| panic!("unbound at full speed: {}", v["cpu"]));
+    assert!(
+        ["host", "client", "host core 0", "client core 1", "latency"].contains(&b),
+        "{b}"
+    );
     c.ok(&["down", "tbnd"]);
     // The planner: a run with only full-speed points is refused; --allow-bound takes them.
     let exp = c.state.join("b.toml");
     std::fs::write(&exp, "name = \"b\"\n[matrix]\nmodes = [\"bridge\"]\nmessages = [\"64K\"]\ndirections = [\"guest-to-client\", \"host-to-client\"]\nloads = [\"max\", \"200mbit\"]\n[point]\nduration = 0.5\nwarmup = 0.2\n").unwrap();
     let db = c.state.join("b.sqlite");
     let dbs = db.to_str().unwrap();
-    c.ok(&["run", exp.to_str().unwrap(), "--db", dbs, "--out", c.state.join("o").to_str().unwrap()]);
-    let v = c.json(&["plan", "--from-run", "1", "--db", dbs, "--load", "200mbit", "--json"]);
-    assert!(v["points_used"].as_array().unwrap().iter().any(|u| u.as_str().unwrap().contains("at 200mbit")), "{}", v["points_used"]);
+    c.ok(&[
+        "run",
+        exp.to_str().unwrap(),
+        "--db",
+        dbs,
+        "--out",
+        c.state.join("o").to_str().unwrap(),
+    ]);
+    let v = c.json(&[
+        "plan",
+        "--from-run",
+        "1",
+        "--db",
+        dbs,
+        "--load",
+        "200mbit",
+        "--json",
+    ]);
+    assert!(
+        v["points_used"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u.as_str().unwrap().contains("at 200mbit")),
+        "{}",
+        v["points_used"]
+    );
     let o = c.run(&["plan", "--from-run", "1", "--db", dbs, "--load", "max"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("--allow-bound") && err.trim().lines().count() == 1, "{err}");
-    let v = c.json(&["plan", "--from-run", "1", "--db", dbs, "--load", "max", "--allow-bound", "--json"]);
-    assert!(v["points_used"].as_array().unwrap().iter().any(|u| u.as_str().unwrap().contains("at max")), "{}", v["points_used"]);
+    assert!(
+        err.contains("--allow-bound") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+    let v = c.json(&[
+        "plan",
+        "--from-run",
+        "1",
+        "--db",
+        dbs,
+        "--load",
+        "max",
+        "--allow-bound",
+        "--json",
+    ]);
+    assert!(
+        v["points_used"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u.as_str().unwrap().contains("at max")),
+        "{}",
+        v["points_used"]
+    );
     // The stored points keep every repeat and what bound each.
     let r = c.json(&["report", "1", "--db", dbs, "--json"]);
     let pts = r["points"].as_array().unwrap();
-    assert!(pts.iter().any(|p| p["bound_by"].is_string()) && pts.iter().any(|p| p["bound_by"].is_null()));
-    assert!(pts.iter().all(|p| p["placed"] == true && p["host_cpus"].is_string()));
+    assert!(
+        pts.iter().any(|p| p["bound_by"].is_string())
+            && pts.iter().any(|p| p["bound_by"].is_null())
+    );
+    assert!(pts
+        .iter()
+        .all(|p| p["placed"] == true && p["host_cpus"].is_string()));
     assert_eq!(before, host_snapshot());
 }

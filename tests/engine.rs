@@ -15,19 +15,41 @@ fn serve(token: &str) -> (Child, u16) {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(c.stderr.take().unwrap()).read_line(&mut line).unwrap();
-    let port = line.split("127.0.0.1:").nth(1).unwrap().split(';').next().unwrap().parse().unwrap();
+    BufReader::new(c.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .split("127.0.0.1:")
+        .nth(1)
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     (c, port)
 }
 
 fn test_json(args: &[&str]) -> serde_json::Value {
-    let o = Command::new(BIN).arg("test").args(args).arg("--json").output().unwrap();
-    assert!(o.status.success(), "test {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new(BIN)
+        .arg("test")
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "test {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
 fn agents_running() -> usize {
-    let o = Command::new("pgrep").args(["-f", "vnetlab agent"]).output().unwrap();
+    let o = Command::new("pgrep")
+        .args(["-f", "vnetlab agent"])
+        .output()
+        .unwrap();
     String::from_utf8_lossy(&o.stdout).lines().count()
 }
 
@@ -35,9 +57,25 @@ fn agents_running() -> usize {
 fn paced_stream_holds_100_mbit_over_loopback() {
     let (mut s, port) = serve("pace-token");
     let p = port.to_string();
-    let r = test_json(&["-H", "127.0.0.1", "-p", &p, "--token", "pace-token", "-l", "2", "-m", "1K", "--rate", "100mbit"]);
+    let r = test_json(&[
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "--token",
+        "pace-token",
+        "-l",
+        "2",
+        "-m",
+        "1K",
+        "--rate",
+        "100mbit",
+    ]);
     let mbit = r["throughput_gbps"].as_f64().unwrap() * 1000.0;
-    assert!((95.0..=105.0).contains(&mbit), "paced stream measured {mbit} Mb/s");
+    assert!(
+        (95.0..=105.0).contains(&mbit),
+        "paced stream measured {mbit} Mb/s"
+    );
     // Intervals are all near the rate too, and the window excludes the warm-up.
     for iv in r["intervals"].as_array().unwrap() {
         let g = iv["gbps"].as_f64().unwrap() * 1000.0;
@@ -50,11 +88,36 @@ fn paced_stream_holds_100_mbit_over_loopback() {
 fn standalone_runs_every_test_type_and_refuses_a_wrong_token() {
     let (mut s, port) = serve("tok-token");
     let p = port.to_string();
-    for t in ["TCP_STREAM", "TCP_MAERTS", "UDP_STREAM", "TCP_RR", "UDP_RR", "TCP_CRR"] {
-        let r = test_json(&["-H", "127.0.0.1", "-p", &p, "--token", "tok-token", "-t", t, "-l", "0.5", "--warmup", "0.2", "-m", "1K"]);
+    for t in [
+        "TCP_STREAM",
+        "TCP_MAERTS",
+        "UDP_STREAM",
+        "TCP_RR",
+        "UDP_RR",
+        "TCP_CRR",
+    ] {
+        let r = test_json(&[
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "--token",
+            "tok-token",
+            "-t",
+            t,
+            "-l",
+            "0.5",
+            "--warmup",
+            "0.2",
+            "-m",
+            "1K",
+        ]);
         assert_eq!(r["test"], t);
         if t.contains("RR") {
-            assert!(r["transactions_per_s"].as_f64().unwrap() > 100.0, "{t}: {r}");
+            assert!(
+                r["transactions_per_s"].as_f64().unwrap() > 100.0,
+                "{t}: {r}"
+            );
             let l = &r["latency_us"];
             assert!(l["p50"].as_f64().unwrap() <= l["p99"].as_f64().unwrap());
             assert!(l["p99"].as_f64().unwrap() <= l["max"].as_f64().unwrap());
@@ -64,10 +127,41 @@ fn standalone_runs_every_test_type_and_refuses_a_wrong_token() {
         }
     }
     // MSG_ZEROCOPY completes its sends and says how many the kernel copied anyway.
-    let r = test_json(&["-H", "127.0.0.1", "-p", &p, "--token", "tok-token", "-m", "64K", "-l", "0.5", "--warmup", "0.2", "--zerocopy"]);
-    assert!(r["zerocopy"]["sends_completed"].as_u64().unwrap() > 0, "{}", r["zerocopy"]);
+    let r = test_json(&[
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "--token",
+        "tok-token",
+        "-m",
+        "64K",
+        "-l",
+        "0.5",
+        "--warmup",
+        "0.2",
+        "--zerocopy",
+    ]);
+    assert!(
+        r["zerocopy"]["sends_completed"].as_u64().unwrap() > 0,
+        "{}",
+        r["zerocopy"]
+    );
     assert!((0.0..=100.0).contains(&r["zerocopy"]["copied_pct"].as_f64().unwrap()));
-    let o = Command::new(BIN).args(["test", "-H", "127.0.0.1", "-p", &p, "--token", "nope", "-l", "0.5"]).output().unwrap();
+    let o = Command::new(BIN)
+        .args([
+            "test",
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "--token",
+            "nope",
+            "-l",
+            "0.5",
+        ])
+        .output()
+        .unwrap();
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("wrong token"));
     s.kill().unwrap();
@@ -76,28 +170,69 @@ fn standalone_runs_every_test_type_and_refuses_a_wrong_token() {
 #[test]
 fn bad_input_and_faults_end_cleanly() {
     let bad: &[(&[&str], &str)] = &[
-        (&["-H", "127.0.0.1", "--token", "x", "-m", "0"], "out of range"),
-        (&["-H", "127.0.0.1", "--token", "x", "-m", "2G"], "out of range"),
-        (&["-H", "127.0.0.1", "--token", "x", "-t", "TCP_SENDFILE"], "unknown test"),
-        (&["-H", "127.0.0.1", "--token", "x", "-r", "1"], "REQUEST,RESPONSE"),
-        (&["-H", "192.0.2.1", "--token", "x"], "neither loopback nor a lab address"),
+        (
+            &["-H", "127.0.0.1", "--token", "x", "-m", "0"],
+            "out of range",
+        ),
+        (
+            &["-H", "127.0.0.1", "--token", "x", "-m", "2G"],
+            "out of range",
+        ),
+        (
+            &["-H", "127.0.0.1", "--token", "x", "-t", "TCP_SENDFILE"],
+            "unknown test",
+        ),
+        (
+            &["-H", "127.0.0.1", "--token", "x", "-r", "1"],
+            "REQUEST,RESPONSE",
+        ),
+        (
+            &["-H", "192.0.2.1", "--token", "x"],
+            "neither loopback nor a lab address",
+        ),
         (&["-H", "127.0.0.1"], "--token"),
     ];
     for (args, want) in bad {
         let o = Command::new(BIN).arg("test").args(*args).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(want) && err.trim().lines().count() == 1, "{args:?}: {err}");
+        assert!(
+            err.contains(want) && err.trim().lines().count() == 1,
+            "{args:?}: {err}"
+        );
     }
     // Unreachable: nothing listens on that port.
-    let o = Command::new(BIN).args(["test", "-H", "127.0.0.1", "-p", "9", "--token", "x", "-l", "0.5"]).output().unwrap();
+    let o = Command::new(BIN)
+        .args([
+            "test",
+            "-H",
+            "127.0.0.1",
+            "-p",
+            "9",
+            "--token",
+            "x",
+            "-l",
+            "0.5",
+        ])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot reach"));
     // The server dies mid-test: the test fails within bounded time.
     let (mut s, port) = serve("gone-token");
     let t0 = Instant::now();
     let child = Command::new(BIN)
-        .args(["test", "-H", "127.0.0.1", "-p", &port.to_string(), "--token", "gone-token", "-l", "3"])
+        .args([
+            "test",
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "--token",
+            "gone-token",
+            "-l",
+            "3",
+        ])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -105,9 +240,16 @@ fn bad_input_and_faults_end_cleanly() {
     s.kill().unwrap();
     let o = child.wait_with_output().unwrap();
     assert!(!o.status.success());
-    assert!(t0.elapsed() < Duration::from_secs(20), "took {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        t0.elapsed()
+    );
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("went away") || err.contains("died") || err.contains("gone"), "{err}");
+    assert!(
+        err.contains("went away") || err.contains("died") || err.contains("gone"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -116,14 +258,32 @@ fn every_test_type_and_direction_runs_in_a_lab() {
     let before = host_snapshot();
     c.ok(&["up", "--name", "teng", "--guests", "2"]);
     let run = |args: &[&str]| -> serde_json::Value {
-        let mut a = vec!["test", "--lab", "teng", "-l", "0.5", "--warmup", "0.2", "--json"];
+        let mut a = vec![
+            "test", "--lab", "teng", "-l", "0.5", "--warmup", "0.2", "--json",
+        ];
         a.extend_from_slice(args);
         c.json(&a)
     };
-    for t in ["TCP_STREAM", "TCP_MAERTS", "UDP_STREAM", "TCP_RR", "UDP_RR", "TCP_CRR"] {
-        for (from, to) in [("g1", "client"), ("client", "g1"), ("g1", "g2"), ("host", "client")] {
+    for t in [
+        "TCP_STREAM",
+        "TCP_MAERTS",
+        "UDP_STREAM",
+        "TCP_RR",
+        "UDP_RR",
+        "TCP_CRR",
+    ] {
+        for (from, to) in [
+            ("g1", "client"),
+            ("client", "g1"),
+            ("g1", "g2"),
+            ("host", "client"),
+        ] {
             let r = run(&["-t", t, "--from", from, "--to", to, "-m", "1K"]);
-            let v = if t.contains("RR") { r["transactions_per_s"].as_f64().unwrap() } else { r["throughput_gbps"].as_f64().unwrap() };
+            let v = if t.contains("RR") {
+                r["transactions_per_s"].as_f64().unwrap()
+            } else {
+                r["throughput_gbps"].as_f64().unwrap()
+            };
             assert!(v > 0.0, "{t} {from}→{to}: {r}");
         }
     }
@@ -151,7 +311,10 @@ fn nat_guests_are_reached_through_forwarded_ports() {
     let c = ctx("engnat");
     c.ok(&["up", "--name", "tengn", "--mode", "nat", "--guests", "2"]);
     for t in ["TCP_STREAM", "UDP_STREAM", "TCP_CRR"] {
-        let r = c.json(&["test", "--lab", "tengn", "--from", "client", "--to", "g2", "-t", t, "-m", "1K", "-l", "0.5", "--warmup", "0.2", "-P", "2", "--json"]);
+        let r = c.json(&[
+            "test", "--lab", "tengn", "--from", "client", "--to", "g2", "-t", t, "-m", "1K", "-l",
+            "0.5", "--warmup", "0.2", "-P", "2", "--json",
+        ]);
         let v = r["throughput_gbps"].as_f64().unwrap();
         assert!(v > 0.0, "{t}: {r}");
     }

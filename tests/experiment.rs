@@ -29,17 +29,34 @@ fn a_run_is_stored_reported_exported_and_compared() {
     let f = write(&c.state, "small.toml", SMALL);
     let db = c.state.join("r.sqlite");
     let out = c.state.join("out");
-    let (fs, dbs, outs) = (f.to_str().unwrap(), db.to_str().unwrap(), out.to_str().unwrap());
+    let (fs, dbs, outs) = (
+        f.to_str().unwrap(),
+        db.to_str().unwrap(),
+        out.to_str().unwrap(),
+    );
     let listed = c.ok(&["run", "--list", fs]);
     assert!(listed.starts_with("small: 4 points"), "{listed}");
     let o = c.ok(&["run", fs, "--db", dbs, "--out", outs]);
-    assert!(o.contains("4 of 4 points, 0 failed, status complete"), "{o}");
+    assert!(
+        o.contains("4 of 4 points, 0 failed, status complete"),
+        "{o}"
+    );
     assert_eq!(before, host_snapshot(), "the run's labs were removed");
     let html = std::fs::read_to_string(out.join("run-1.html")).unwrap();
-    for want in ["Bandwidth vs message size", "Host CPU vs message size", "Host CPU per Gb/s", "Host CPU by part", "macvlan", "<svg"] {
+    for want in [
+        "Bandwidth vs message size",
+        "Host CPU vs message size",
+        "Host CPU per Gb/s",
+        "Host CPU by part",
+        "macvlan",
+        "<svg",
+    ] {
         assert!(html.contains(want), "report lacks {want}");
     }
-    assert!(!html.contains("src=\"http") && !html.contains("href=\"http"), "the report fetches nothing");
+    assert!(
+        !html.contains("src=\"http") && !html.contains("href=\"http"),
+        "the report fetches nothing"
+    );
     let r = c.json(&["report", "latest", "--db", dbs, "--json"]);
     assert_eq!(r["run"]["status"], "complete");
     let pts = r["points"].as_array().unwrap();
@@ -66,28 +83,61 @@ fn bad_experiment_files_are_refused_before_anything_is_built() {
     let before = host_snapshot();
     let db = c.state.join("never.sqlite");
     let cases = [
-        ("name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\nsizes = [\"1K\"]\n", "4:1", "unknown field"),
-        ("name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\nguests = \"one\"\n", "4:10", "invalid type"),
-        ("name = \"q\"\n[matrix]\nmodes = [\"hub\"]\n", "3:9", "bridge"),
-        ("name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\nmessages = []\n", "4:12", "empty matrix"),
-        ("name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\nmessages = [\"2G\"]\n", "4:", "out of range"),
+        (
+            "name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\nsizes = [\"1K\"]\n",
+            "4:1",
+            "unknown field",
+        ),
+        (
+            "name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\nguests = \"one\"\n",
+            "4:10",
+            "invalid type",
+        ),
+        (
+            "name = \"q\"\n[matrix]\nmodes = [\"hub\"]\n",
+            "3:9",
+            "bridge",
+        ),
+        (
+            "name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\nmessages = []\n",
+            "4:12",
+            "empty matrix",
+        ),
+        (
+            "name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\nmessages = [\"2G\"]\n",
+            "4:",
+            "out of range",
+        ),
     ];
     for (i, (text, at, says)) in cases.iter().enumerate() {
         let f = write(&c.state, &format!("bad{i}.toml"), text);
         let o = c.run(&["run", f.to_str().unwrap(), "--db", db.to_str().unwrap()]);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{text}: {err}");
-        assert!(err.contains(&format!("bad{i}.toml:{at}")) && err.contains(says) && err.trim().lines().count() == 1, "{text}: {err}");
+        assert!(
+            err.contains(&format!("bad{i}.toml:{at}"))
+                && err.contains(says)
+                && err.trim().lines().count() == 1,
+            "{text}: {err}"
+        );
     }
     assert!(!db.exists(), "a bad file made a store");
     assert_eq!(before, host_snapshot());
     // A store file that is not a vnetlab database is refused and left as it was.
     let f = write(&c.state, "small.toml", SMALL);
     let foreign = write(&c.state, "notes.sqlite", "my notes, not a database\n");
-    let o = c.run(&["run", f.to_str().unwrap(), "--db", foreign.to_str().unwrap()]);
+    let o = c.run(&[
+        "run",
+        f.to_str().unwrap(),
+        "--db",
+        foreign.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a vnetlab database"));
-    assert_eq!(std::fs::read_to_string(&foreign).unwrap(), "my notes, not a database\n");
+    assert_eq!(
+        std::fs::read_to_string(&foreign).unwrap(),
+        "my notes, not a database\n"
+    );
     assert_eq!(before, host_snapshot());
 }
 
@@ -104,14 +154,20 @@ warmup = 0.1
 fn wait_points(db: &Path, n: usize) {
     let t0 = std::time::Instant::now();
     loop {
-        let o = std::process::Command::new(BIN).args(["report", "latest", "--db", db.to_str().unwrap(), "--json"]).output().unwrap();
+        let o = std::process::Command::new(BIN)
+            .args(["report", "latest", "--db", db.to_str().unwrap(), "--json"])
+            .output()
+            .unwrap();
         if o.status.success() {
             let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
             if v["points"].as_array().map(|a| a.len()).unwrap_or(0) >= n {
                 return;
             }
         }
-        assert!(t0.elapsed() < Duration::from_secs(60), "no {n} points stored in time");
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no {n} points stored in time"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -122,7 +178,17 @@ fn a_killed_run_leaves_an_open_store_with_its_points_and_cleanup_restores_the_ho
     let before = host_snapshot();
     let f = write(&c.state, "longer.toml", LONGER);
     let db = c.state.join("k.sqlite");
-    let mut child = c.cmd(&["run", f.to_str().unwrap(), "--db", db.to_str().unwrap(), "--out", c.state.join("o").to_str().unwrap()]).spawn().unwrap();
+    let mut child = c
+        .cmd(&[
+            "run",
+            f.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+            "--out",
+            c.state.join("o").to_str().unwrap(),
+        ])
+        .spawn()
+        .unwrap();
     wait_points(&db, 2);
     child.kill().unwrap(); // SIGKILL
     let _ = child.wait();
@@ -142,7 +208,14 @@ fn ctrl_c_keeps_finished_points_and_removes_the_lab() {
     let f = write(&c.state, "longer.toml", LONGER);
     let db = c.state.join("i.sqlite");
     let child = c
-        .cmd(&["run", f.to_str().unwrap(), "--db", db.to_str().unwrap(), "--out", c.state.join("o").to_str().unwrap()])
+        .cmd(&[
+            "run",
+            f.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+            "--out",
+            c.state.join("o").to_str().unwrap(),
+        ])
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -165,14 +238,30 @@ extern "C" {
 /// Opens the report in headless Chromium: the charts render and the console shows no errors.
 #[test]
 fn the_report_renders_in_a_real_browser() {
-    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].into_iter().find(|p| Path::new(p).exists());
+    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| Path::new(p).exists());
     let chromium = chromium.expect("chromium is needed for this test: `make deps` installs it");
     let c = ctx("browser");
     let f = write(&c.state, "small.toml", SMALL);
     let db = c.state.join("b.sqlite");
-    c.ok(&["run", f.to_str().unwrap(), "--db", db.to_str().unwrap(), "--out", c.state.join("o").to_str().unwrap()]);
+    c.ok(&[
+        "run",
+        f.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+        "--out",
+        c.state.join("o").to_str().unwrap(),
+    ]);
     let html = c.state.join("report.html");
-    c.ok(&["report", "latest", "--db", db.to_str().unwrap(), "--html", html.to_str().unwrap()]);
+    c.ok(&[
+        "report",
+        "latest",
+        "--db",
+        db.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
     let profile = c.state.join("chromium-profile");
     let o = std::process::Command::new(chromium)
         .args([
@@ -196,10 +285,23 @@ fn the_report_renders_in_a_real_browser() {
     let dom = String::from_utf8_lossy(&o.stdout);
     let log = String::from_utf8_lossy(&o.stderr);
     let attr = |name: &str| -> usize {
-        dom.split(&format!("{name}=\"")).nth(1).and_then(|s| s.split('"').next()).and_then(|n| n.parse().ok()).unwrap_or(0)
+        dom.split(&format!("{name}=\""))
+            .nth(1)
+            .and_then(|s| s.split('"').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
     };
     let (charts, rendered) = (attr("data-charts"), attr("data-charts-rendered"));
-    assert!(charts >= 4 && rendered == charts, "{rendered} of {charts} charts rendered; log: {log}");
-    let console_errors: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE") && (l.contains("ERROR") || l.contains("Uncaught"))).collect();
-    assert!(console_errors.is_empty(), "console errors: {console_errors:?}");
+    assert!(
+        charts >= 4 && rendered == charts,
+        "{rendered} of {charts} charts rendered; log: {log}"
+    );
+    let console_errors: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("CONSOLE") && (l.contains("ERROR") || l.contains("Uncaught")))
+        .collect();
+    assert!(
+        console_errors.is_empty(),
+        "console errors: {console_errors:?}"
+    );
 }

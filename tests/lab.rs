@@ -12,7 +12,10 @@ fn probes_ok(c: &Ctx, lab: &str) -> Vec<(String, String)> {
         .iter()
         .map(|p| {
             assert_eq!(p["ok"], true, "{p}");
-            (p["from"].as_str().unwrap().to_string(), p["to"].as_str().unwrap().to_string())
+            (
+                p["from"].as_str().unwrap().to_string(),
+                p["to"].as_str().unwrap().to_string(),
+            )
         })
         .collect()
 }
@@ -27,15 +30,28 @@ fn each_mode_builds_connects_and_leaves_the_host_as_it_was() {
         c.ok(&["up", "--name", &lab, "--mode", mode, "--guests", "2"]);
         let pairs = probes_ok(&c, &lab);
         // Every guest reaches the client and back, and the guests reach each other.
-        for want in [("g1", "client"), ("client", "g1"), ("g2", "client"), ("client", "g2"), ("g1", "g2"), ("g2", "g1")] {
-            assert!(pairs.contains(&(want.0.into(), want.1.into())), "{mode}: {want:?} not probed");
+        for want in [
+            ("g1", "client"),
+            ("client", "g1"),
+            ("g2", "client"),
+            ("client", "g2"),
+            ("g1", "g2"),
+            ("g2", "g1"),
+        ] {
+            assert!(
+                pairs.contains(&(want.0.into(), want.1.into())),
+                "{mode}: {want:?} not probed"
+            );
         }
         let st = c.json(&["status", &lab, "--json"]);
         let l = &st["labs"][0];
         assert_eq!(l["mode"], mode);
         assert_eq!(l["guests"].as_array().unwrap().len(), 2);
         assert_eq!(l["client"]["interface"]["mtu"], 1500);
-        assert!(l["client"]["address"].as_str().unwrap().starts_with("10.213."));
+        assert!(l["client"]["address"]
+            .as_str()
+            .unwrap()
+            .starts_with("10.213."));
         c.ok(&["down", &lab]);
         assert_eq!(before, host_snapshot(), "{mode}: the host changed");
     }
@@ -45,7 +61,21 @@ fn each_mode_builds_connects_and_leaves_the_host_as_it_was() {
 fn status_reads_offloads_and_mtu_back_from_the_kernel() {
     let c = ctx("offloads");
     let before = host_snapshot();
-    c.ok(&["up", "--name", "toff", "--guests", "1", "--gro", "guest", "--tso", "off", "--mtu", "9000", "--wire-rate", "1gbit"]);
+    c.ok(&[
+        "up",
+        "--name",
+        "toff",
+        "--guests",
+        "1",
+        "--gro",
+        "guest",
+        "--tso",
+        "off",
+        "--mtu",
+        "9000",
+        "--wire-rate",
+        "1gbit",
+    ]);
     let st = c.json(&["status", "--json"]);
     let l = &st["labs"][0];
     let g1 = &l["guests"][0];
@@ -53,16 +83,38 @@ fn status_reads_offloads_and_mtu_back_from_the_kernel() {
     assert_eq!(g1["interface"]["offloads"]["tso"], "off");
     assert_eq!(g1["interface"]["mtu"], 9000);
     assert_eq!(g1["host_port"]["offloads"]["gro"], "off");
-    let wire = l["host_interfaces"].as_array().unwrap().iter().find(|i| i["name"] == "vltoffw").unwrap();
+    let wire = l["host_interfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["name"] == "vltoffw")
+        .unwrap();
     assert_eq!(wire["offloads"]["gro"], "off");
-    assert_eq!(wire["offloads"]["tso"], "off", "--tso off: the host's NIC does not segment");
+    assert_eq!(
+        wire["offloads"]["tso"], "off",
+        "--tso off: the host's NIC does not segment"
+    );
     assert_eq!(wire["qdisc"], "tbf");
-    assert_eq!(l["client"]["interface"]["offloads"]["tso"], "off", "the client's end segments its sends");
+    assert_eq!(
+        l["client"]["interface"]["offloads"]["tso"], "off",
+        "the client's end segments its sends"
+    );
     // exec runs in the guest's namespace and cgroup and passes the exit code through.
-    let out = c.ok(&["exec", "--lab", "toff", "g1", "--", "sh", "-c", "ip -br addr show vltoffg1; cat /proc/self/cgroup"]);
+    let out = c.ok(&[
+        "exec",
+        "--lab",
+        "toff",
+        "g1",
+        "--",
+        "sh",
+        "-c",
+        "ip -br addr show vltoffg1; cat /proc/self/cgroup",
+    ]);
     assert!(out.contains("10.213.0.3/16"), "{out}");
     assert!(out.contains("vnetlab/vltoff/g1"), "{out}");
-    let o = c.run(&["exec", "--lab", "toff", "client", "--", "sh", "-c", "exit 7"]);
+    let o = c.run(&[
+        "exec", "--lab", "toff", "client", "--", "sh", "-c", "exit 7",
+    ]);
     assert_eq!(o.status.code(), Some(7));
     c.ok(&["down", "toff"]);
     assert_eq!(before, host_snapshot());
@@ -73,7 +125,10 @@ fn cleanup_after_a_killed_up_restores_the_host() {
     let c = ctx("kill");
     for delay_ms in [30, 150, 400] {
         let before = host_snapshot();
-        let mut child = c.cmd(&["up", "--name", "tkill", "--guests", "40", "--mode", "nat"]).spawn().unwrap();
+        let mut child = c
+            .cmd(&["up", "--name", "tkill", "--guests", "40", "--mode", "nat"])
+            .spawn()
+            .unwrap();
         std::thread::sleep(Duration::from_millis(delay_ms));
         let _ = child.kill(); // SIGKILL
         let _ = child.wait();
@@ -86,7 +141,11 @@ fn cleanup_after_a_killed_up_restores_the_host() {
 fn sigint_during_up_removes_what_was_made() {
     let c = ctx("sigint");
     let before = host_snapshot();
-    let child = c.cmd(&["up", "--name", "tint", "--guests", "40"]).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let child = c
+        .cmd(&["up", "--name", "tint", "--guests", "40"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     std::thread::sleep(Duration::from_millis(100));
     // SAFETY: kill takes plain integers (a pid this test started, and a signal) and touches no memory.
     unsafe { libc_kill(child.id() as i32, 2) };
@@ -114,10 +173,19 @@ fn bad_input_is_one_line_exit_2_and_leaves_nothing() {
         (&["up", "--mode", "hub"], "unknown mode"),
         (&["up", "--guests", "0"], "0 is not in 1..=9999"),
         (&["up", "--guests", "-1"], "-1 is not in 1..=9999"),
-        (&["up", "--client-cpus", "0", "--host-cpus", "0"], "share CPU 0"),
+        (
+            &["up", "--client-cpus", "0", "--host-cpus", "0"],
+            "share CPU 0",
+        ),
         (&["up", "--file", &"x".repeat(5000)], "cannot read"),
-        (&["test", "--lab", "nolab", "--from", "g1", "--to", "g1"], "no lab"),
-        (&["up", "--guests", "300", "--subnet", "10.99.0.0/24"], "holds at most"),
+        (
+            &["test", "--lab", "nolab", "--from", "g1", "--to", "g1"],
+            "no lab",
+        ),
+        (
+            &["up", "--guests", "300", "--subnet", "10.99.0.0/24"],
+            "holds at most",
+        ),
         (&["up", "--wire-rate", "fast"], "bad rate"),
         (&["up", "--wire-delay", "5"], "bad delay"),
         (&["up", "--wire-loss", "2"], "bad loss"),
@@ -137,7 +205,13 @@ fn bad_input_is_one_line_exit_2_and_leaves_nothing() {
     }
     // Not root: refused with the fix named.
     let o = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN, "up"])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            BIN,
+            "up",
+        ])
         .env("VNETLAB_STATE_DIR", &c.state)
         .output()
         .unwrap();
@@ -156,7 +230,18 @@ fn bad_input_is_one_line_exit_2_and_leaves_nothing() {
 fn dry_run_prints_commands_and_makes_nothing() {
     let c = ctx("dry");
     let before = host_snapshot();
-    let out = c.ok(&["up", "--name", "tdry", "--mode", "nat", "--guests", "2", "--wire-rate", "10gbit", "--dry-run"]);
+    let out = c.ok(&[
+        "up",
+        "--name",
+        "tdry",
+        "--mode",
+        "nat",
+        "--guests",
+        "2",
+        "--wire-rate",
+        "10gbit",
+        "--dry-run",
+    ]);
     assert!(out.contains("netns add vltdry-g2"));
     assert!(out.contains("tbf rate 10000000000bit"));
     assert!(out.contains("nft -f -"));

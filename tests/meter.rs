@@ -6,11 +6,22 @@ use common::*;
 use std::process::Stdio;
 
 fn part<'a>(cpu: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    cpu["parts"].as_array().unwrap().iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("no part {name}: {cpu}"))
+    cpu["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no part {name}: {cpu}"))
 }
 
 fn side_sum(cpu: &serde_json::Value, side: &str) -> f64 {
-    cpu["parts"].as_array().unwrap().iter().filter(|p| p["side"] == side).map(|p| p["busy_pct"].as_f64().unwrap()).sum()
+    cpu["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["side"] == side)
+        .map(|p| p["busy_pct"].as_f64().unwrap())
+        .sum()
 }
 
 #[test]
@@ -18,7 +29,16 @@ fn a_core_burnt_in_g1_is_attributed_to_g1_and_not_g2() {
     let c = ctx("meter");
     c.ok(&["up", "--name", "tmet", "--guests", "2"]);
     let mut burner = c
-        .cmd(&["exec", "--lab", "tmet", "g1", "--", "sh", "-c", "while :; do :; done"])
+        .cmd(&[
+            "exec",
+            "--lab",
+            "tmet",
+            "g1",
+            "--",
+            "sh",
+            "-c",
+            "while :; do :; done",
+        ])
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
@@ -33,7 +53,11 @@ fn a_core_burnt_in_g1_is_attributed_to_g1_and_not_g2() {
     assert!(g2 < 0.05, "g2 got {g2} cores");
     // The parts add up: what is measured part by part matches the host's busy time within 2 %.
     let un = cpu["check"]["unattributed_kernel_pct"].as_f64().unwrap();
-    assert!(un.abs() <= 2.0, "unattributed {un} % of the host: {}", cpu["check"]);
+    assert!(
+        un.abs() <= 2.0,
+        "unattributed {un} % of the host: {}",
+        cpu["check"]
+    );
     assert!((side_sum(cpu, "host") - cpu["host_busy_pct"].as_f64().unwrap()).abs() < 1e-6);
     assert!((side_sum(cpu, "client") - cpu["client_busy_pct"].as_f64().unwrap()).abs() < 1e-6);
     // Without hardware counters the meter says so, and gives task-clock.
@@ -56,13 +80,24 @@ fn a_core_burnt_in_g1_is_attributed_to_g1_and_not_g2() {
 fn every_test_reports_where_the_cpu_went() {
     let c = ctx("metertest");
     c.ok(&["up", "--name", "tmt", "--guests", "1"]);
-    let v = c.json(&["test", "--lab", "tmt", "--from", "g1", "--to", "client", "-m", "64K", "-l", "2", "--json"]);
+    let v = c.json(&[
+        "test", "--lab", "tmt", "--from", "g1", "--to", "client", "-m", "64K", "-l", "2", "--json",
+    ]);
     let cpu = &v["cpu"];
-    for k in ["host_busy_pct", "host_busy_cores", "normalized_pct_per_gbps", "machine_busy_pct", "client_busy_pct"] {
+    for k in [
+        "host_busy_pct",
+        "host_busy_cores",
+        "normalized_pct_per_gbps",
+        "machine_busy_pct",
+        "client_busy_pct",
+    ] {
         assert!(cpu[k].as_f64().unwrap() > 0.0, "{k}: {cpu}");
     }
     let sd = &cpu["service_demand_us_per_kb"];
-    assert!(sd["send"].as_f64().unwrap() > 0.0 && sd["recv"].as_f64().unwrap() > 0.0, "{sd}");
+    assert!(
+        sd["send"].as_f64().unwrap() > 0.0 && sd["recv"].as_f64().unwrap() > 0.0,
+        "{sd}"
+    );
     // netperf's definition: host busy % × 10 000 × the host's CPUs ÷ KB/s (= busy cores × 10^6 ÷ KB/s).
     let kbs = v["throughput_gbps"].as_f64().unwrap() * 1e9 / 8.0 / 1024.0;
     let ncpu = cpu["host_cores"].as_array().unwrap().len() as f64;
@@ -73,18 +108,49 @@ fn every_test_reports_where_the_cpu_went() {
     assert_eq!(part(cpu, "g1")["side"], "host");
     assert_eq!(part(cpu, "client")["side"], "client");
     // The host's and the client's cores are each side's own: nothing leaked across.
-    assert!(cpu["leak_pct"].as_f64().unwrap() < 2.0, "{}", cpu["leak_pct"]);
+    assert!(
+        cpu["leak_pct"].as_f64().unwrap() < 2.0,
+        "{}",
+        cpu["leak_pct"]
+    );
     assert!(cpu["softirq_per_s"]["NET_RX"].as_f64().unwrap() > 100.0);
     // Network softirq taken while idle is the only unattributed time: bounded by irq+softirq.
     let un = cpu["check"]["unattributed_kernel_pct"].as_f64().unwrap();
     let irq = cpu["check"]["irq_softirq_pct"].as_f64().unwrap();
     assert!(un >= -2.0 && un <= irq + 2.0, "{}", cpu["check"]);
     // Repeats report their spread and the confidence rule.
-    let v = c.json(&["test", "--lab", "tmt", "--from", "client", "--to", "g1", "-t", "TCP_RR", "-l", "0.5", "--warmup", "0.2", "--repeat", "3", "--confidence", "99,50", "--json"]);
+    let v = c.json(&[
+        "test",
+        "--lab",
+        "tmt",
+        "--from",
+        "client",
+        "--to",
+        "g1",
+        "-t",
+        "TCP_RR",
+        "-l",
+        "0.5",
+        "--warmup",
+        "0.2",
+        "--repeat",
+        "3",
+        "--confidence",
+        "99,50",
+        "--json",
+    ]);
     let r = &v["repeats"];
     assert!(r["runs"].as_u64().unwrap() == 3, "{r}");
     let t = &r["transactions_per_s"];
-    assert!(t["min"].as_f64().unwrap() <= t["median"].as_f64().unwrap() && t["median"].as_f64().unwrap() <= t["max"].as_f64().unwrap());
-    assert!(v["cpu"]["service_demand_us_per_tran"]["host"].as_f64().unwrap() > 0.0);
+    assert!(
+        t["min"].as_f64().unwrap() <= t["median"].as_f64().unwrap()
+            && t["median"].as_f64().unwrap() <= t["max"].as_f64().unwrap()
+    );
+    assert!(
+        v["cpu"]["service_demand_us_per_tran"]["host"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
     c.ok(&["down", "tmt"]);
 }

@@ -5,12 +5,25 @@ use common::*;
 
 #[test]
 fn the_preset_prints_table_v_and_json() {
-    let o = std::process::Command::new(BIN).args(["plan", "--preset", "icsnc2013"]).output().unwrap();
+    let o = std::process::Command::new(BIN)
+        .args(["plan", "--preset", "icsnc2013"])
+        .output()
+        .unwrap();
     assert!(o.status.success());
     let t = String::from_utf8_lossy(&o.stdout);
     assert!(t.contains("      16 |          8.70         24.07   15.37 |          0.40          0.96    0.56 |   15.93"), "{t}");
     assert!(t.contains("buys 6 more desktops"));
-    let o = std::process::Command::new(BIN).args(["plan", "--preset", "icsnc2013", "--buffer", "16,253", "--json"]).output().unwrap();
+    let o = std::process::Command::new(BIN)
+        .args([
+            "plan",
+            "--preset",
+            "icsnc2013",
+            "--buffer",
+            "16,253",
+            "--json",
+        ])
+        .output()
+        .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let rows = v["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
@@ -21,22 +34,55 @@ fn the_preset_prints_table_v_and_json() {
 #[test]
 fn bad_input_is_one_line_exit_2() {
     let cases: &[(&[&str], &str)] = &[
-        (&["plan", "--preset", "icsnc2013", "--buffer", "0"], "more than 0"),
-        (&["plan", "--preset", "icsnc2013", "--vm-net-gbit", "-1"], "0 to"),
-        (&["plan", "--preset", "icsnc2013", "--vm-net-gbit", "1e308"], "0 to"),
-        (&["plan", "--preset", "icsnc2013", "--desktop-share", "1e-300"], "0.01 to 100"),
-        (&["plan", "--preset", "icsnc2013", "--play-s=-5"], "play time"),
+        (
+            &["plan", "--preset", "icsnc2013", "--buffer", "0"],
+            "more than 0",
+        ),
+        (
+            &["plan", "--preset", "icsnc2013", "--vm-net-gbit", "-1"],
+            "0 to",
+        ),
+        (
+            &["plan", "--preset", "icsnc2013", "--vm-net-gbit", "1e308"],
+            "0 to",
+        ),
+        (
+            &["plan", "--preset", "icsnc2013", "--desktop-share", "1e-300"],
+            "0.01 to 100",
+        ),
+        (
+            &["plan", "--preset", "icsnc2013", "--play-s=-5"],
+            "play time",
+        ),
         (&["plan", "--preset", "nosuch"], "unknown preset"),
         (&["plan"], "no datapaths"),
         (&["plan", "--datapath", "X:1"], "NAME:VDI_1G:VM_1G"),
-        (&["plan", "--preset", "icsnc2013", "--buffer", "a,b"], "--buffer"),
-        (&["plan", "--from-run", "latest", "--db", "/nonexistent/v.sqlite"], "no store"),
+        (
+            &["plan", "--preset", "icsnc2013", "--buffer", "a,b"],
+            "--buffer",
+        ),
+        (
+            &[
+                "plan",
+                "--from-run",
+                "latest",
+                "--db",
+                "/nonexistent/v.sqlite",
+            ],
+            "no store",
+        ),
     ];
     for (args, want) in cases {
-        let o = std::process::Command::new(BIN).args(*args).output().unwrap();
+        let o = std::process::Command::new(BIN)
+            .args(*args)
+            .output()
+            .unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(want) && err.trim().lines().count() == 1, "{args:?}: {err}");
+        assert!(
+            err.contains(want) && err.trim().lines().count() == 1,
+            "{args:?}: {err}"
+        );
     }
 }
 
@@ -50,12 +96,29 @@ fn costs_come_from_a_stored_run_or_the_run_is_refused() {
     let db = c.state.join("p.sqlite");
     let dbs = db.to_str().unwrap();
     let out = c.state.join("o");
-    c.ok(&["run", exp.to_str().unwrap(), "--db", dbs, "--out", out.to_str().unwrap()]);
-    c.ok(&["run", rr.to_str().unwrap(), "--db", dbs, "--out", out.to_str().unwrap()]);
+    c.ok(&[
+        "run",
+        exp.to_str().unwrap(),
+        "--db",
+        dbs,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    c.ok(&[
+        "run",
+        rr.to_str().unwrap(),
+        "--db",
+        dbs,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     let v = c.json(&["plan", "--from-run", "1", "--db", dbs, "--json"]);
     let dps = v["scenario"]["datapaths"].as_array().unwrap();
     assert_eq!(dps.len(), 2);
-    assert!(dps.iter().all(|d| d["vm_net_pct_per_gbps"].as_f64().unwrap() > 0.0 && d["vdi_net_pct_per_gbps"].as_f64().unwrap() > 0.0));
+    assert!(dps
+        .iter()
+        .all(|d| d["vm_net_pct_per_gbps"].as_f64().unwrap() > 0.0
+            && d["vdi_net_pct_per_gbps"].as_f64().unwrap() > 0.0));
     assert!(v["source"].as_str().unwrap().starts_with("run 1"));
     assert!(v["points_used"].as_array().unwrap().len() >= 3);
     // The report of that run has the capacity section.
@@ -65,7 +128,18 @@ fn costs_come_from_a_stored_run_or_the_run_is_refused() {
     let o = c.run(&["plan", "--from-run", "2", "--db", dbs]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("no guest-to-client TCP_STREAM points") && err.trim().lines().count() == 1, "{err}");
-    let o = c.run(&["plan", "--from-run", "1", "--db", dbs, "--vdi-offload", "off"]);
+    assert!(
+        err.contains("no guest-to-client TCP_STREAM points") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+    let o = c.run(&[
+        "plan",
+        "--from-run",
+        "1",
+        "--db",
+        dbs,
+        "--vdi-offload",
+        "off",
+    ]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("offloads off"));
 }

@@ -25,18 +25,37 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 /// `vnetlab run` as a terminal would start it: the leader of its own process group, so a signal
 /// to the group reaches it and everything it did not move out of the group.
 fn run_in_group(c: &Ctx, exp: &Path, db: &Path) -> Child {
-    let mut cmd = c.cmd(&["run", exp.to_str().unwrap(), "--db", db.to_str().unwrap(), "--out", c.state.join("o").to_str().unwrap()]);
-    cmd.process_group(0).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut cmd = c.cmd(&[
+        "run",
+        exp.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+        "--out",
+        c.state.join("o").to_str().unwrap(),
+    ]);
+    cmd.process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     cmd.spawn().unwrap()
 }
 
 fn points_in(db: &Path) -> usize {
-    let o = std::process::Command::new(BIN).args(["report", "latest", "--db", db.to_str().unwrap(), "--json"]).output().unwrap();
-    serde_json::from_slice::<serde_json::Value>(&o.stdout).ok().and_then(|v| v["points"].as_array().map(|a| a.len())).unwrap_or(0)
+    let o = std::process::Command::new(BIN)
+        .args(["report", "latest", "--db", db.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    serde_json::from_slice::<serde_json::Value>(&o.stdout)
+        .ok()
+        .and_then(|v| v["points"].as_array().map(|a| a.len()))
+        .unwrap_or(0)
 }
 
 fn lab_journals(state: &Path) -> usize {
-    std::fs::read_dir(state).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".journal")).count()
+    std::fs::read_dir(state)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".journal"))
+        .count()
 }
 
 /// Ctrl-C (SIGINT to the whole process group) while a lab is being built, while a point runs and
@@ -47,25 +66,32 @@ fn ctrl_c_to_the_process_group_at_any_moment_leaves_nothing() {
     let c = ctx("ctrlc");
     let before = host_snapshot();
     let exp = write(&c.state, "two.toml", TWO_LABS);
-    for (k, moment) in ["building", "in a point", "between labs"].iter().enumerate() {
+    for (k, moment) in ["building", "in a point", "between labs"]
+        .iter()
+        .enumerate()
+    {
         let db = c.state.join(format!("c{k}.sqlite"));
         let child = run_in_group(&c, &exp, &db);
         let pid = child.id() as i32;
         let t0 = Instant::now();
         match *moment {
             // The first lab's journal appears: its build is under way.
-            "building" => while lab_journals(&c.state) == 0 && t0.elapsed() < Duration::from_secs(20) {
-                std::thread::sleep(Duration::from_millis(2));
-            },
+            "building" => {
+                while lab_journals(&c.state) == 0 && t0.elapsed() < Duration::from_secs(20) {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            }
             "in a point" => {
                 while points_in(&db) < 1 && t0.elapsed() < Duration::from_secs(30) {
                     std::thread::sleep(Duration::from_millis(50));
                 }
                 std::thread::sleep(Duration::from_millis(300));
             }
-            _ => while points_in(&db) < 3 && t0.elapsed() < Duration::from_secs(40) {
-                std::thread::sleep(Duration::from_millis(20));
-            },
+            _ => {
+                while points_in(&db) < 3 && t0.elapsed() < Duration::from_secs(40) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
         }
         // SAFETY: kill takes plain integers (a pid this test started, and a signal) and touches no memory.
         unsafe { kill(-pid, 2) };
@@ -89,7 +115,14 @@ fn a_closed_output_stops_the_run_cleanly() {
     let exp = write(&c.state, "two.toml", TWO_LABS);
     let db = c.state.join("p.sqlite");
     let mut child = c
-        .cmd(&["run", exp.to_str().unwrap(), "--db", db.to_str().unwrap(), "--out", c.state.join("o").to_str().unwrap()])
+        .cmd(&[
+            "run",
+            exp.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+            "--out",
+            c.state.join("o").to_str().unwrap(),
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -104,10 +137,17 @@ fn a_closed_output_stops_the_run_cleanly() {
     drop(err);
     drop(child.stdout.take());
     let st = child.wait().unwrap();
-    assert_eq!(st.code(), Some(141), "a closed output ends quietly with 141");
+    assert_eq!(
+        st.code(),
+        Some(141),
+        "a closed output ends quietly with 141"
+    );
     assert_eq!(lab_journals(&c.state), 0);
     assert_eq!(before, host_snapshot());
-    assert_eq!(c.json(&["report", "latest", "--db", db.to_str().unwrap(), "--json"])["run"]["status"], "interrupted");
+    assert_eq!(
+        c.json(&["report", "latest", "--db", db.to_str().unwrap(), "--json"])["run"]["status"],
+        "interrupted"
+    );
 }
 
 /// `cleanup` removes only what nobody uses: a running run's lab and an `up` lab stay, the run's
@@ -128,15 +168,27 @@ fn cleanup_leaves_live_labs_and_concurrent_runs_share_a_store() {
     }
     let o = c.run(&["cleanup"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("left lab keep"), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("left lab keep"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(lab_journals(&c.state) >= 2, "cleanup removed a live lab");
     for child in [a, b] {
         let o = child.wait_with_output().unwrap();
-        assert!(o.status.success(), "a concurrent run failed: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "a concurrent run failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
     }
     let runs = c.json(&["runs", "--db", db.to_str().unwrap(), "--json"]);
     assert_eq!(runs.as_array().unwrap().len(), 2);
-    assert!(runs.as_array().unwrap().iter().all(|r| r["status"] == "complete" && r["points"] == 6));
+    assert!(runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["status"] == "complete" && r["points"] == 6));
     // A run killed outright leaves its lab; cleanup then removes it, and still not `keep`.
     let mut k = run_in_group(&c, &exp, &db);
     let t0 = Instant::now();
@@ -165,7 +217,10 @@ fn a_planted_journal_is_refused() {
     .unwrap();
     let o = c.run(&["cleanup"]);
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success() && err.contains("not one of lab evil's objects"), "{err}");
+    assert!(
+        !o.status.success() && err.contains("not one of lab evil's objects"),
+        "{err}"
+    );
     assert!(j.exists(), "the journal is left for a person to look at");
     let o = c.run(&["down", "evil"]);
     assert!(!o.status.success());
@@ -189,22 +244,37 @@ fn the_shared_cgroup_folder_goes_with_the_last_lab() {
 
 fn rss_kb(pid: u32) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    s.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap_or(0)
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }
 
 fn threads(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.count()).unwrap_or(0)
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| d.count())
+        .unwrap_or(0)
 }
 
 /// `serve` shows nothing to a connection without the token, bounds every line, the number of
 /// sessions and every size, and `--once` waits for an authenticated session.
 #[test]
 fn serve_distrusts_its_control_port() {
-    let o = std::process::Command::new(BIN).args(["serve", "--token", ""]).output().unwrap();
+    let o = std::process::Command::new(BIN)
+        .args(["serve", "--token", ""])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let port = 15299;
     let mut srv = std::process::Command::new(BIN)
-        .args(["serve", "--port", &port.to_string(), "--token", "s3cret-token", "--once"])
+        .args([
+            "serve",
+            "--port",
+            &port.to_string(),
+            "--token",
+            "s3cret-token",
+            "--once",
+        ])
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
@@ -215,14 +285,22 @@ fn serve_distrusts_its_control_port() {
     }
     // A stranger with a wrong token is refused and does not end `--once`.
     let mut s = std::net::TcpStream::connect(&addr).unwrap();
-    s.write_all(b"{\"op\":\"hello\",\"token\":\"guess\"}\n").unwrap();
+    s.write_all(b"{\"op\":\"hello\",\"token\":\"guess\"}\n")
+        .unwrap();
     let mut reply = String::new();
     let _ = s.read_to_string(&mut reply);
     assert!(reply.contains("wrong token"), "{reply}");
-    assert!(srv.try_wait().unwrap().is_none(), "--once ended after a stranger");
+    assert!(
+        srv.try_wait().unwrap().is_none(),
+        "--once ended after a stranger"
+    );
     // A serving `serve`: 64 MB without a newline before the token is refused without growing
     // the server, and 200 idle connections hold a bounded number of threads.
-    let mut many = std::process::Command::new(BIN).args(["serve", "--port", "15298", "--token", "s3cret-token"]).stderr(Stdio::null()).spawn().unwrap();
+    let mut many = std::process::Command::new(BIN)
+        .args(["serve", "--port", "15298", "--token", "s3cret-token"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let maddr = "127.0.0.1:15298";
     let t0 = Instant::now();
     while std::net::TcpStream::connect(maddr).is_err() && t0.elapsed() < Duration::from_secs(5) {
@@ -237,14 +315,19 @@ fn serve_distrusts_its_control_port() {
         }
     }
     drop(big);
-    let idle: Vec<_> = (0..200).filter_map(|_| std::net::TcpStream::connect(maddr).ok()).collect();
+    let idle: Vec<_> = (0..200)
+        .filter_map(|_| std::net::TcpStream::connect(maddr).ok())
+        .collect();
     std::thread::sleep(Duration::from_millis(500));
     let (th, rss) = (threads(many.id()), rss_kb(many.id()));
     drop(idle);
     many.kill().unwrap();
     let _ = many.wait();
     assert!(th <= 20, "{th} threads for 200 idle connections");
-    assert!(rss < rss0 + 32 * 1024, "serve grew from {rss0} KB to {rss} KB");
+    assert!(
+        rss < rss0 + 32 * 1024,
+        "serve grew from {rss0} KB to {rss} KB"
+    );
     // With the token: absurd sizes and rates are refused, one line each, and the server lives on.
     let mut s = std::net::TcpStream::connect(&addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -273,14 +356,21 @@ fn serve_distrusts_its_control_port() {
         }
         let req = serde_json::json!({"op": "listen", "spec": spec, "bind": "127.0.0.1", "ports": null, "streams": 1, "first_id": 0});
         let reply = say(&mut s, &req.to_string());
-        assert!(reply.contains("error") && reply.contains(says), "{field}: {reply}");
+        assert!(
+            reply.contains("error") && reply.contains(says),
+            "{field}: {reply}"
+        );
     }
     let _ = say(&mut s, "{\"op\":\"quit\"}");
     let t0 = Instant::now();
     while srv.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(srv.try_wait().unwrap().and_then(|s| s.code()), Some(0), "--once ends after the authenticated session");
+    assert_eq!(
+        srv.try_wait().unwrap().and_then(|s| s.code()),
+        Some(0),
+        "--once ends after the authenticated session"
+    );
 }
 
 /// Outputs are checked before any work; huge or endless inputs are refused before they are read
@@ -294,17 +384,29 @@ fn inputs_outputs_and_the_store_are_checked_first() {
     let (es, dbs) = (exp.to_str().unwrap(), db.to_str().unwrap());
     let t0 = Instant::now();
     for (args, says) in [
-        (vec!["run", es, "--db", dbs, "--out", "/dev/null"], "not a folder"),
-        (vec!["run", es, "--db", dbs, "--out", "/nonexistent/out"], "parent must exist"),
+        (
+            vec!["run", es, "--db", dbs, "--out", "/dev/null"],
+            "not a folder",
+        ),
+        (
+            vec!["run", es, "--db", dbs, "--out", "/nonexistent/out"],
+            "parent must exist",
+        ),
         (vec!["run", "/dev/zero", "--db", dbs], "larger than"),
         (vec!["run", es, "--db", "/tmp"], "is a folder"),
     ] {
         let o = c.run(&args);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(says) && err.trim().lines().count() == 1, "{args:?}: {err}");
+        assert!(
+            err.contains(says) && err.trim().lines().count() == 1,
+            "{args:?}: {err}"
+        );
     }
-    assert!(t0.elapsed() < Duration::from_secs(5), "refused before running anything");
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "refused before running anything"
+    );
     let big = write(&c.state, "big.toml", &format!(
         "name = \"big\"\n[matrix]\nmodes = [\"bridge\"]\nmessages = [{}]\nsocket_buffers = [{}]\nloads = [{}]\nmtu = [{}]\n",
         (1..=100).map(|i| format!("\"{i}K\"")).collect::<Vec<_>>().join(","),
@@ -315,21 +417,57 @@ fn inputs_outputs_and_the_store_are_checked_first() {
     let o = c.run(&["run", big.to_str().unwrap(), "--db", dbs, "--list"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("100000000 points"));
-    c.ok(&["run", es, "--db", dbs, "--out", c.state.join("o").to_str().unwrap()]);
-    let o = c.run(&["report", "latest", "--db", dbs, "--html", "/nonexistent/x.html"]);
+    c.ok(&[
+        "run",
+        es,
+        "--db",
+        dbs,
+        "--out",
+        c.state.join("o").to_str().unwrap(),
+    ]);
+    let o = c.run(&[
+        "report",
+        "latest",
+        "--db",
+        dbs,
+        "--html",
+        "/nonexistent/x.html",
+    ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(!Path::new("/nonexistent").exists(), "a folder nobody asked for was made");
+    assert!(
+        !Path::new("/nonexistent").exists(),
+        "a folder nobody asked for was made"
+    );
     // Reading never writes: the file is unchanged after every reader.
     let sum = |p: &Path| std::fs::read(p).unwrap();
-    let (s0, w0) = (sum(&db), std::fs::read(c.state.join("r.sqlite-wal")).unwrap_or_default());
-    for args in [vec!["runs", "--db", dbs], vec!["report", "1", "--db", dbs, "--json"], vec!["export", "1", "--csv", "--db", dbs], vec!["compare", "1", "1", "--db", dbs]] {
+    let (s0, w0) = (
+        sum(&db),
+        std::fs::read(c.state.join("r.sqlite-wal")).unwrap_or_default(),
+    );
+    for args in [
+        vec!["runs", "--db", dbs],
+        vec!["report", "1", "--db", dbs, "--json"],
+        vec!["export", "1", "--csv", "--db", dbs],
+        vec!["compare", "1", "1", "--db", dbs],
+    ] {
         c.ok(&args);
     }
     assert_eq!(sum(&db), s0);
-    assert_eq!(std::fs::read(c.state.join("r.sqlite-wal")).unwrap_or_default(), w0);
+    assert_eq!(
+        std::fs::read(c.state.join("r.sqlite-wal")).unwrap_or_default(),
+        w0
+    );
     // An unprivileged user reads a world-readable store in a folder it cannot write.
     let o = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN, "runs", "--db", dbs])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            BIN,
+            "runs",
+            "--db",
+            dbs,
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

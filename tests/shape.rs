@@ -9,8 +9,16 @@ use common::*;
 use std::collections::BTreeSet;
 
 /// Maps whose keys are names, not fields.
-const NAMED: [&str; 8] =
-    ["per_source_gbps", "vnic", "per_core_busy_pct", "per_core_steal_pct", "softirq_per_s", "split_pct", "flush_reasons", "merge_hist"];
+const NAMED: [&str; 8] = [
+    "per_source_gbps",
+    "vnic",
+    "per_core_busy_pct",
+    "per_core_steal_pct",
+    "softirq_per_s",
+    "split_pct",
+    "flush_reasons",
+    "merge_hist",
+];
 
 fn paths(v: &serde_json::Value, pre: &str, named: bool, out: &mut BTreeSet<String>) {
     match v {
@@ -21,7 +29,9 @@ fn paths(v: &serde_json::Value, pre: &str, named: bool, out: &mut BTreeSet<Strin
                 paths(x, &p, !named && NAMED.contains(&k.as_str()), out);
             }
         }
-        serde_json::Value::Array(a) => a.iter().for_each(|x| paths(x, &format!("{pre}[]"), false, out)),
+        serde_json::Value::Array(a) => a
+            .iter()
+            .for_each(|x| paths(x, &format!("{pre}[]"), false, out)),
         _ => {}
     }
 }
@@ -30,21 +40,43 @@ fn paths(v: &serde_json::Value, pre: &str, named: bool, out: &mut BTreeSet<Strin
 fn a_results_json_keeps_its_keys() {
     let c = ctx("shape");
     let before = host_snapshot();
-    c.ok(&["up", "--name", "tshp", "--mode", "paravirt", "--guests", "1", "--gro", "guest", "--lro", "guest"]);
+    c.ok(&[
+        "up", "--name", "tshp", "--mode", "paravirt", "--guests", "1", "--gro", "guest", "--lro",
+        "guest",
+    ]);
     let mut keys = BTreeSet::new();
     for args in [
-        vec!["--from", "g1", "--to", "client", "-m", "64K", "--repeat", "2"],
-        vec!["--from", "client", "--to", "g1", "-t", "TCP_RR", "--repeat", "2"],
-        vec!["--from", "g1", "--to", "client", "--bytes", "1M", "--verify", "--zerocopy"],
+        vec![
+            "--from", "g1", "--to", "client", "-m", "64K", "--repeat", "2",
+        ],
+        vec![
+            "--from", "client", "--to", "g1", "-t", "TCP_RR", "--repeat", "2",
+        ],
+        vec![
+            "--from",
+            "g1",
+            "--to",
+            "client",
+            "--bytes",
+            "1M",
+            "--verify",
+            "--zerocopy",
+        ],
     ] {
         let mut a = vec!["test", "--lab", "tshp", "-l", "0.5", "--json"];
         a.extend(args);
         paths(&c.json(&a), "", false, &mut keys);
     }
     c.ok(&["down", "tshp"]);
-    let want: BTreeSet<String> = include_str!("fixtures/result_keys.txt").lines().map(str::to_string).collect();
+    let want: BTreeSet<String> = include_str!("fixtures/result_keys.txt")
+        .lines()
+        .map(str::to_string)
+        .collect();
     let missing: Vec<_> = want.difference(&keys).collect();
     let extra: Vec<_> = keys.difference(&want).collect();
-    assert!(missing.is_empty() && extra.is_empty(), "missing {missing:?}, new {extra:?}");
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "missing {missing:?}, new {extra:?}"
+    );
     assert_eq!(before, host_snapshot());
 }

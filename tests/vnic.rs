@@ -12,16 +12,25 @@ fn a_256_mb_pattern_crosses_every_mode_in_both_directions_intact() {
         ("tvb", &["--mode", "bridge"]),
         ("tve", &["--mode", "emulated"]),
         ("tvp", &["--mode", "paravirt"]),
-        ("tvl", &["--mode", "paravirt", "--lro", "guest", "--gro", "off"]),
+        (
+            "tvl",
+            &["--mode", "paravirt", "--lro", "guest", "--gro", "off"],
+        ),
     ];
     for (lab, args) in labs {
         let mut up = vec!["up", "--name", lab];
         up.extend_from_slice(args);
         c.ok(&up);
         for (from, to) in [("g1", "client"), ("client", "g1")] {
-            let r = c.json(&["test", "--lab", lab, "--from", from, "--to", to, "--bytes", "256M", "--verify", "-m", "64K", "-l", "120", "--json"]);
+            let r = c.json(&[
+                "test", "--lab", lab, "--from", from, "--to", to, "--bytes", "256M", "--verify",
+                "-m", "64K", "-l", "120", "--json",
+            ]);
             let t = &r["transfer"];
-            assert_eq!(t["bytes_received"], 268_435_456u64, "{lab} {from}→{to}: {t}");
+            assert_eq!(
+                t["bytes_received"], 268_435_456u64,
+                "{lab} {from}→{to}: {t}"
+            );
             assert_eq!(t["match"], true, "{lab} {from}→{to}: {t}");
             assert_eq!(t["sent_sha256"], t["received_sha256"]);
         }
@@ -33,15 +42,24 @@ fn a_256_mb_pattern_crosses_every_mode_in_both_directions_intact() {
 #[test]
 fn lro_merges_a_bulk_stream_toward_the_guest() {
     let c = ctx("vniclro");
-    c.ok(&["up", "--name", "tlro", "--mode", "paravirt", "--lro", "guest", "--gro", "off"]);
-    let r = c.json(&["test", "--lab", "tlro", "--from", "client", "--to", "g1", "-m", "64K", "-l", "1", "--json"]);
+    c.ok(&[
+        "up", "--name", "tlro", "--mode", "paravirt", "--lro", "guest", "--gro", "off",
+    ]);
+    let r = c.json(&[
+        "test", "--lab", "tlro", "--from", "client", "--to", "g1", "-m", "64K", "-l", "1", "--json",
+    ]);
     let lro = &r["vnic"]["g1"]["lro"];
     assert!(lro["superframes_out"].as_u64().unwrap() > 100, "{lro}");
     assert!(lro["lro_ratio"].as_f64().unwrap() >= 4.0, "{lro}");
     assert!(r["vnic"]["g1"]["to_guest"]["gso_frames"].as_u64().unwrap() > 0);
     // The backend is a CPU part of its own.
     let parts = r["cpu"]["parts"].as_array().unwrap();
-    assert!(parts.iter().any(|p| p["name"] == "vNIC backend g1" && p["busy_pct"].as_f64().unwrap() > 1.0), "{parts:?}");
+    assert!(
+        parts
+            .iter()
+            .any(|p| p["name"] == "vNIC backend g1" && p["busy_pct"].as_f64().unwrap() > 1.0),
+        "{parts:?}"
+    );
     c.ok(&["down", "tlro"]);
 }
 
@@ -49,7 +67,9 @@ fn lro_merges_a_bulk_stream_toward_the_guest() {
 fn a_dead_backend_takes_the_link_down_and_the_test_fails_cleanly() {
     let c = ctx("vnicdead");
     let before = host_snapshot();
-    c.ok(&["up", "--name", "tdead", "--mode", "paravirt", "--guests", "2"]);
+    c.ok(&[
+        "up", "--name", "tdead", "--mode", "paravirt", "--guests", "2",
+    ]);
     let st = c.json(&["status", "tdead", "--json"]);
     let pid = st["labs"][0]["guests"][0]["vnic"]["pid"].as_u64().unwrap();
     assert_eq!(st["labs"][0]["guests"][0]["vnic"]["running"], true);
@@ -57,18 +77,40 @@ fn a_dead_backend_takes_the_link_down_and_the_test_fails_cleanly() {
     unsafe { kill(pid as i32, 9) };
     std::thread::sleep(std::time::Duration::from_millis(300));
     // The guest's NIC lost its carrier with its backend.
-    let link = c.ok(&["exec", "--lab", "tdead", "g1", "--", "ip", "-br", "link", "show", "vltdeadg1"]);
-    assert!(link.contains("NO-CARRIER") || link.contains("DOWN"), "{link}");
+    let link = c.ok(&[
+        "exec",
+        "--lab",
+        "tdead",
+        "g1",
+        "--",
+        "ip",
+        "-br",
+        "link",
+        "show",
+        "vltdeadg1",
+    ]);
+    assert!(
+        link.contains("NO-CARRIER") || link.contains("DOWN"),
+        "{link}"
+    );
     let t0 = std::time::Instant::now();
-    let o = c.run(&["test", "--lab", "tdead", "--from", "g1", "--to", "client", "-l", "1"]);
+    let o = c.run(&[
+        "test", "--lab", "tdead", "--from", "g1", "--to", "client", "-l", "1",
+    ]);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("vNIC backend of g1 died"), "{err}");
     assert!(t0.elapsed() < std::time::Duration::from_secs(10));
     // g2's backend still works.
-    c.ok(&["test", "--lab", "tdead", "--from", "g2", "--to", "client", "-l", "0.5", "--warmup", "0.2"]);
+    c.ok(&[
+        "test", "--lab", "tdead", "--from", "g2", "--to", "client", "-l", "0.5", "--warmup", "0.2",
+    ]);
     c.ok(&["down", "tdead"]);
-    assert_eq!(before, host_snapshot(), "down removed the taps and backends");
+    assert_eq!(
+        before,
+        host_snapshot(),
+        "down removed the taps and backends"
+    );
 }
 
 extern "C" {
@@ -92,10 +134,18 @@ fn oversize_frames_from_the_guest_are_dropped_and_counted() {
         );
         c.ok(&["exec", "--lab", lab, "g1", "--", "python3", "-c", &py]);
         std::thread::sleep(std::time::Duration::from_millis(400));
-        let stats: serde_json::Value = serde_json::from_slice(&std::fs::read(c.state.join(format!("{lab}.vnic-g1.json"))).unwrap()).unwrap();
-        assert!(stats["from_guest"]["oversize"].as_u64().unwrap() >= 5, "{model}: {stats}");
+        let stats: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(c.state.join(format!("{lab}.vnic-g1.json"))).unwrap(),
+        )
+        .unwrap();
+        assert!(
+            stats["from_guest"]["oversize"].as_u64().unwrap() >= 5,
+            "{model}: {stats}"
+        );
         // The backend carries on.
-        c.ok(&["test", "--lab", lab, "--from", "g1", "--to", "client", "-l", "0.3", "--warmup", "0.1"]);
+        c.ok(&[
+            "test", "--lab", lab, "--from", "g1", "--to", "client", "-l", "0.3", "--warmup", "0.1",
+        ]);
         c.ok(&["down", lab]);
     }
 }

@@ -42,7 +42,11 @@ pub struct Row {
 /// same way: the sender in its endpoint's cpuset on the host's cores, the server on the client's.
 pub enum Path<'a> {
     Loopback,
-    Lab { name: &'static str, rec: &'a LabRecord, from: Role },
+    Lab {
+        name: &'static str,
+        rec: &'a LabRecord,
+        from: Role,
+    },
 }
 
 impl Path<'_> {
@@ -73,7 +77,10 @@ impl Path<'_> {
                 c.args(&argv[1..]);
                 Ok(c)
             }
-            Path::Lab { rec, from, .. } => exec::command(rec.endpoint(if server_side { Role::Client } else { *from })?, argv),
+            Path::Lab { rec, from, .. } => exec::command(
+                rec.endpoint(if server_side { Role::Client } else { *from })?,
+                argv,
+            ),
         }
     }
 }
@@ -95,7 +102,11 @@ fn start_server(mut c: Command, wait_line: Option<&str>) -> Result<Server, Strin
     std::os::unix::process::CommandExt::process_group(&mut c, 0);
     let mut child = c
         .stdout(Stdio::null())
-        .stderr(if wait_line.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stderr(if wait_line.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .spawn()
         .map_err(|e| format!("cannot start {:?}: {e}", c.get_program()))?;
     match wait_line {
@@ -129,14 +140,29 @@ fn measured(mut c: Command, secs: f64, host: Vec<usize>) -> Result<(String, f64)
         }
         let (b, wall) = (procstat::read()?, t0.elapsed().as_secs_f64());
         let t = procstat::core_times(&a, &b, wall, crate::meter::ticks_per_s());
-        Ok(host.iter().filter_map(|c| t.get(c)).map(|t| t.busy_s).sum::<f64>() / wall)
+        Ok(host
+            .iter()
+            .filter_map(|c| t.get(c))
+            .map(|t| t.busy_s)
+            .sum::<f64>()
+            / wall)
     });
-    let out = hostcmd::run(&mut c, None, Duration::from_secs_f64(secs + WARMUP_S + 30.0));
+    let out = hostcmd::run(
+        &mut c,
+        None,
+        Duration::from_secs_f64(secs + WARMUP_S + 30.0),
+    );
     let _ = tx.send(());
-    let cores = sampler.join().unwrap_or_else(|_| Err("sampler panicked".into()));
+    let cores = sampler
+        .join()
+        .unwrap_or_else(|_| Err("sampler panicked".into()));
     let out = out?;
     if out.status != 0 {
-        return Err(format!("{:?} failed: {}", c.get_program(), hostcmd::one_line(&out.stderr)));
+        return Err(format!(
+            "{:?} failed: {}",
+            c.get_program(),
+            hostcmd::one_line(&out.stderr)
+        ));
     }
     Ok((out.stdout, cores?))
 }
@@ -148,27 +174,44 @@ const PORT_SOCKPERF: u16 = 15213;
 const WARMUP_S: f64 = 1.0;
 
 fn ours_stream(path: &Path, size: &str, secs: f64, rr: bool) -> Result<Measure, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?.display().to_string();
+    let exe = std::env::current_exe()
+        .map_err(|e| e.to_string())?
+        .display()
+        .to_string();
     let ip = path.server_ip().to_string();
     let token = crate::engine::serve::random_token();
     let port = PORT_OURS.to_string();
     let _srv = start_server(
-        path.cmd(true, &sv(&[&exe, "serve", "--bind", &ip, "--port", &port, "--token", &token]))?,
+        path.cmd(
+            true,
+            &sv(&[
+                &exe, "serve", "--bind", &ip, "--port", &port, "--token", &token,
+            ]),
+        )?,
         Some("listening"),
     )?;
     let l = format!("{secs}");
     let w = format!("{WARMUP_S}");
-    let mut args = sv(&[&exe, "test", "-H", &ip, "-p", &port, "--token", &token, "-l", &l, "--warmup", &w, "--json"]);
+    let mut args = sv(&[
+        &exe, "test", "-H", &ip, "-p", &port, "--token", &token, "-l", &l, "--warmup", &w, "--json",
+    ]);
     if rr {
         args.extend(sv(&["-t", "TCP_RR", "-r", "14,14"]));
     } else {
         args.extend(sv(&["-m", size]));
     }
     let (out, cores) = measured(path.cmd(false, &args)?, secs, path.host_cores())?;
-    let v: serde_json::Value = serde_json::from_str(&out).map_err(|e| format!("vnetlab test output: {e}"))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&out).map_err(|e| format!("vnetlab test output: {e}"))?;
     let gbps = v["throughput_gbps"].as_f64().unwrap_or(0.0);
     let tps = v["transactions_per_s"].as_f64();
-    Ok(measure(gbps, cores, tps, v["latency_us"]["p50"].as_f64(), v["latency_us"]["p99"].as_f64()))
+    Ok(measure(
+        gbps,
+        cores,
+        tps,
+        v["latency_us"]["p50"].as_f64(),
+        v["latency_us"]["p99"].as_f64(),
+    ))
 }
 
 fn measure(gbps: f64, cores: f64, tps: Option<f64>, p50: Option<f64>, p99: Option<f64>) -> Measure {
@@ -178,33 +221,83 @@ fn measure(gbps: f64, cores: f64, tps: Option<f64>, p50: Option<f64>, p99: Optio
         None if gbps > 0.0 => cores / gbps,
         None => 0.0,
     };
-    Measure { gbps, busy_cores: cores, cores_per_unit: per, tps, p50_us: p50, p99_us: p99 }
+    Measure {
+        gbps,
+        busy_cores: cores,
+        cores_per_unit: per,
+        tps,
+        p50_us: p50,
+        p99_us: p99,
+    }
 }
 
 fn iperf3(path: &Path, size: &str, secs: f64) -> Result<Measure, String> {
     let ip = path.server_ip().to_string();
     let port = PORT_IPERF.to_string();
-    let _srv = start_server(path.cmd(true, &sv(&["iperf3", "-s", "-1", "-B", &ip, "-p", &port]))?, None)?;
+    let _srv = start_server(
+        path.cmd(true, &sv(&["iperf3", "-s", "-1", "-B", &ip, "-p", &port]))?,
+        None,
+    )?;
     let t = format!("{}", (secs + WARMUP_S).round() as u64);
     let o = format!("{}", WARMUP_S as u64);
-    let (out, cores) = measured(path.cmd(false, &sv(&["iperf3", "-c", &ip, "-p", &port, "-t", &t, "-O", &o, "-l", size, "-J"]))?, secs, path.host_cores())?;
-    let v: serde_json::Value = serde_json::from_str(&out).map_err(|e| format!("iperf3 output: {e}"))?;
-    let bps = v["end"]["sum_received"]["bits_per_second"].as_f64().ok_or("iperf3 reported no received rate")?;
+    let (out, cores) = measured(
+        path.cmd(
+            false,
+            &sv(&[
+                "iperf3", "-c", &ip, "-p", &port, "-t", &t, "-O", &o, "-l", size, "-J",
+            ]),
+        )?,
+        secs,
+        path.host_cores(),
+    )?;
+    let v: serde_json::Value =
+        serde_json::from_str(&out).map_err(|e| format!("iperf3 output: {e}"))?;
+    let bps = v["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .ok_or("iperf3 reported no received rate")?;
     Ok(measure(bps / 1e9, cores, None, None, None))
 }
 
 fn sockperf(path: &Path, secs: f64) -> Result<Measure, String> {
     let ip = path.server_ip().to_string();
     let port = PORT_SOCKPERF.to_string();
-    let _srv = start_server(path.cmd(true, &sv(&["sockperf", "sr", "--tcp", "-i", &ip, "-p", &port]))?, None)?;
+    let _srv = start_server(
+        path.cmd(
+            true,
+            &sv(&["sockperf", "sr", "--tcp", "-i", &ip, "-p", &port]),
+        )?,
+        None,
+    )?;
     let t = format!("{}", (secs + WARMUP_S).round() as u64);
     let (out, cores) = measured(
-        path.cmd(false, &sv(&["sockperf", "pp", "--tcp", "-i", &ip, "-p", &port, "-t", &t, "-m", "14", "--full-rtt"]))?,
+        path.cmd(
+            false,
+            &sv(&[
+                "sockperf",
+                "pp",
+                "--tcp",
+                "-i",
+                &ip,
+                "-p",
+                &port,
+                "-t",
+                &t,
+                "-m",
+                "14",
+                "--full-rtt",
+            ]),
+        )?,
         secs,
         path.host_cores(),
     )?;
     let (tps, p50, p99) = parse_sockperf(&out)?;
-    Ok(measure(tps * 28.0 * 8.0 / 1e9, cores, Some(tps), Some(p50), Some(p99)))
+    Ok(measure(
+        tps * 28.0 * 8.0 / 1e9,
+        cores,
+        Some(tps),
+        Some(p50),
+        Some(p99),
+    ))
 }
 
 /// transactions/s, p50 and p99 RTT (µs) from `sockperf pp --full-rtt` output.
@@ -213,13 +306,28 @@ pub fn parse_sockperf(out: &str) -> Result<(f64, f64, f64), String> {
     let (mut p50, mut p99) = (None, None);
     for line in out.lines() {
         if line.contains("[Valid Duration]") {
-            let rt = line.split("RunTime=").nth(1).and_then(|s| s.split_whitespace().next()).and_then(|s| s.parse::<f64>().ok());
-            let rx = line.split("ReceivedMessages=").nth(1).and_then(|s| s.trim().parse::<f64>().ok());
+            let rt = line
+                .split("RunTime=")
+                .nth(1)
+                .and_then(|s| s.split_whitespace().next())
+                .and_then(|s| s.parse::<f64>().ok());
+            let rx = line
+                .split("ReceivedMessages=")
+                .nth(1)
+                .and_then(|s| s.trim().parse::<f64>().ok());
             if let (Some(rt), Some(rx)) = (rt, rx) {
                 tps = Some(rx / rt);
             }
         }
-        let pct = |p: &str| line.contains(&format!("percentile {p} =")).then(|| line.rsplit('=').next().and_then(|s| s.trim().parse::<f64>().ok())).flatten();
+        let pct = |p: &str| {
+            line.contains(&format!("percentile {p} ="))
+                .then(|| {
+                    line.rsplit('=')
+                        .next()
+                        .and_then(|s| s.trim().parse::<f64>().ok())
+                })
+                .flatten()
+        };
         p50 = p50.or_else(|| pct("50.000"));
         p99 = p99.or_else(|| pct("99.000"));
     }
@@ -235,12 +343,21 @@ fn median(mut v: Vec<Measure>, key: fn(&Measure) -> f64) -> Measure {
 }
 
 /// Runs the comparison on one path; `progress` says what runs.
-pub fn compare(path: &Path, secs: f64, repeat: u32, progress: &mut dyn FnMut(&str)) -> Result<Vec<Row>, String> {
+pub fn compare(
+    path: &Path,
+    secs: f64,
+    repeat: u32,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
     for size in ["1K", "128K"] {
         let (mut ours, mut peer) = (Vec::new(), Vec::new());
         for i in 0..repeat {
-            progress(&format!("{} TCP_STREAM {size}: run {}/{repeat}", path.name(), i + 1));
+            progress(&format!(
+                "{} TCP_STREAM {size}: run {}/{repeat}",
+                path.name(),
+                i + 1
+            ));
             ours.push(ours_stream(path, size, secs, false)?);
             peer.push(iperf3(path, size, secs)?);
         }
@@ -258,7 +375,11 @@ pub fn compare(path: &Path, secs: f64, repeat: u32, progress: &mut dyn FnMut(&st
     }
     let (mut ours, mut peer) = (Vec::new(), Vec::new());
     for i in 0..repeat {
-        progress(&format!("{} TCP_RR 14 B: run {}/{repeat}", path.name(), i + 1));
+        progress(&format!(
+            "{} TCP_RR 14 B: run {}/{repeat}",
+            path.name(),
+            i + 1
+        ));
         ours.push(ours_stream(path, "14", secs, true)?);
         peer.push(sockperf(path, secs)?);
     }

@@ -56,28 +56,86 @@ fn bench_vnic(a: VnicBenchArgs) -> CmdResult {
         return Err(Fail::Input("--seconds 0.5…600 and --repeat 1…50".into()));
     }
     let labs: Vec<(&str, &str, Topology)> = vec![
-        ("bench1", "bridge", Topology { name: "bench1".into(), mode: Mode::Bridge, ..Default::default() }),
-        ("bench2", "paravirt", Topology { name: "bench2".into(), mode: Mode::Paravirt, ..Default::default() }),
-        ("bench3", "emulated", Topology { name: "bench3".into(), mode: Mode::Emulated, ..Default::default() }),
-        ("bench4", "paravirt, host GRO off", Topology { name: "bench4".into(), mode: Mode::Paravirt, gro: Gro::Guest, ..Default::default() }),
-        ("bench5", "paravirt, host GRO off, LRO guest", Topology { name: "bench5".into(), mode: Mode::Paravirt, gro: Gro::Guest, lro: true, ..Default::default() }),
+        (
+            "bench1",
+            "bridge",
+            Topology {
+                name: "bench1".into(),
+                mode: Mode::Bridge,
+                ..Default::default()
+            },
+        ),
+        (
+            "bench2",
+            "paravirt",
+            Topology {
+                name: "bench2".into(),
+                mode: Mode::Paravirt,
+                ..Default::default()
+            },
+        ),
+        (
+            "bench3",
+            "emulated",
+            Topology {
+                name: "bench3".into(),
+                mode: Mode::Emulated,
+                ..Default::default()
+            },
+        ),
+        (
+            "bench4",
+            "paravirt, host GRO off",
+            Topology {
+                name: "bench4".into(),
+                mode: Mode::Paravirt,
+                gro: Gro::Guest,
+                ..Default::default()
+            },
+        ),
+        (
+            "bench5",
+            "paravirt, host GRO off, LRO guest",
+            Topology {
+                name: "bench5".into(),
+                mode: Mode::Paravirt,
+                gro: Gro::Guest,
+                lro: true,
+                ..Default::default()
+            },
+        ),
     ];
-    let spec = crate::engine::spec::Spec { msg: 65536, duration: a.seconds, warmup: 0.5, ..Default::default() };
+    let spec = crate::engine::spec::Spec {
+        msg: 65536,
+        duration: a.seconds,
+        warmup: 0.5,
+        ..Default::default()
+    };
     let mut rows: Vec<VnicRow> = Vec::new();
     for (name, label, t) in &labs {
         let plan = input(build::prepare(t))?;
         running(build::build(&plan, false, false).map_err(String::from))?;
         let (g1, client) = (Role::Guest(1), Role::Client);
-        let dirs: &[(Role, Role)] = if name == &"bench4" || name == &"bench5" { &[(client, g1)] } else { &[(g1, client), (client, g1)] };
+        let dirs: &[(Role, Role)] = if name == &"bench4" || name == &"bench5" {
+            &[(client, g1)]
+        } else {
+            &[(g1, client), (client, g1)]
+        };
         let mut result = Ok(());
         for (from, to) in dirs {
             crate::errln!("bench: {label} {from} → {to}");
-            let target = Target::Lab { rec: Box::new(plan.record.clone()), from: Senders::One(*from), to: *to };
+            let target = Target::Lab {
+                rec: Box::new(plan.record.clone()),
+                from: Senders::One(*from),
+                to: *to,
+            };
             match measure::repeated(&target, &spec, a.repeat, None, &|_, _| {}) {
                 Ok(m) => {
                     let g = m.result.throughput_gbps;
                     let c = m.cpu.as_ref();
-                    let part = |n: &str| c.and_then(|c| c.parts.iter().find(|p| p.name == n).map(|p| p.busy_pct));
+                    let part = |n: &str| {
+                        c.and_then(|c| c.parts.iter().find(|p| p.name == n).map(|p| p.busy_pct))
+                    };
                     rows.push(VnicRow {
                         lab: label.to_string(),
                         direction: format!("{from} → {to}"),
@@ -85,7 +143,10 @@ fn bench_vnic(a: VnicBenchArgs) -> CmdResult {
                         host_pct_per_gbps: c.and_then(|c| c.normalized_pct_per_gbps).unwrap_or(0.0),
                         guest_pct_per_gbps: (*to == g1).then(|| part("g1").unwrap_or(0.0) / g),
                         backend_pct: part("vNIC backend g1"),
-                        lro_ratio: m.vnic.as_ref().and_then(|v| v.get("g1")?.lro.as_ref().map(|l| l.lro_ratio)),
+                        lro_ratio: m
+                            .vnic
+                            .as_ref()
+                            .and_then(|v| v.get("g1")?.lro.as_ref().map(|l| l.lro_ratio)),
                     });
                 }
                 Err(e) => {
@@ -102,15 +163,41 @@ fn bench_vnic(a: VnicBenchArgs) -> CmdResult {
         print_json(&rows);
         return Ok(());
     }
-    let find = |lab: &str, dir: &str| rows.iter().find(|r| r.lab == lab && r.direction == dir).cloned();
-    crate::outln!("{:<36} {:<16} {:>8} {:>12} {:>12} {:>10} {:>9}", "datapath", "direction", "Gb/s", "host %/Gb/s", "guest %/Gb/s", "backend %", "LRO ratio");
+    let find = |lab: &str, dir: &str| {
+        rows.iter()
+            .find(|r| r.lab == lab && r.direction == dir)
+            .cloned()
+    };
+    crate::outln!(
+        "{:<36} {:<16} {:>8} {:>12} {:>12} {:>10} {:>9}",
+        "datapath",
+        "direction",
+        "Gb/s",
+        "host %/Gb/s",
+        "guest %/Gb/s",
+        "backend %",
+        "LRO ratio"
+    );
     for r in &rows {
         let o = |v: Option<f64>, p: usize| v.map(|x| format!("{x:.p$}")).unwrap_or("-".into());
-        crate::outln!("{:<36} {:<16} {:>8.2} {:>12.3} {:>12} {:>10} {:>9}", r.lab, r.direction, r.gbps, r.host_pct_per_gbps, o(r.guest_pct_per_gbps, 3), o(r.backend_pct, 1), o(r.lro_ratio, 1));
+        crate::outln!(
+            "{:<36} {:<16} {:>8.2} {:>12.3} {:>12} {:>10} {:>9}",
+            r.lab,
+            r.direction,
+            r.gbps,
+            r.host_pct_per_gbps,
+            o(r.guest_pct_per_gbps, 3),
+            o(r.backend_pct, 1),
+            o(r.lro_ratio, 1)
+        );
     }
     crate::outln!();
     for dir in ["g1 → client", "client → g1"] {
-        if let (Some(b), Some(p), Some(e)) = (find("bridge", dir), find("paravirt", dir), find("emulated", dir)) {
+        if let (Some(b), Some(p), Some(e)) = (
+            find("bridge", dir),
+            find("paravirt", dir),
+            find("emulated", dir),
+        ) {
             crate::outln!(
                 "{dir}: paravirt/bridge throughput {:.2}×, CPU per Gb/s {:.2}×; emulated/paravirt CPU per Gb/s {:.2}×",
                 p.gbps / b.gbps,
@@ -119,7 +206,10 @@ fn bench_vnic(a: VnicBenchArgs) -> CmdResult {
             );
         }
     }
-    if let (Some(off), Some(on)) = (find("paravirt, host GRO off", "client → g1"), find("paravirt, host GRO off, LRO guest", "client → g1")) {
+    if let (Some(off), Some(on)) = (
+        find("paravirt, host GRO off", "client → g1"),
+        find("paravirt, host GRO off, LRO guest", "client → g1"),
+    ) {
         crate::outln!(
             "LRO guest vs off (host GRO off, client → g1): throughput {:.2}×, host CPU per Gb/s {:.2}×, guest receive CPU per Gb/s {:.2}×, LRO ratio {:.1}",
             on.gbps / off.gbps,
@@ -150,11 +240,26 @@ fn bench_store(a: StoreArgs) -> CmdResult {
     if !(1..=100_000).contains(&a.points) {
         return Err(Fail::Input("--points 1…100000".into()));
     }
-    let path = std::env::temp_dir().join(format!("vnetlab-bench-store-{}.sqlite", std::process::id()));
+    let path =
+        std::env::temp_dir().join(format!("vnetlab-bench-store-{}.sqlite", std::process::id()));
     let _ = std::fs::remove_file(&path);
     let store = running(Store::open(&path))?;
-    let run = running(store.begin_run("bench", "synthetic points for timing", "", "", &HostFacts::default(), a.points))?;
-    let modes = [Mode::Native, Mode::Bridge, Mode::Nat, Mode::Macvlan, Mode::Emulated, Mode::Paravirt];
+    let run = running(store.begin_run(
+        "bench",
+        "synthetic points for timing",
+        "",
+        "",
+        &HostFacts::default(),
+        a.points,
+    ))?;
+    let modes = [
+        Mode::Native,
+        Mode::Bridge,
+        Mode::Nat,
+        Mode::Macvlan,
+        Mode::Emulated,
+        Mode::Paravirt,
+    ];
     let sizes = [64u64, 256, 1024, 4096, 8192, 16384, 32768, 65536];
     let t0 = Instant::now();
     for i in 0..a.points {
@@ -178,11 +283,21 @@ fn bench_store(a: StoreArgs) -> CmdResult {
             sd_send: Some(0.5),
             sd_recv: Some(0.4),
             samples: (1..=10).map(|k| (k as f64 * 0.1, 1.0)).collect(),
-            parts: ["g1", "client", "host", "vnetlab driver", "other processes", "kernel threads", "kernel (unattributed)"]
-                .iter()
-                .map(|n| (n.to_string(), PartKind::Guest, 5.0, 0.1))
-                .collect(),
-            result: Some(r#"{"throughput_gbps": 1.0, "intervals": [], "cpu": {"parts": []}}"#.into()),
+            parts: [
+                "g1",
+                "client",
+                "host",
+                "vnetlab driver",
+                "other processes",
+                "kernel threads",
+                "kernel (unattributed)",
+            ]
+            .iter()
+            .map(|n| (n.to_string(), PartKind::Guest, 5.0, 0.1))
+            .collect(),
+            result: Some(
+                r#"{"throughput_gbps": 1.0, "intervals": [], "cpu": {"parts": []}}"#.into(),
+            ),
             ..Default::default()
         };
         running(store.add_point(run, &p))?;
@@ -190,8 +305,15 @@ fn bench_store(a: StoreArgs) -> CmdResult {
     let store_s = t0.elapsed().as_secs_f64();
     let r = running(store.run(RunRef::Id(run)))?;
     let t1 = Instant::now();
-    let pts: Vec<PointRecord> = running(store.points(run))?.into_iter().map(|(_, p)| p).collect();
-    let html = running(crate::report::html::page(&r, &pts, &crate::plan::report_sections(&r, &pts)))?;
+    let pts: Vec<PointRecord> = running(store.points(run))?
+        .into_iter()
+        .map(|(_, p)| p)
+        .collect();
+    let html = running(crate::report::html::page(
+        &r,
+        &pts,
+        &crate::plan::report_sections(&r, &pts),
+    ))?;
     let report_s = t1.elapsed().as_secs_f64();
     drop(store);
     for s in ["", "-wal", "-shm"] {
@@ -205,8 +327,14 @@ fn bench_store(a: StoreArgs) -> CmdResult {
     if a.json {
         print_json(&v);
     } else {
-        crate::outln!("store: {per_point_ms:.3} ms per point = {share:.3} % of a default 2.5 s point");
-        crate::outln!("report of {} points (read back + HTML with charts): {report_s:.3} s, {} KB", a.points, html.len() / 1024);
+        crate::outln!(
+            "store: {per_point_ms:.3} ms per point = {share:.3} % of a default 2.5 s point"
+        );
+        crate::outln!(
+            "report of {} points (read back + HTML with charts): {report_s:.3} s, {} KB",
+            a.points,
+            html.len() / 1024
+        );
     }
     Ok(())
 }
@@ -240,30 +368,60 @@ fn bench_engine(a: EngineArgs) -> CmdResult {
         return Err(Fail::Input("--seconds 1…600 and --repeat 1…50".into()));
     }
     let paths: Vec<&str> = a.paths.split(',').map(str::trim).collect();
-    if let Some(p) = paths.iter().find(|p| !matches!(**p, "loopback" | "veth" | "bridge")) {
-        return Err(Fail::Input(format!("unknown path '{}': use loopback, veth, bridge or a list of them", crate::text::clip(p))));
+    if let Some(p) = paths
+        .iter()
+        .find(|p| !matches!(**p, "loopback" | "veth" | "bridge"))
+    {
+        return Err(Fail::Input(format!(
+            "unknown path '{}': use loopback, veth, bridge or a list of them",
+            crate::text::clip(p)
+        )));
     }
     for tool in ["iperf3", "sockperf"] {
         if crate::lab::hostcmd::read(&["sh", "-c", &format!("command -v {tool}")]).is_err() {
-            return Err(Fail::Input(format!("{tool} is not installed: `make deps` installs it")));
+            return Err(Fail::Input(format!(
+                "{tool} is not installed: `make deps` installs it"
+            )));
         }
     }
     let mut progress = |s: &str| crate::errln!("bench: {s}");
     let mut rows: Vec<Row> = Vec::new();
     if paths.contains(&"loopback") {
-        rows.extend(running(engine::compare(&Path::Loopback, a.seconds, a.repeat, &mut progress))?);
+        rows.extend(running(engine::compare(
+            &Path::Loopback,
+            a.seconds,
+            a.repeat,
+            &mut progress,
+        ))?);
     }
     // The lab paths: the bare wire (host → client) and through a bridge (g1 → client).
-    for (name, mode, from) in [("veth", Mode::Native, Role::Host), ("bridge", Mode::Bridge, Role::Guest(1))] {
+    for (name, mode, from) in [
+        ("veth", Mode::Native, Role::Host),
+        ("bridge", Mode::Bridge, Role::Guest(1)),
+    ] {
         if !paths.contains(&name) {
             continue;
         }
         need_root(&format!("vnetlab bench engine ({name} path)"))?;
-        let t = Topology { name: "bench".into(), mode, guests: 1, ..Default::default() };
+        let t = Topology {
+            name: "bench".into(),
+            mode,
+            guests: 1,
+            ..Default::default()
+        };
         let plan = input(build::prepare(&t))?;
         running(build::build(&plan, false, false).map_err(String::from))?;
         crate::experiment::measure::place_driver(Some(&plan.record.cpus));
-        let r = engine::compare(&Path::Lab { name, rec: &plan.record, from }, a.seconds, a.repeat, &mut progress);
+        let r = engine::compare(
+            &Path::Lab {
+                name,
+                rec: &plan.record,
+                from,
+            },
+            a.seconds,
+            a.repeat,
+            &mut progress,
+        );
         let down = build::teardown("bench");
         rows.extend(running(r)?);
         running(down)?;
@@ -272,7 +430,16 @@ fn bench_engine(a: EngineArgs) -> CmdResult {
         print_json(&rows);
         return Ok(());
     }
-    crate::outln!("{:<9} {:<16} {:<12} {:>14} {:>14} {:>9} {:>12}", "path", "test", "peer", "vnetlab", "peer", "ratio", "CPU/unit ×");
+    crate::outln!(
+        "{:<9} {:<16} {:<12} {:>14} {:>14} {:>9} {:>12}",
+        "path",
+        "test",
+        "peer",
+        "vnetlab",
+        "peer",
+        "ratio",
+        "CPU/unit ×"
+    );
     for r in &rows {
         let fmt = |m: &engine::Measure| match m.tps {
             Some(t) => format!("{:.0} tps", t),
@@ -287,7 +454,9 @@ fn bench_engine(a: EngineArgs) -> CmdResult {
             fmt(&r.peer_result),
             r.throughput_ratio,
             r.cpu_per_unit_ratio,
-            r.p50_ratio.map(|x| format!("   p50 latency {x:.2}×")).unwrap_or_default()
+            r.p50_ratio
+                .map(|x| format!("   p50 latency {x:.2}×"))
+                .unwrap_or_default()
         );
     }
     crate::outln!("ratio = vnetlab ÷ peer (throughput or transactions/s); CPU/unit = host cores per Gb/s (per 100k tps for RR), vnetlab ÷ peer");

@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 
 use super::{input, need_root, print_json, running, CmdResult, Fail};
 use crate::experiment::{file, matrix, run as erun};
-use crate::report::{compare as rcompare, html, table};
 use crate::records::{PointRecord, RunRef};
-use crate::vocab::RunStatus;
+use crate::report::{compare as rcompare, html, table};
 use crate::store::Store;
+use crate::vocab::RunStatus;
 
 const DEFAULT_DB: &str = "vnetlab.sqlite";
 
@@ -45,16 +45,27 @@ pub fn existing(db: &Path) -> Result<Store, Fail> {
 /// run before making a single point.
 fn load(path: &Path, force: bool) -> Result<erun::Loaded, Fail> {
     let text = input(crate::text::read_capped(path, crate::text::MAX_FILE))?;
-    let exp = input(file::parse(&text, &crate::text::clip(&path.display().to_string())))?;
+    let exp = input(file::parse(
+        &text,
+        &crate::text::clip(&path.display().to_string()),
+    ))?;
     let n = matrix::count(&exp);
     if n > matrix::HARD_MAX {
         return Err(Fail::Input(format!("{}: the matrix has {n} points; vnetlab runs at most {}: split it into smaller experiments", exp.name, matrix::HARD_MAX)));
     }
     if n > matrix::MAX_POINTS && !force {
-        return Err(Fail::Input(format!("{}: the matrix has {n} points (over {}): pass --force to run it anyway, or split it", exp.name, matrix::MAX_POINTS)));
+        return Err(Fail::Input(format!(
+            "{}: the matrix has {n} points (over {}): pass --force to run it anyway, or split it",
+            exp.name,
+            matrix::MAX_POINTS
+        )));
     }
     let points = matrix::expand(&exp);
-    Ok(erun::Loaded { text, file: exp, points })
+    Ok(erun::Loaded {
+        text,
+        file: exp,
+        points,
+    })
 }
 
 /// A folder for the report: made if missing (its parent must exist: vnetlab makes no folder the
@@ -62,12 +73,19 @@ fn load(path: &Path, force: bool) -> Result<erun::Loaded, Fail> {
 fn output_dir(dir: &Path) -> Result<(), String> {
     let name = crate::text::clip(&dir.display().to_string());
     match std::fs::metadata(dir) {
-        Ok(m) if !m.is_dir() => return Err(format!("--out {name} is not a folder: give a folder for the HTML report")),
+        Ok(m) if !m.is_dir() => {
+            return Err(format!(
+                "--out {name} is not a folder: give a folder for the HTML report"
+            ))
+        }
         Ok(_) => {}
-        Err(_) => std::fs::create_dir(dir).map_err(|e| format!("--out {name}: cannot make the folder ({e}); its parent must exist"))?,
+        Err(_) => std::fs::create_dir(dir).map_err(|e| {
+            format!("--out {name}: cannot make the folder ({e}); its parent must exist")
+        })?,
     }
     let probe = dir.join(format!(".vnetlab-write-test-{}", std::process::id()));
-    std::fs::write(&probe, b"").map_err(|e| format!("--out {name} is not writable ({e}): give another folder"))?;
+    std::fs::write(&probe, b"")
+        .map_err(|e| format!("--out {name} is not writable ({e}): give another folder"))?;
     let _ = std::fs::remove_file(probe);
     Ok(())
 }
@@ -117,7 +135,15 @@ pub fn run(a: RunArgs) -> CmdResult {
     });
     let mut last = usize::MAX;
     let mut progress = |done: usize, total: usize, left: f64, what: &str| {
-        let eta = if left >= 60.0 { format!("{:.0} min {:02.0} s left", (left / 60.0).floor(), left % 60.0) } else { format!("{left:.0} s left") };
+        let eta = if left >= 60.0 {
+            format!(
+                "{:.0} min {:02.0} s left",
+                (left / 60.0).floor(),
+                left % 60.0
+            )
+        } else {
+            format!("{left:.0} s left")
+        };
         match &bar {
             Some(b) => {
                 b.set_position(done as u64);
@@ -135,13 +161,25 @@ pub fn run(a: RunArgs) -> CmdResult {
         b.finish_and_clear();
     }
     let rrow = store.run(RunRef::Id(outcome.run_id))?;
-    let pts: Vec<PointRecord> = store.points(outcome.run_id)?.into_iter().map(|(_, p)| p).collect();
+    let pts: Vec<PointRecord> = store
+        .points(outcome.run_id)?
+        .into_iter()
+        .map(|(_, p)| p)
+        .collect();
     let html_path = a.out.join(format!("run-{}.html", outcome.run_id));
     running(write_report(&rrow, &pts, &html_path))?;
     if a.json {
         print_json(&serde_json::json!({"run": rrow, "points": pts, "html": html_path}));
     } else {
-        crate::outln!("run {} ({}): {} of {} points, {} failed, status {}", rrow.id, rrow.name, outcome.points_done, points.len(), outcome.points_failed, outcome.status);
+        crate::outln!(
+            "run {} ({}): {} of {} points, {} failed, status {}",
+            rrow.id,
+            rrow.name,
+            outcome.points_done,
+            points.len(),
+            outcome.points_failed,
+            outcome.status
+        );
         crate::out!("{}", table::summary(&pts));
         crate::outln!("report: {}", html_path.display());
     }
@@ -156,9 +194,18 @@ pub fn run(a: RunArgs) -> CmdResult {
     Ok(())
 }
 
-pub fn write_report(run: &crate::records::RunRow, pts: &[PointRecord], path: &Path) -> Result<(), String> {
+pub fn write_report(
+    run: &crate::records::RunRow,
+    pts: &[PointRecord],
+    path: &Path,
+) -> Result<(), String> {
     let page = html::page(run, pts, &crate::plan::report_sections(run, pts))?;
-    std::fs::write(path, page).map_err(|e| format!("cannot write {}: {e}", crate::text::clip(&path.display().to_string())))
+    std::fs::write(path, page).map_err(|e| {
+        format!(
+            "cannot write {}: {e}",
+            crate::text::clip(&path.display().to_string())
+        )
+    })
 }
 
 #[derive(Args)]
@@ -188,7 +235,14 @@ pub fn report(a: ReportArgs) -> CmdResult {
     if a.json {
         print_json(&serde_json::json!({"run": r, "points": pts}));
     } else {
-        crate::outln!("run {} ({}), {}: {} of {} points", r.id, r.name, r.status, r.points, r.planned_points);
+        crate::outln!(
+            "run {} ({}), {}: {} of {} points",
+            r.id,
+            r.name,
+            r.status,
+            r.points,
+            r.planned_points
+        );
         crate::out!("{}", table::summary(&pts));
         if let Some(h) = &a.html {
             crate::outln!("report: {}", h.display());
@@ -235,7 +289,9 @@ pub struct ExportArgs {
 
 pub fn export(a: ExportArgs) -> CmdResult {
     if !a.csv {
-        return Err(Fail::Input("say the format: --csv (or use `vnetlab report RUN --json`)".into()));
+        return Err(Fail::Input(
+            "say the format: --csv (or use `vnetlab report RUN --json`)".into(),
+        ));
     }
     if let Some(o) = &a.output {
         input(output_file(o, "-o"))?;
@@ -245,7 +301,9 @@ pub fn export(a: ExportArgs) -> CmdResult {
     let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
     let csv = table::csv(&r, &pts);
     match &a.output {
-        Some(p) => running(std::fs::write(p, csv).map_err(|e| format!("cannot write {}: {e}", p.display())))?,
+        Some(p) => running(
+            std::fs::write(p, csv).map_err(|e| format!("cannot write {}: {e}", p.display())),
+        )?,
         None => crate::out!("{csv}"),
     }
     Ok(())
@@ -261,7 +319,9 @@ pub struct MigrateArgs {
 pub fn migrate(a: MigrateArgs) -> CmdResult {
     let name = crate::text::clip(&a.db.display().to_string());
     if !a.db.exists() {
-        return Err(Fail::Input(format!("no store at {name}: nothing to migrate")));
+        return Err(Fail::Input(format!(
+            "no store at {name}: nothing to migrate"
+        )));
     }
     input(Store::open(&a.db))?;
     crate::outln!("{name} is up to date");
@@ -289,11 +349,22 @@ pub fn compare(a: CompareArgs) -> CmdResult {
         return Ok(());
     }
     if rows.is_empty() {
-        crate::outln!("runs {} and {} share no points (same mode, test, size, direction, offloads, wire)", ra.id, rb.id);
+        crate::outln!(
+            "runs {} and {} share no points (same mode, test, size, direction, offloads, wire)",
+            ra.id,
+            rb.id
+        );
         return Ok(());
     }
     crate::outln!("B = run {}, A = run {}; median (min–max) over repeats; ratio = B ÷ A of the medians; * = outside both runs' spread, ? = no spread (single runs), ! = unstable (>10 % across repeats)", rb.id, ra.id);
-    crate::outln!("{:<78} {:>24} {:>24} {:>8} {:>10}", "point", "A", "B", "ratio", "CPU/Gb ×");
+    crate::outln!(
+        "{:<78} {:>24} {:>24} {:>8} {:>10}",
+        "point",
+        "A",
+        "B",
+        "ratio",
+        "CPU/Gb ×"
+    );
     for r in rows {
         let mark = match r.significant {
             Some(true) => "*",
@@ -306,7 +377,14 @@ pub fn compare(a: CompareArgs) -> CmdResult {
             None => o(v, 3),
         };
         let flag = if r.unstable { "!" } else { "" };
-        crate::outln!("{:<78} {:>24} {:>24} {:>7}{mark:1}{flag:1} {:>10}", r.key, with(r.a, r.range_a), with(r.b, r.range_b), o(r.ratio, 3), o(r.cpu_ratio, 3));
+        crate::outln!(
+            "{:<78} {:>24} {:>24} {:>7}{mark:1}{flag:1} {:>10}",
+            r.key,
+            with(r.a, r.range_a),
+            with(r.b, r.range_b),
+            o(r.ratio, 3),
+            o(r.cpu_ratio, 3)
+        );
     }
     Ok(())
 }

@@ -4,9 +4,9 @@ use clap::Args;
 
 use super::{input, need_root, print_json, running, CmdResult, Fail};
 use crate::lab::topology::{self, Topology, TopologyFile};
+use crate::lab::{build, exec as lexec, probe as lprobe, state, status as lstatus};
 use crate::units::{Delay, Loss, Rate};
 use crate::vocab::{Gro, Mode};
-use crate::lab::{build, exec as lexec, probe as lprobe, state, status as lstatus};
 
 #[derive(Args)]
 pub struct UpArgs {
@@ -91,7 +91,8 @@ impl UpArgs {
                 if flags_given {
                     return Err("--file describes the whole lab: put the other settings in the file (only --name may be given with it)".into());
                 }
-                let text = crate::text::read_capped(std::path::Path::new(f), crate::text::MAX_FILE)?;
+                let text =
+                    crate::text::read_capped(std::path::Path::new(f), crate::text::MAX_FILE)?;
                 TopologyFile::parse(&text, &crate::text::clip(f))?.into_topology()
             }
             None => {
@@ -144,15 +145,31 @@ pub fn up(a: UpArgs) -> CmdResult {
         print_json(&r);
         return Ok(());
     }
-    crate::outln!("lab {} is up: mode {}, {} guest(s), subnet {}", t.name, t.mode, t.guests, t.subnet);
+    crate::outln!(
+        "lab {} is up: mode {}, {} guest(s), subnet {}",
+        t.name,
+        t.mode,
+        t.guests,
+        t.subnet
+    );
     for e in &r.endpoints {
-        crate::outln!("  {:<7} {:<16} {:<15} {}", e.role.to_string(), e.netns, e.address.to_string(), e.iface);
+        crate::outln!(
+            "  {:<7} {:<16} {:<15} {}",
+            e.role.to_string(),
+            e.netns,
+            e.address.to_string(),
+            e.iface
+        );
     }
     crate::outln!("  cpus: {}", r.cpus.describe());
     for n in &r.notes {
         crate::outln!("  note: {n}");
     }
-    crate::outln!("next: vnetlab status | vnetlab exec --lab {} g1 -- CMD | vnetlab down {}", t.name, t.name);
+    crate::outln!(
+        "next: vnetlab status | vnetlab exec --lab {} g1 -- CMD | vnetlab down {}",
+        t.name,
+        t.name
+    );
     Ok(())
 }
 
@@ -175,7 +192,9 @@ pub fn down(a: DownArgs) -> CmdResult {
     }
     need_root("vnetlab down")?;
     if !state::journal_path(&lab).exists() {
-        return Err(Fail::Input(build::teardown_plan(&lab).err().unwrap_or_default()));
+        return Err(Fail::Input(
+            build::teardown_plan(&lab).err().unwrap_or_default(),
+        ));
     }
     running(build::down(&lab))?;
     crate::errln!("lab {lab} removed");
@@ -206,13 +225,41 @@ pub fn status(a: StatusArgs) -> CmdResult {
             (None, true) => "complete".into(),
             (None, false) => format!("INCOMPLETE (`vnetlab down {}` removes it)", l.name),
         };
-        crate::outln!("lab {}  mode {}  subnet {}  {state}  {}  cpu accounting: {}", l.name, l.mode, l.subnet, l.usage, l.cgroups);
-        crate::outln!("  {:<7} {:<15} {:<16} {:<13} {:>5} {:<5} {:<4} {:<4} {:<4} {}", "part", "namespace", "address", "interface", "mtu", "state", "gro", "tso", "gso", "host port / qdisc");
+        crate::outln!(
+            "lab {}  mode {}  subnet {}  {state}  {}  cpu accounting: {}",
+            l.name,
+            l.mode,
+            l.subnet,
+            l.usage,
+            l.cgroups
+        );
+        crate::outln!(
+            "  {:<7} {:<15} {:<16} {:<13} {:>5} {:<5} {:<4} {:<4} {:<4} {}",
+            "part",
+            "namespace",
+            "address",
+            "interface",
+            "mtu",
+            "state",
+            "gro",
+            "tso",
+            "gso",
+            "host port / qdisc"
+        );
         let row = |e: &lstatus::EndpointStatus| {
             let i = e.interface.as_ref();
-            let off = |k: &str| i.and_then(|i| i.offloads.get(k)).map(|v| v.split(' ').next().unwrap_or("").to_string()).unwrap_or("-".into());
+            let off = |k: &str| {
+                i.and_then(|i| i.offloads.get(k))
+                    .map(|v| v.split(' ').next().unwrap_or("").to_string())
+                    .unwrap_or("-".into())
+            };
             let extra = match (&e.host_port, i.and_then(|i| i.qdisc.clone())) {
-                (Some(p), _) => format!("{} gro {} tso {}", p.name, p.offloads.get("gro").map(String::as_str).unwrap_or("-"), p.offloads.get("tso").map(String::as_str).unwrap_or("-")),
+                (Some(p), _) => format!(
+                    "{} gro {} tso {}",
+                    p.name,
+                    p.offloads.get("gro").map(String::as_str).unwrap_or("-"),
+                    p.offloads.get("tso").map(String::as_str).unwrap_or("-")
+                ),
                 (None, Some(q)) => format!("qdisc {q}"),
                 _ => String::new(),
             };
@@ -243,12 +290,19 @@ pub fn status(a: StatusArgs) -> CmdResult {
                 i.mtu,
                 i.offloads.get("gro").map(String::as_str).unwrap_or("-"),
                 i.offloads.get("tso").map(String::as_str).unwrap_or("-"),
-                i.qdisc.as_ref().map(|q| format!(" qdisc {q}")).unwrap_or_default()
+                i.qdisc
+                    .as_ref()
+                    .map(|q| format!(" qdisc {q}"))
+                    .unwrap_or_default()
             );
         }
         crate::outln!("  cpus: {}", l.cpus.describe());
         for st in &l.steering {
-            let napi: Vec<String> = st.napi_threads.iter().map(|t| format!("{} on {}", t.pid, crate::units::CpuList(t.cpus.clone()))).collect();
+            let napi: Vec<String> = st
+                .napi_threads
+                .iter()
+                .map(|t| format!("{} on {}", t.pid, crate::units::CpuList(t.cpus.clone())))
+                .collect();
             crate::outln!(
                 "  wire end {} ({:?} side): rps {} xps {} threaded NAPI {}{} — {}",
                 st.iface,
@@ -256,8 +310,16 @@ pub fn status(a: StatusArgs) -> CmdResult {
                 st.rps_cpus.join(","),
                 st.xps_cpus.join(","),
                 if st.threaded { "on" } else { "off" },
-                if napi.is_empty() { String::new() } else { format!(" (threads {})", napi.join(", ")) },
-                if st.as_planned { "as planned" } else { "NOT as planned: `vnetlab down` and `up` again" }
+                if napi.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (threads {})", napi.join(", "))
+                },
+                if st.as_planned {
+                    "as planned"
+                } else {
+                    "NOT as planned: `vnetlab down` and `up` again"
+                }
             );
         }
         for n in &l.notes {
@@ -323,13 +385,22 @@ pub fn probe(a: ProbeArgs) -> CmdResult {
     } else {
         for x in &results {
             match &x.error {
-                None => crate::outln!("{:>7} → {:<7} TCP ok   {:>7.3} ms  via {}", x.from, x.to, x.ms, x.target),
+                None => crate::outln!(
+                    "{:>7} → {:<7} TCP ok   {:>7.3} ms  via {}",
+                    x.from,
+                    x.to,
+                    x.ms,
+                    x.target
+                ),
                 Some(e) => crate::outln!("{:>7} → {:<7} FAILED   {e}", x.from, x.to),
             }
         }
     }
     if failed > 0 {
-        return Err(Fail::Run(format!("{failed} of {} probes failed", results.len())));
+        return Err(Fail::Run(format!(
+            "{failed} of {} probes failed",
+            results.len()
+        )));
     }
     Ok(())
 }
@@ -354,7 +425,15 @@ pub fn cleanup(a: CleanupArgs) -> CmdResult {
     let labs = state::labs();
     for f in &a.force {
         if !labs.contains(f) {
-            return Err(Fail::Input(format!("--force {}: there is no such lab{}", crate::text::clip(f), if labs.is_empty() { String::new() } else { format!(" (the labs are {})", labs.join(", ")) })));
+            return Err(Fail::Input(format!(
+                "--force {}: there is no such lab{}",
+                crate::text::clip(f),
+                if labs.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (the labs are {})", labs.join(", "))
+                }
+            )));
         }
     }
     let mut errors = Vec::new();
@@ -374,7 +453,9 @@ pub fn cleanup(a: CleanupArgs) -> CmdResult {
                 continue;
             }
             crate::lab::journal::Usage::Kept if !forced => {
-                crate::errln!("left lab {lab}: made by `vnetlab up`, it lives until `vnetlab down {lab}`");
+                crate::errln!(
+                    "left lab {lab}: made by `vnetlab up`, it lives until `vnetlab down {lab}`"
+                );
                 continue;
             }
             _ => {}
@@ -404,7 +485,15 @@ pub fn cleanup(a: CleanupArgs) -> CmdResult {
     if removed == 0 && errors.is_empty() && !a.dry_run {
         crate::errln!("nothing to remove");
     }
-    let strays: Vec<String> = build::netns_list().into_iter().filter(|n| n.starts_with("vl")).filter(|n| !state::labs().iter().any(|l| n.starts_with(&format!("vl{l}-")))).collect();
+    let strays: Vec<String> = build::netns_list()
+        .into_iter()
+        .filter(|n| n.starts_with("vl"))
+        .filter(|n| {
+            !state::labs()
+                .iter()
+                .any(|l| n.starts_with(&format!("vl{l}-")))
+        })
+        .collect();
     if !strays.is_empty() && !a.dry_run {
         crate::errln!("left alone (no journal names them): {}", strays.join(" "));
     }

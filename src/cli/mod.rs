@@ -104,12 +104,23 @@ pub fn main() -> i32 {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind::*;
-            if matches!(e.kind(), DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand) {
+            if matches!(
+                e.kind(),
+                DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
                 let _ = e.print();
-                return if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 };
+                return if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand {
+                    2
+                } else {
+                    0
+                };
             }
             let first = e.to_string();
-            let first = first.lines().next().unwrap_or("bad arguments").trim_start_matches("error: ");
+            let first = first
+                .lines()
+                .next()
+                .unwrap_or("bad arguments")
+                .trim_start_matches("error: ");
             crate::errln!("vnetlab: {first} (see --help)");
             return 2;
         }
@@ -159,7 +170,9 @@ pub fn main() -> i32 {
 /// Refuses early when not root, naming the fix.
 pub fn need_root(what: &str) -> CmdResult {
     if !crate::sys::is_root() {
-        return Err(Fail::Input(format!("{what} needs root (CAP_NET_ADMIN): run it as root, e.g. with sudo")));
+        return Err(Fail::Input(format!(
+            "{what} needs root (CAP_NET_ADMIN): run it as root, e.g. with sudo"
+        )));
     }
     Ok(())
 }

@@ -93,7 +93,11 @@ fn parse_datapath(s: &str) -> Result<model::Datapath, String> {
         return Err(bad());
     }
     let f = |x: &str| x.parse::<f64>().map_err(|_| bad());
-    Ok(model::Datapath { name: p[0].into(), vdi_net_pct_per_gbps: f(p[1])?, vm_net_pct_per_gbps: f(p[2])? })
+    Ok(model::Datapath {
+        name: p[0].into(),
+        vdi_net_pct_per_gbps: f(p[1])?,
+        vm_net_pct_per_gbps: f(p[2])?,
+    })
 }
 
 /// A table cell of host CPU %: over 100 % is not a share of this host, so it says so.
@@ -106,14 +110,26 @@ fn cell(v: f64, w: usize) -> String {
 }
 
 fn parse_list(s: &str) -> Result<Vec<f64>, String> {
-    s.split(',').map(|x| x.trim().parse::<f64>().map_err(|_| format!("bad --buffer '{s}': write seconds separated by commas, e.g. 16,20,40"))).collect()
+    s.split(',')
+        .map(|x| {
+            x.trim().parse::<f64>().map_err(|_| {
+                format!("bad --buffer '{s}': write seconds separated by commas, e.g. 16,20,40")
+            })
+        })
+        .collect()
 }
 
 pub fn plan(a: PlanArgs) -> CmdResult {
     let file: PlanFile = match &a.file {
         Some(f) => {
             let text = input(crate::text::read_capped(f, crate::text::MAX_FILE))?;
-            toml::from_str(&text).map_err(|e| Fail::Input(crate::lab::topology::toml_error(&e, &text, &crate::text::clip(&f.display().to_string()))))?
+            toml::from_str(&text).map_err(|e| {
+                Fail::Input(crate::lab::topology::toml_error(
+                    &e,
+                    &text,
+                    &crate::text::clip(&f.display().to_string()),
+                ))
+            })?
         }
         None => PlanFile::default(),
     };
@@ -121,30 +137,67 @@ pub fn plan(a: PlanArgs) -> CmdResult {
     // Start from the preset (or paper 1's scenario without datapaths), then apply the file and the flags.
     let mut s = match &preset_name {
         Some(p) => input(preset::get(p))?,
-        None => model::Scenario { datapaths: vec![], ..preset::get("icsnc2013").unwrap() },
+        None => model::Scenario {
+            datapaths: vec![],
+            ..preset::get("icsnc2013").unwrap()
+        },
     };
-    let mut source = preset_name.as_ref().map(|p| format!("preset {p}")).unwrap_or_else(|| "paper 1's scenario".into());
+    let mut source = preset_name
+        .as_ref()
+        .map(|p| format!("preset {p}"))
+        .unwrap_or_else(|| "paper 1's scenario".into());
     let mut used: Vec<String> = Vec::new();
     let mut host_cores: Option<usize> = None;
-    if let Some(v) = file.vms { s.vms = v; }
-    if let Some(v) = file.vm_net_gbit { s.vm_net_gbit = v; }
-    if let Some(v) = file.vdi_net_gbit { s.vdi_net_gbit = v; }
-    if let Some(v) = file.play_s { s.play_s = v; }
-    if let Some(v) = file.buffer_s.clone() { s.buffer_s = v; }
+    if let Some(v) = file.vms {
+        s.vms = v;
+    }
+    if let Some(v) = file.vm_net_gbit {
+        s.vm_net_gbit = v;
+    }
+    if let Some(v) = file.vdi_net_gbit {
+        s.vdi_net_gbit = v;
+    }
+    if let Some(v) = file.play_s {
+        s.play_s = v;
+    }
+    if let Some(v) = file.buffer_s.clone() {
+        s.buffer_s = v;
+    }
     if !file.datapath.is_empty() {
-        s.datapaths = file.datapath.iter().map(|d| model::Datapath { name: d.name.clone(), vdi_net_pct_per_gbps: d.vdi_1g, vm_net_pct_per_gbps: d.vm_1g }).collect();
+        s.datapaths = file
+            .datapath
+            .iter()
+            .map(|d| model::Datapath {
+                name: d.name.clone(),
+                vdi_net_pct_per_gbps: d.vdi_1g,
+                vm_net_pct_per_gbps: d.vm_1g,
+            })
+            .collect();
     }
     if let Some(run) = &a.from_run {
         let store = super::exp_cmds::existing(&a.db)?;
         let r = store.run(*run)?;
         let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
-        let size = a.size.as_deref().map(crate::units::parse_size).transpose().map_err(Fail::Input)?.map(|v| v as u64);
+        let size = a
+            .size
+            .as_deref()
+            .map(crate::units::parse_size)
+            .transpose()
+            .map_err(Fail::Input)?
+            .map(|v| v as u64);
         let load = match a.load.as_deref() {
             None => None,
             Some("max") => Some(None),
-            Some(r) => Some(Some(crate::units::parse_rate(r).map_err(|e| Fail::Input(format!("--load: {e}, or max")))?)),
+            Some(r) => Some(Some(
+                crate::units::parse_rate(r)
+                    .map_err(|e| Fail::Input(format!("--load: {e}, or max")))?,
+            )),
         };
-        let pick = from_run::Pick { size, load, allow_bound: a.allow_bound };
+        let pick = from_run::Pick {
+            size,
+            load,
+            allow_bound: a.allow_bound,
+        };
         let c = input(from_run::costs(&r, &pts, pick, a.vdi_offload, true))?;
         s.datapaths = c.datapaths;
         host_cores = c.host_cores;
@@ -152,19 +205,39 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         used = c.used.into_iter().chain(c.notes).collect();
     }
     if !a.datapaths.is_empty() {
-        s.datapaths = a.datapaths.iter().map(|d| parse_datapath(d)).collect::<Result<_, _>>().map_err(Fail::Input)?;
+        s.datapaths = a
+            .datapaths
+            .iter()
+            .map(|d| parse_datapath(d))
+            .collect::<Result<_, _>>()
+            .map_err(Fail::Input)?;
         source = "the command line".into();
     }
-    if let Some(v) = a.vms { s.vms = v; }
-    if let Some(v) = a.vm_net_gbit { s.vm_net_gbit = v; }
-    if let Some(v) = a.vdi_net_gbit { s.vdi_net_gbit = v; }
-    if let Some(v) = a.play_s { s.play_s = v; }
-    if let Some(b) = &a.buffer { s.buffer_s = input(parse_list(b))?; }
+    if let Some(v) = a.vms {
+        s.vms = v;
+    }
+    if let Some(v) = a.vm_net_gbit {
+        s.vm_net_gbit = v;
+    }
+    if let Some(v) = a.vdi_net_gbit {
+        s.vdi_net_gbit = v;
+    }
+    if let Some(v) = a.play_s {
+        s.play_s = v;
+    }
+    if let Some(b) = &a.buffer {
+        s.buffer_s = input(parse_list(b))?;
+    }
     input(s.validate())?;
     let share = file.desktop_share.unwrap_or(a.desktop_share);
     let vm_rate = file.vm_rate.clone().unwrap_or(a.vm_rate.clone());
     let vm_gbps = input(crate::units::parse_rate(&vm_rate))? as f64 / 1e9;
-    let density = input(model::density(&s.datapaths, share, vm_gbps, s.vdi_net_gbit / s.play_s))?;
+    let density = input(model::density(
+        &s.datapaths,
+        share,
+        vm_gbps,
+        s.vdi_net_gbit / s.play_s,
+    ))?;
     let rows = s.rows();
     let first = s.datapaths[0].name.clone();
     let last = s.datapaths[s.datapaths.len() - 1].name.clone();
@@ -172,8 +245,10 @@ pub fn plan(a: PlanArgs) -> CmdResult {
     let fits = rows[0].datapaths.values().all(|c| c["fits"] != false);
     let bought = fits.then(|| model::desktops_bought(rows[0].saving_pct, share));
     if a.json {
-        print_json(&serde_json::json!({"source": source, "points_used": used, "scenario": s, "rows": rows, "density": density,
-            "first_row_saving_buys_desktops": bought}));
+        print_json(
+            &serde_json::json!({"source": source, "points_used": used, "scenario": s, "rows": rows, "density": density,
+            "first_row_saving_buys_desktops": bought}),
+        );
         return Ok(());
     }
     crate::outln!(
@@ -194,7 +269,14 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         let _ = part;
     }
     head += "  saving";
-    crate::outln!("{:>8} | {:^vm$} | {:^vd$} |", "", "VM network (%)", "VDI network (%)", vm = (w + 1) * names.len() + 7, vd = (w + 1) * names.len() + 7);
+    crate::outln!(
+        "{:>8} | {:^vm$} | {:^vd$} |",
+        "",
+        "VM network (%)",
+        "VDI network (%)",
+        vm = (w + 1) * names.len() + 7,
+        vd = (w + 1) * names.len() + 7
+    );
     crate::outln!("{head}");
     for r in &rows {
         let mut line = format!("{:>8} |", r.t_buffer_s);
@@ -202,13 +284,23 @@ pub fn plan(a: PlanArgs) -> CmdResult {
             // As the paper prints it: cells rounded, differences of the rounded cells.
             let p = model::paper_rounding(r, &first, &last);
             let (a, b, c, d) = (cell(p[0], w), cell(p[1], w), cell(p[3], w), cell(p[4], w));
-            line += &format!(" {a} {b} {:>7.2} | {c} {d} {:>7.2} | {:>7.2}", p[2], p[5], p[6]);
+            line += &format!(
+                " {a} {b} {:>7.2} | {c} {d} {:>7.2} | {:>7.2}",
+                p[2], p[5], p[6]
+            );
         } else {
             for key in ["vm_net_pct", "vdi_net_pct"] {
                 for n in &names {
                     line += &format!(" {}", cell(r.datapaths[*n][key].as_f64().unwrap_or(0.0), w));
                 }
-                line += &format!(" {:>7.2} |", if key == "vm_net_pct" { r.vm_net_diff_pct } else { r.vdi_net_diff_pct });
+                line += &format!(
+                    " {:>7.2} |",
+                    if key == "vm_net_pct" {
+                        r.vm_net_diff_pct
+                    } else {
+                        r.vdi_net_diff_pct
+                    }
+                );
             }
             line += &format!(" {:>7.2}", r.saving_pct);
         }
@@ -221,11 +313,16 @@ pub fn plan(a: PlanArgs) -> CmdResult {
     for n in &names {
         let worst = rows.iter().filter_map(|r| {
             let c = &r.datapaths[*n];
-            let total = c["vm_net_pct"].as_f64().unwrap_or(0.0) + c["vdi_net_pct"].as_f64().unwrap_or(0.0);
+            let total =
+                c["vm_net_pct"].as_f64().unwrap_or(0.0) + c["vdi_net_pct"].as_f64().unwrap_or(0.0);
             (c["fits"] == false).then_some((r.t_buffer_s, total))
         });
         if let Some((t, total)) = worst.into_iter().next() {
-            crate::outln!("{n} at T_buffer {t} s: {} (network CPU {:.0} % of the host)", model::does_not_fit(total, host_cores), total);
+            crate::outln!(
+                "{n} at T_buffer {t} s: {} (network CPU {:.0} % of the host)",
+                model::does_not_fit(total, host_cores),
+                total
+            );
         }
     }
     crate::outln!(
@@ -233,8 +330,17 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         s.vdi_net_gbit / s.play_s
     );
     for d in &density.datapaths {
-        crate::outln!("  {:<w$} {:>3} desktops ({:.3} % network CPU each){}", d.name, d.max_desktops, d.network_pct_per_desktop,
-            if d.more_than_last > 0 { format!(", {} more than {last}", d.more_than_last) } else { String::new() });
+        crate::outln!(
+            "  {:<w$} {:>3} desktops ({:.3} % network CPU each){}",
+            d.name,
+            d.max_desktops,
+            d.network_pct_per_desktop,
+            if d.more_than_last > 0 {
+                format!(", {} more than {last}", d.more_than_last)
+            } else {
+                String::new()
+            }
+        );
     }
     match bought {
         Some(n) => crate::outln!("  the saving at T_buffer {} s ({:.2} %) buys {n} more desktops at {share} % each", rows[0].t_buffer_s, rows[0].saving_pct),

@@ -7,13 +7,13 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use super::{input, need_root, print_json, running, CmdResult, Fail};
 use crate::engine::controller::TestResult;
 use crate::engine::spec::Spec;
-use crate::units;
-use crate::vocab::{Role, Senders, TestKind};
 use crate::experiment::measure::{self, Target};
+use crate::lab::state;
 use crate::meter::report::{self, CpuReport};
 use crate::meter::Meter;
 use crate::stats;
-use crate::lab::state;
+use crate::units;
+use crate::vocab::{Role, Senders, TestKind};
 
 pub const DEFAULT_PORT: u16 = 12866;
 
@@ -35,7 +35,12 @@ pub struct TestArgs {
     #[arg(short = 'S')]
     remote_buf: Option<String>,
     /// Measured seconds (after the warm-up)
-    #[arg(short = 'l', long = "len", default_value_t = 10.0, allow_negative_numbers = true)]
+    #[arg(
+        short = 'l',
+        long = "len",
+        default_value_t = 10.0,
+        allow_negative_numbers = true
+    )]
     duration: f64,
     /// Warm-up seconds, excluded from the figures
     #[arg(long, default_value_t = 0.5, allow_negative_numbers = true)]
@@ -100,11 +105,24 @@ impl TestArgs {
         };
         let s = Spec {
             test: self.test,
-            msg: self.msg.as_deref().map(units::parse_size).transpose()?.unwrap_or(d.msg),
+            msg: self
+                .msg
+                .as_deref()
+                .map(units::parse_size)
+                .transpose()?
+                .unwrap_or(d.msg),
             req,
             resp,
-            local_buf: self.local_buf.as_deref().map(units::parse_size).transpose()?,
-            remote_buf: self.remote_buf.as_deref().map(units::parse_size).transpose()?,
+            local_buf: self
+                .local_buf
+                .as_deref()
+                .map(units::parse_size)
+                .transpose()?,
+            remote_buf: self
+                .remote_buf
+                .as_deref()
+                .map(units::parse_size)
+                .transpose()?,
             duration: self.duration,
             warmup: self.warmup,
             parallel: self.parallel,
@@ -112,7 +130,12 @@ impl TestArgs {
             nodelay: self.nodelay,
             zerocopy: self.zerocopy,
             interval: self.interval,
-            bytes: self.bytes.as_deref().map(units::parse_size).transpose()?.map(|b| b as u64),
+            bytes: self
+                .bytes
+                .as_deref()
+                .map(units::parse_size)
+                .transpose()?
+                .map(|b| b as u64),
             verify: self.verify,
         };
         s.validate()?;
@@ -122,19 +145,30 @@ impl TestArgs {
 
 pub fn test(a: TestArgs) -> CmdResult {
     let spec = input(a.spec())?;
-    let confidence = a.confidence.as_deref().map(stats::parse_confidence).transpose().map_err(Fail::Input)?;
+    let confidence = a
+        .confidence
+        .as_deref()
+        .map(stats::parse_confidence)
+        .transpose()
+        .map_err(Fail::Input)?;
     if !(1..=1000).contains(&a.repeat) {
         return Err(Fail::Input(format!("--repeat {}: use 1 to 1000", a.repeat)));
     }
     let target = if a.from.is_some() || a.to.is_some() {
         if a.host.is_some() {
-            return Err(Fail::Input("use either -H (standalone) or --from/--to (in a lab), not both".into()));
+            return Err(Fail::Input(
+                "use either -H (standalone) or --from/--to (in a lab), not both".into(),
+            ));
         }
         need_root("vnetlab test in a lab")?;
         let lab = input(state::resolve(a.lab.as_deref()))?;
         let rec = input(state::load(&lab))?;
-        let from = a.from.ok_or(Fail::Input("--to needs --from (g1…, client, host or guests)".into()))?;
-        let to = a.to.ok_or(Fail::Input("--from needs --to (g1…, client or host)".into()))?;
+        let from = a.from.ok_or(Fail::Input(
+            "--to needs --from (g1…, client, host or guests)".into(),
+        ))?;
+        let to = a.to.ok_or(Fail::Input(
+            "--from needs --to (g1…, client or host)".into(),
+        ))?;
         if let Senders::One(r) = from {
             input(rec.endpoint(r))?;
         }
@@ -142,14 +176,28 @@ pub fn test(a: TestArgs) -> CmdResult {
         if from == Senders::One(to) || (from == Senders::AllGuests && to.is_guest()) {
             return Err(Fail::Input(format!("--from {from} --to {to}: a test needs two different endpoints (e.g. --from g1 --to client)")));
         }
-        Target::Lab { rec: Box::new(rec), from, to }
+        Target::Lab {
+            rec: Box::new(rec),
+            from,
+            to,
+        }
     } else if let Some(h) = &a.host {
         let ip = input(resolve_host(h))?;
         input(check_allowed(ip))?;
-        let token = a.token.clone().ok_or(Fail::Input("-H needs --token: pass the token `vnetlab serve` printed".into()))?;
-        Target::Remote { host: h.clone(), ip, port: a.port, token }
+        let token = a.token.clone().ok_or(Fail::Input(
+            "-H needs --token: pass the token `vnetlab serve` printed".into(),
+        ))?;
+        Target::Remote {
+            host: h.clone(),
+            ip,
+            port: a.port,
+            token,
+        }
     } else {
-        return Err(Fail::Input("say where to test: -H HOST (with `vnetlab serve` there) or --from/--to inside a lab".into()));
+        return Err(Fail::Input(
+            "say where to test: -H HOST (with `vnetlab serve` there) or --from/--to inside a lab"
+                .into(),
+        ));
     };
     let progress = |i: u32, n: u32| {
         if n > 1 && !a.json {
@@ -179,7 +227,10 @@ pub fn test(a: TestArgs) -> CmdResult {
             for (g, x) in v {
                 let extra = match &x.lro {
                     None => String::new(),
-                    Some(l) => format!(", LRO: {} segments in, {} super-frames out, ratio {:.2}", l.frames_in, l.superframes_out, l.lro_ratio),
+                    Some(l) => format!(
+                        ", LRO: {} segments in, {} super-frames out, ratio {:.2}",
+                        l.frames_in, l.superframes_out, l.lro_ratio
+                    ),
                 };
                 let model = match x.model {
                     Some(crate::vnic::backend::Model::Emulated) => "emulated",
@@ -201,19 +252,48 @@ pub fn test(a: TestArgs) -> CmdResult {
             crate::outln!("  CPU: not measured ({e})");
         }
         if let Some(r) = &out.repeats {
-            let ci = |s: &stats::Spread| s.ci.map(|[l, h]| format!(", {}% CI {l:.3}–{h:.3}", r.confidence_level)).unwrap_or_default();
-            crate::outln!("  {} runs: Gb/s min {:.3} median {:.3} max {:.3}{}", r.runs, r.throughput_gbps.min, r.throughput_gbps.median, r.throughput_gbps.max, ci(&r.throughput_gbps));
+            let ci = |s: &stats::Spread| {
+                s.ci.map(|[l, h]| format!(", {}% CI {l:.3}–{h:.3}", r.confidence_level))
+                    .unwrap_or_default()
+            };
+            crate::outln!(
+                "  {} runs: Gb/s min {:.3} median {:.3} max {:.3}{}",
+                r.runs,
+                r.throughput_gbps.min,
+                r.throughput_gbps.median,
+                r.throughput_gbps.max,
+                ci(&r.throughput_gbps)
+            );
             if let Some(c) = &r.host_busy_pct {
-                crate::outln!("          host CPU % min {:.2} median {:.2} max {:.2}{}", c.min, c.median, c.max, ci(c));
+                crate::outln!(
+                    "          host CPU % min {:.2} median {:.2} max {:.2}{}",
+                    c.min,
+                    c.median,
+                    c.max,
+                    ci(c)
+                );
             }
             if let Some(c) = &r.normalized_pct_per_gbps {
-                crate::outln!("          CPU % per Gb/s min {:.3} median {:.3} max {:.3}{}", c.min, c.median, c.max, ci(c));
+                crate::outln!(
+                    "          CPU % per Gb/s min {:.3} median {:.3} max {:.3}{}",
+                    c.min,
+                    c.median,
+                    c.max,
+                    ci(c)
+                );
             }
             if r.unstable {
                 crate::outln!("          UNSTABLE: throughput or CPU per Gb/s varied by more than 10 % across the runs");
             }
             if let Some(m) = r.confidence_met {
-                crate::outln!("          confidence {}", if m { "reached" } else { "NOT reached within --repeat runs" });
+                crate::outln!(
+                    "          confidence {}",
+                    if m {
+                        "reached"
+                    } else {
+                        "NOT reached within --repeat runs"
+                    }
+                );
             }
         }
     }
@@ -222,17 +302,28 @@ pub fn test(a: TestArgs) -> CmdResult {
 
 /// When a test in a lab fails because the lab went away under it (`vnetlab down`), says so.
 fn lab_gone(target: &Target) -> Option<String> {
-    let Target::Lab { rec, .. } = target else { return None };
+    let Target::Lab { rec, .. } = target else {
+        return None;
+    };
     let lab = &rec.topology.name;
     let ns = std::path::Path::new("/run/netns").join(crate::lab::names::Names::new(lab).host_ns());
-    (!state::journal_path(lab).exists() || !ns.exists()).then(|| format!("lab {lab} was removed while the test ran (`vnetlab down`?): no result"))
+    (!state::journal_path(lab).exists() || !ns.exists())
+        .then(|| format!("lab {lab} was removed while the test ran (`vnetlab down`?): no result"))
 }
 
 pub fn print_cpu(c: &CpuReport) {
     let cores = |v: &[usize]| crate::units::CpuList(v.to_vec()).to_string();
     if c.placed {
-        let client = c.client_busy_pct.map(|p| format!("; client {p:.2} % of core(s) {}", cores(&c.client_cores))).unwrap_or_default();
-        crate::outln!("  host CPU {:.2} % of core(s) {} ({:.3} cores){client}", c.host_busy_pct, cores(&c.host_cores), c.host_busy_cores);
+        let client = c
+            .client_busy_pct
+            .map(|p| format!("; client {p:.2} % of core(s) {}", cores(&c.client_cores)))
+            .unwrap_or_default();
+        crate::outln!(
+            "  host CPU {:.2} % of core(s) {} ({:.3} cores){client}",
+            c.host_busy_pct,
+            cores(&c.host_cores),
+            c.host_busy_cores
+        );
     } else {
         crate::outln!(
             "  host CPU {:.2} % ({:.3} cores; machine {:.2} % with the client) — UNPLACED: the client's work may be counted as the host's",
@@ -241,14 +332,20 @@ pub fn print_cpu(c: &CpuReport) {
     }
     let mut line = String::from("  ");
     if let Some(n) = c.normalized_pct_per_gbps {
-        line += &format!("{n:.3} % per Gb/s ({:.4} cores per Gb/s); ", c.cores_per_gbps.unwrap_or(0.0));
+        line += &format!(
+            "{n:.3} % per Gb/s ({:.4} cores per Gb/s); ",
+            c.cores_per_gbps.unwrap_or(0.0)
+        );
     }
     line += &match &c.bound_by {
         Some(b) => format!("bound by {b}"),
         None => "bound by nothing (below every limit)".into(),
     };
     if let Some(l) = c.leak_pct {
-        line += &format!("; leak across the boundary {l:.2} % of host busy{}", if l < 2.0 { "" } else { " (OVER 2 %)" });
+        line += &format!(
+            "; leak across the boundary {l:.2} % of host busy{}",
+            if l < 2.0 { "" } else { " (OVER 2 %)" }
+        );
     }
     crate::outln!("{line}");
     if c.host_steal_pct > crate::report::table::STEAL_WARN {
@@ -258,22 +355,42 @@ pub fn print_cpu(c: &CpuReport) {
         );
     }
     if let Some(d) = &c.service_demand_us_per_kb {
-        crate::outln!("  service demand µs/KB: host {:.3}  send side {:.3}  receive side {:.3}", d.host, d.send, d.recv);
+        crate::outln!(
+            "  service demand µs/KB: host {:.3}  send side {:.3}  receive side {:.3}",
+            d.host,
+            d.send,
+            d.recv
+        );
     }
     if let Some(d) = &c.service_demand_us_per_tran {
-        crate::outln!("  service demand µs/transaction: host {:.2}  initiator {:.2}  server {:.2}", d.host, d.send, d.recv);
+        crate::outln!(
+            "  service demand µs/transaction: host {:.2}  initiator {:.2}  server {:.2}",
+            d.host,
+            d.send,
+            d.recv
+        );
     }
     for side in [crate::meter::Side::Host, crate::meter::Side::Client] {
-        let mine: Vec<&crate::meter::report::PartCpu> = c.parts.iter().filter(|p| p.side == side).collect();
+        let mine: Vec<&crate::meter::report::PartCpu> =
+            c.parts.iter().filter(|p| p.side == side).collect();
         let is_guest = |n: &str| n.parse::<Role>().is_ok_and(|r| r.is_guest());
-        let guests: Vec<&&crate::meter::report::PartCpu> = mine.iter().filter(|p| is_guest(&p.name)).collect();
+        let guests: Vec<&&crate::meter::report::PartCpu> =
+            mine.iter().filter(|p| is_guest(&p.name)).collect();
         // Many guests fold into one line: their sum, and the busiest.
         let fold = guests.len() > 8;
         let mut parts: Vec<String> = Vec::new();
         if fold {
             let sum: f64 = guests.iter().map(|p| p.busy_pct).sum();
-            let top = guests.iter().max_by(|a, b| a.busy_pct.total_cmp(&b.busy_pct)).unwrap();
-            parts.push(format!("{} guests {sum:.2} % (busiest {} {:.2} %)", guests.len(), top.name, top.busy_pct));
+            let top = guests
+                .iter()
+                .max_by(|a, b| a.busy_pct.total_cmp(&b.busy_pct))
+                .unwrap();
+            parts.push(format!(
+                "{} guests {sum:.2} % (busiest {} {:.2} %)",
+                guests.len(),
+                top.name,
+                top.busy_pct
+            ));
         }
         parts.extend(
             mine.iter()
@@ -281,18 +398,41 @@ pub fn print_cpu(c: &CpuReport) {
                 .map(|p| format!("{} {:.2} %", p.name, p.busy_pct)),
         );
         if !parts.is_empty() {
-            crate::outln!("  {} parts: {}", if side == crate::meter::Side::Host { "host" } else { "client" }, parts.join(", "));
+            crate::outln!(
+                "  {} parts: {}",
+                if side == crate::meter::Side::Host {
+                    "host"
+                } else {
+                    "client"
+                },
+                parts.join(", ")
+            );
         }
     }
-    let net: Vec<String> = ["NET_RX", "NET_TX"].iter().filter_map(|k| c.softirq_per_s.get(*k).map(|v| format!("{k} {v:.0}/s"))).collect();
-    crate::outln!("  softirqs {}; interrupts {:.0}/s", net.join(", "), c.interrupts_per_s);
+    let net: Vec<String> = ["NET_RX", "NET_TX"]
+        .iter()
+        .filter_map(|k| c.softirq_per_s.get(*k).map(|v| format!("{k} {v:.0}/s")))
+        .collect();
+    crate::outln!(
+        "  softirqs {}; interrupts {:.0}/s",
+        net.join(", "),
+        c.interrupts_per_s
+    );
     match &c.counters {
         crate::meter::report::HwCounters::Missing(s) => crate::outln!("  hardware counters: {s}"),
         crate::meter::report::HwCounters::Read(r) => {
-            crate::outln!("  hardware counters: host {} cycles, {} instructions", r.host.cycles, r.host.instructions)
+            crate::outln!(
+                "  hardware counters: host {} cycles, {} instructions",
+                r.host.cycles,
+                r.host.instructions
+            )
         }
     }
-    crate::outln!("  meter: {:.2} % of one core at {} Hz", c.meter.own_cpu_pct_of_core, c.meter.hz);
+    crate::outln!(
+        "  meter: {:.2} % of one core at {} Hz",
+        c.meter.own_cpu_pct_of_core,
+        c.meter.hz
+    );
 }
 
 fn resolve_host(h: &str) -> Result<IpAddr, String> {
@@ -312,14 +452,21 @@ fn check_allowed(ip: IpAddr) -> Result<(), String> {
     if ip.is_loopback() {
         return Ok(());
     }
-    let in_lab = state::labs().iter().filter_map(|l| state::load(l).ok()).any(|r| match ip {
-        IpAddr::V4(v4) => {
-            let n = r.topology.subnet;
-            let mask = if n.len == 0 { 0 } else { u32::MAX << (32 - n.len) };
-            u32::from(v4) & mask == u32::from(n.base) & mask
-        }
-        _ => false,
-    });
+    let in_lab = state::labs()
+        .iter()
+        .filter_map(|l| state::load(l).ok())
+        .any(|r| match ip {
+            IpAddr::V4(v4) => {
+                let n = r.topology.subnet;
+                let mask = if n.len == 0 {
+                    0
+                } else {
+                    u32::MAX << (32 - n.len)
+                };
+                u32::from(v4) & mask == u32::from(n.base) & mask
+            }
+            _ => false,
+        });
     if in_lab {
         Ok(())
     } else {
@@ -331,16 +478,31 @@ pub fn print_result(r: &TestResult) {
     if r.transfer.is_some() && !r.intervals.is_empty() || r.transfer.is_none() {
         crate::outln!(
             "{} {} → {}: {} B messages, {} stream(s), {:.1} s measured after a {:.1} s warm-up",
-            r.test, r.from, r.to, r.message_bytes, r.parallel, r.duration_s, r.warmup_s
+            r.test,
+            r.from,
+            r.to,
+            r.message_bytes,
+            r.parallel,
+            r.duration_s,
+            r.warmup_s
         );
     } else {
-        crate::outln!("{} {} → {}: {} B messages, {} stream(s), a fixed transfer", r.test, r.from, r.to, r.message_bytes, r.parallel);
+        crate::outln!(
+            "{} {} → {}: {} B messages, {} stream(s), a fixed transfer",
+            r.test,
+            r.from,
+            r.to,
+            r.message_bytes,
+            r.parallel
+        );
     }
     match (&r.transactions_per_s, &r.latency_us) {
         (Some(tps), Some(l)) => {
             crate::outln!("  {:.0} transactions/s   latency µs: p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}", tps, l.p50, l.p90, l.p99, l.p999, l.max);
         }
-        (Some(tps), None) => crate::outln!("  {:.0} transactions/s (none completed in the window)", tps),
+        (Some(tps), None) => {
+            crate::outln!("  {:.0} transactions/s (none completed in the window)", tps)
+        }
         _ => {
             crate::outln!("  throughput {:.3} Gb/s", r.throughput_gbps);
             if r.per_source_gbps.len() > 1 {
@@ -358,7 +520,11 @@ pub fn print_result(r: &TestResult) {
                     if r.starved.len() > names.len() { ", …" } else { "" }
                 );
             }
-            let iv: Vec<String> = r.intervals.iter().map(|i| format!("{:.2}", i.gbps)).collect();
+            let iv: Vec<String> = r
+                .intervals
+                .iter()
+                .map(|i| format!("{:.2}", i.gbps))
+                .collect();
             if !iv.is_empty() {
                 crate::outln!("  per {:.1} s: {}", r.intervals[0].t, iv.join(" "));
             }
@@ -376,10 +542,18 @@ pub fn print_result(r: &TestResult) {
             (true, None) => "",
             (false, _) => ", MISMATCH",
         };
-        crate::outln!("  transfer: {} bytes sent, {} received{verdict}", t.bytes_sent, t.bytes_received);
+        crate::outln!(
+            "  transfer: {} bytes sent, {} received{verdict}",
+            t.bytes_sent,
+            t.bytes_received
+        );
     }
     if let Some(z) = &r.zerocopy {
-        crate::outln!("  MSG_ZEROCOPY: {} sends completed, {:.0} % copied by the kernel anyway", z.sends_completed, z.copied_pct);
+        crate::outln!(
+            "  MSG_ZEROCOPY: {} sends completed, {:.0} % copied by the kernel anyway",
+            z.sends_completed,
+            z.copied_pct
+        );
     }
 }
 
@@ -403,10 +577,18 @@ pub fn serve(a: ServeArgs) -> CmdResult {
     if let Some(t) = &a.token {
         input(crate::engine::serve::check_token(t))?;
     }
-    let token = a.token.clone().unwrap_or_else(crate::engine::serve::random_token);
-    running(crate::engine::serve::serve(SocketAddr::new(a.bind, a.port), &token, a.once, |addr| {
-        crate::errln!("vnetlab serve: listening on {addr}; token {token} (pass it to vnetlab test --token)");
-    }))
+    let token = a
+        .token
+        .clone()
+        .unwrap_or_else(crate::engine::serve::random_token);
+    running(crate::engine::serve::serve(
+        SocketAddr::new(a.bind, a.port),
+        &token,
+        a.once,
+        |addr| {
+            crate::errln!("vnetlab serve: listening on {addr}; token {token} (pass it to vnetlab test --token)");
+        },
+    ))
 }
 
 #[derive(Args)]
@@ -415,7 +597,12 @@ pub struct MeterArgs {
     #[arg(long)]
     lab: Option<String>,
     /// Seconds to measure
-    #[arg(short = 'l', long = "len", default_value_t = 5.0, allow_negative_numbers = true)]
+    #[arg(
+        short = 'l',
+        long = "len",
+        default_value_t = 5.0,
+        allow_negative_numbers = true
+    )]
     seconds: f64,
     #[arg(long)]
     json: bool,
@@ -424,11 +611,18 @@ pub struct MeterArgs {
 /// `vnetlab meter`: where the host's CPU goes over a window, with whatever runs in the lab.
 pub fn meter(a: MeterArgs) -> CmdResult {
     if !(0.2..=3600.0).contains(&a.seconds) {
-        return Err(Fail::Input(format!("-l {}: use 0.2 to 3600 seconds", a.seconds)));
+        return Err(Fail::Input(format!(
+            "-l {}: use 0.2 to 3600 seconds",
+            a.seconds
+        )));
     }
     let lab = input(state::resolve(a.lab.as_deref()))?;
     let rec = input(state::load(&lab))?;
-    let target = Target::Lab { rec: Box::new(rec), from: Senders::One(Role::Host), to: Role::Client };
+    let target = Target::Lab {
+        rec: Box::new(rec),
+        from: Senders::One(Role::Host),
+        to: Role::Client,
+    };
     measure::place_driver(target.cpus());
     let m = Meter::start(running(target.setup())?);
     let start = std::time::Instant::now() + std::time::Duration::from_millis(100);
@@ -443,7 +637,15 @@ pub fn meter(a: MeterArgs) -> CmdResult {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let data = m.stop();
-    let c = running(report::build(&data, &report::Traffic { gbps: None, transactions_per_s: None, send_parts: &[], recv_parts: &[] }))?;
+    let c = running(report::build(
+        &data,
+        &report::Traffic {
+            gbps: None,
+            transactions_per_s: None,
+            send_parts: &[],
+            recv_parts: &[],
+        },
+    ))?;
     if a.json {
         print_json(&serde_json::json!({ "lab": lab, "cpu": c }));
     } else {

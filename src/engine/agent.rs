@@ -17,12 +17,32 @@ use crate::vocab::TestKind;
 const ACCEPT_TIMEOUT: Duration = Duration::from_secs(10);
 
 enum Prepared {
-    TcpServer { spec: Spec, acceptor: JoinHandle<Result<Vec<(u32, TcpStream)>, String>> },
-    CrrServer { spec: Spec, listener: TcpListener, first_id: u32 },
-    UdpServer { spec: Spec, sockets: Vec<(u32, UdpSocket)> },
-    TcpClient { spec: Spec, conns: Vec<(u32, TcpStream)> },
-    CrrClient { spec: Spec, to: SocketAddr, first_id: u32 },
-    UdpClient { spec: Spec, sockets: Vec<(u32, UdpSocket)> },
+    TcpServer {
+        spec: Spec,
+        acceptor: JoinHandle<Result<Vec<(u32, TcpStream)>, String>>,
+    },
+    CrrServer {
+        spec: Spec,
+        listener: TcpListener,
+        first_id: u32,
+    },
+    UdpServer {
+        spec: Spec,
+        sockets: Vec<(u32, UdpSocket)>,
+    },
+    TcpClient {
+        spec: Spec,
+        conns: Vec<(u32, TcpStream)>,
+    },
+    CrrClient {
+        spec: Spec,
+        to: SocketAddr,
+        first_id: u32,
+    },
+    UdpClient {
+        spec: Spec,
+        sockets: Vec<(u32, UdpSocket)>,
+    },
 }
 
 pub struct Agent {
@@ -45,15 +65,39 @@ pub enum SessionEnd {
 
 /// Serves one control channel until it closes or says quit. With a token, the first line must
 /// be a matching hello. Every line is read within `MAX_REQUEST` bytes.
-pub fn session(mut input: impl BufRead, mut out: impl Write, token: Option<&str>) -> Result<SessionEnd, String> {
-    let max_prepared = if token.is_some() { MAX_PREPARED } else { usize::MAX };
-    let mut agent = Agent { prepared: Vec::new(), max_prepared };
+pub fn session(
+    mut input: impl BufRead,
+    mut out: impl Write,
+    token: Option<&str>,
+) -> Result<SessionEnd, String> {
+    let max_prepared = if token.is_some() {
+        MAX_PREPARED
+    } else {
+        usize::MAX
+    };
+    let mut agent = Agent {
+        prepared: Vec::new(),
+        max_prepared,
+    };
     if let Some(tok) = token {
-        let first = proto::read_line(&mut input, proto::MAX_REQUEST).ok().flatten().unwrap_or_default();
+        let first = proto::read_line(&mut input, proto::MAX_REQUEST)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
         match serde_json::from_str::<Request>(&first) {
-            Ok(Request::Hello { token }) if !tok.is_empty() && constant_time_eq(token.as_bytes(), tok.as_bytes()) => send(&mut out, &Reply::Ok)?,
+            Ok(Request::Hello { token })
+                if !tok.is_empty() && constant_time_eq(token.as_bytes(), tok.as_bytes()) =>
+            {
+                send(&mut out, &Reply::Ok)?
+            }
             _ => {
-                let _ = send(&mut out, &Reply::Error { error: "wrong token: pass the token `vnetlab serve` printed with --token".into() });
+                let _ = send(
+                    &mut out,
+                    &Reply::Error {
+                        error: "wrong token: pass the token `vnetlab serve` printed with --token"
+                            .into(),
+                    },
+                );
                 return Ok(SessionEnd::Refused);
             }
         }
@@ -63,7 +107,12 @@ pub fn session(mut input: impl BufRead, mut out: impl Write, token: Option<&str>
             Ok(Some(l)) => l,
             Ok(None) => return Ok(SessionEnd::Done),
             Err(e) => {
-                let _ = send(&mut out, &Reply::Error { error: format!("control channel: {e}") });
+                let _ = send(
+                    &mut out,
+                    &Reply::Error {
+                        error: format!("control channel: {e}"),
+                    },
+                );
                 return Err(format!("control channel: {e}"));
             }
         };
@@ -73,7 +122,9 @@ pub fn session(mut input: impl BufRead, mut out: impl Write, token: Option<&str>
         let reply = match serde_json::from_str::<Request>(&line) {
             Ok(Request::Quit) => return Ok(SessionEnd::Done),
             Ok(req) => agent.handle(req),
-            Err(e) => Reply::Error { error: format!("bad request: {}", crate::text::clip(&e.to_string())) },
+            Err(e) => Reply::Error {
+                error: format!("bad request: {}", crate::text::clip(&e.to_string())),
+            },
         };
         send(&mut out, &reply)?;
     }
@@ -86,17 +137,29 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 fn send(out: &mut impl Write, r: &Reply) -> Result<(), String> {
     let mut s = serde_json::to_string(r).unwrap();
     s.push('\n');
-    out.write_all(s.as_bytes()).and_then(|_| out.flush()).map_err(|e| format!("control channel: {e}"))
+    out.write_all(s.as_bytes())
+        .and_then(|_| out.flush())
+        .map_err(|e| format!("control channel: {e}"))
 }
 
 impl Agent {
     pub fn handle(&mut self, req: Request) -> Reply {
-        if matches!(req, Request::Listen { .. } | Request::Connect { .. }) && self.prepared.len() >= self.max_prepared {
-            return Reply::Error { error: format!("at most {} listens and connects per run", self.max_prepared) };
+        if matches!(req, Request::Listen { .. } | Request::Connect { .. })
+            && self.prepared.len() >= self.max_prepared
+        {
+            return Reply::Error {
+                error: format!("at most {} listens and connects per run", self.max_prepared),
+            };
         }
         let r = match req {
             Request::Hello { .. } => Ok(Reply::Ok),
-            Request::Listen { spec, bind, ports, streams, first_id } => self.listen(spec, bind, ports, streams, first_id),
+            Request::Listen {
+                spec,
+                bind,
+                ports,
+                streams,
+                first_id,
+            } => self.listen(spec, bind, ports, streams, first_id),
             Request::Connect { spec, to, first_id } => self.connect(spec, to, first_id),
             Request::Run => Ok(Reply::Report { report: self.run() }),
             Request::Quit => Ok(Reply::Ok),
@@ -104,10 +167,20 @@ impl Agent {
         r.unwrap_or_else(|error| Reply::Error { error })
     }
 
-    fn listen(&mut self, spec: Spec, bind: std::net::IpAddr, ports: Option<[u16; 2]>, streams: u32, first_id: u32) -> Result<Reply, String> {
+    fn listen(
+        &mut self,
+        spec: Spec,
+        bind: std::net::IpAddr,
+        ports: Option<[u16; 2]>,
+        streams: u32,
+        first_id: u32,
+    ) -> Result<Reply, String> {
         spec.validate()?;
         if streams != spec.parallel {
-            return Err(format!("listen for {streams} streams with -P {}: they must match", spec.parallel));
+            return Err(format!(
+                "listen for {streams} streams with -P {}: they must match",
+                spec.parallel
+            ));
         }
         let buf = spec.remote_buf;
         match spec.test {
@@ -123,13 +196,20 @@ impl Agent {
                     got.push(port);
                     socks.push((first_id + k, s));
                 }
-                self.prepared.push(Prepared::UdpServer { spec, sockets: socks });
+                self.prepared.push(Prepared::UdpServer {
+                    spec,
+                    sockets: socks,
+                });
                 Ok(Reply::Listening { ports: got })
             }
             TestKind::TcpCrr => {
                 let (l, port) = sockets::tcp_listen(bind, ports, buf)?;
                 l.set_nonblocking(true).map_err(|e| e.to_string())?;
-                self.prepared.push(Prepared::CrrServer { spec, listener: l, first_id });
+                self.prepared.push(Prepared::CrrServer {
+                    spec,
+                    listener: l,
+                    first_id,
+                });
                 Ok(Reply::Listening { ports: vec![port] })
             }
             _ => {
@@ -145,27 +225,49 @@ impl Agent {
     fn connect(&mut self, spec: Spec, to: Vec<SocketAddr>, first_id: u32) -> Result<Reply, String> {
         spec.validate()?;
         if to.len() > spec.parallel as usize {
-            return Err(format!("{} addresses for -P {}: at most one per stream", to.len(), spec.parallel));
+            return Err(format!(
+                "{} addresses for -P {}: at most one per stream",
+                to.len(),
+                spec.parallel
+            ));
         }
         let n = spec.parallel;
-        let addr = |k: u32| to.get(k as usize).or(to.first()).copied().ok_or("no address to connect to");
+        let addr = |k: u32| {
+            to.get(k as usize)
+                .or(to.first())
+                .copied()
+                .ok_or("no address to connect to")
+        };
         match spec.test {
             TestKind::UdpStream | TestKind::UdpRr => {
                 let mut socks = Vec::new();
                 for k in 0..n {
-                    socks.push((first_id + k, sockets::udp_connect(addr(k)?, spec.local_buf)?));
+                    socks.push((
+                        first_id + k,
+                        sockets::udp_connect(addr(k)?, spec.local_buf)?,
+                    ));
                 }
-                self.prepared.push(Prepared::UdpClient { spec, sockets: socks });
+                self.prepared.push(Prepared::UdpClient {
+                    spec,
+                    sockets: socks,
+                });
             }
             TestKind::TcpCrr => {
                 let to = addr(0)?;
-                self.prepared.push(Prepared::CrrClient { spec, to, first_id });
+                self.prepared
+                    .push(Prepared::CrrClient { spec, to, first_id });
             }
             _ => {
                 let mut conns = Vec::new();
                 for k in 0..n {
-                    let mut s = sockets::tcp_connect(addr(k)?, spec.local_buf, spec.nodelay, spec.zerocopy && spec.test.initiator_sends())?;
-                    s.write_all(&proto::preamble(first_id + k)).map_err(|e| e.to_string())?;
+                    let mut s = sockets::tcp_connect(
+                        addr(k)?,
+                        spec.local_buf,
+                        spec.nodelay,
+                        spec.zerocopy && spec.test.initiator_sends(),
+                    )?;
+                    s.write_all(&proto::preamble(first_id + k))
+                        .map_err(|e| e.to_string())?;
                     conns.push((first_id + k, s));
                 }
                 self.prepared.push(Prepared::TcpClient { spec, conns });
@@ -183,17 +285,25 @@ impl Agent {
         for prep in self.prepared.drain(..) {
             match prep {
                 Prepared::TcpServer { spec, acceptor } => {
-                    let conns = match acceptor.join().unwrap_or_else(|_| Err("acceptor panicked".into())) {
+                    let conns = match acceptor
+                        .join()
+                        .unwrap_or_else(|_| Err("acceptor panicked".into()))
+                    {
                         Ok(c) => c,
                         Err(e) => {
                             report.errors.push(e);
                             continue;
                         }
                     };
-                    let clock = Clock { t0, warmup: spec.warmup, duration: spec.duration };
+                    let clock = Clock {
+                        t0,
+                        warmup: spec.warmup,
+                        duration: spec.duration,
+                    };
                     for (id, s) in conns {
                         let spec = spec.clone();
-                        let sample = spec.test == TestKind::TcpStream && std::mem::take(&mut first_receiver);
+                        let sample =
+                            spec.test == TestKind::TcpStream && std::mem::take(&mut first_receiver);
                         handles.push(std::thread::spawn(move || match spec.test {
                             TestKind::TcpStream => flows::tcp_recv(s, id, &spec, clock, sample),
                             TestKind::TcpMaerts => flows::tcp_send(s, id, &spec, clock),
@@ -201,16 +311,30 @@ impl Agent {
                         }));
                     }
                 }
-                Prepared::CrrServer { spec, listener, first_id } => {
-                    let clock = Clock { t0, warmup: spec.warmup, duration: spec.duration };
+                Prepared::CrrServer {
+                    spec,
+                    listener,
+                    first_id,
+                } => {
+                    let clock = Clock {
+                        t0,
+                        warmup: spec.warmup,
+                        duration: spec.duration,
+                    };
                     let l = std::sync::Arc::new(listener);
                     for k in 0..spec.parallel.clamp(1, 8) {
                         let (spec, l) = (spec.clone(), l.clone());
-                        handles.push(std::thread::spawn(move || flows::tcp_crr_respond(&l, first_id + k, &spec, clock)));
+                        handles.push(std::thread::spawn(move || {
+                            flows::tcp_crr_respond(&l, first_id + k, &spec, clock)
+                        }));
                     }
                 }
                 Prepared::UdpServer { spec, sockets } => {
-                    let clock = Clock { t0, warmup: spec.warmup, duration: spec.duration };
+                    let clock = Clock {
+                        t0,
+                        warmup: spec.warmup,
+                        duration: spec.duration,
+                    };
                     for (id, s) in sockets {
                         let spec = spec.clone();
                         handles.push(std::thread::spawn(move || match spec.test {
@@ -220,10 +344,15 @@ impl Agent {
                     }
                 }
                 Prepared::TcpClient { spec, conns } => {
-                    let clock = Clock { t0, warmup: spec.warmup, duration: spec.duration };
+                    let clock = Clock {
+                        t0,
+                        warmup: spec.warmup,
+                        duration: spec.duration,
+                    };
                     for (id, s) in conns {
                         let spec = spec.clone();
-                        let sample = spec.test == TestKind::TcpMaerts && std::mem::take(&mut first_receiver);
+                        let sample =
+                            spec.test == TestKind::TcpMaerts && std::mem::take(&mut first_receiver);
                         handles.push(std::thread::spawn(move || match spec.test {
                             TestKind::TcpStream => flows::tcp_send(s, id, &spec, clock),
                             TestKind::TcpMaerts => flows::tcp_recv(s, id, &spec, clock, sample),
@@ -232,14 +361,24 @@ impl Agent {
                     }
                 }
                 Prepared::CrrClient { spec, to, first_id } => {
-                    let clock = Clock { t0, warmup: spec.warmup, duration: spec.duration };
+                    let clock = Clock {
+                        t0,
+                        warmup: spec.warmup,
+                        duration: spec.duration,
+                    };
                     for k in 0..spec.parallel {
                         let spec = spec.clone();
-                        handles.push(std::thread::spawn(move || flows::tcp_crr_initiate(to, first_id + k, &spec, clock)));
+                        handles.push(std::thread::spawn(move || {
+                            flows::tcp_crr_initiate(to, first_id + k, &spec, clock)
+                        }));
                     }
                 }
                 Prepared::UdpClient { spec, sockets } => {
-                    let clock = Clock { t0, warmup: spec.warmup, duration: spec.duration };
+                    let clock = Clock {
+                        t0,
+                        warmup: spec.warmup,
+                        duration: spec.duration,
+                    };
                     for (id, s) in sockets {
                         let spec = spec.clone();
                         handles.push(std::thread::spawn(move || match spec.test {
@@ -253,7 +392,10 @@ impl Agent {
         let mut bucket_sets = Vec::new();
         let mut hist: Option<hdrhistogram::Histogram<u64>> = None;
         for h in handles {
-            let p = h.join().unwrap_or_else(|_| Piece { error: Some("a stream thread panicked".into()), ..Default::default() });
+            let p = h.join().unwrap_or_else(|_| Piece {
+                error: Some("a stream thread panicked".into()),
+                ..Default::default()
+            });
             if let Some(e) = p.error {
                 report.errors.push(e);
             }
@@ -275,7 +417,10 @@ impl Agent {
         }
         report.buckets = intervals::sum(&bucket_sets);
         if let Some(h) = hist {
-            report.latency_ns = h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
+            report.latency_ns = h
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect();
         }
         report.streams.sort_by_key(|s| s.id);
         report
@@ -302,7 +447,11 @@ fn accept_streams(l: TcpListener, n: u32, nodelay: bool) -> Result<Vec<(u32, Tcp
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if start.elapsed() > ACCEPT_TIMEOUT {
-                    return Err(format!("only {} of {n} data connections arrived within {}s", out.len(), ACCEPT_TIMEOUT.as_secs()));
+                    return Err(format!(
+                        "only {} of {n} data connections arrived within {}s",
+                        out.len(),
+                        ACCEPT_TIMEOUT.as_secs()
+                    ));
                 }
                 std::thread::sleep(Duration::from_millis(1));
             }

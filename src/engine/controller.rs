@@ -13,8 +13,8 @@ use std::time::Duration;
 use super::intervals::{self, Interval};
 use super::proto::{Reply, Request, SideReport};
 use super::spec::Spec;
-use crate::vocab::TestKind;
 use super::tcpinfo::TcpSample;
+use crate::vocab::TestKind;
 
 const SETUP_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -52,7 +52,12 @@ impl AgentConn {
             let _ = super::agent::session(BufReader::new(b), b2, None);
         });
         let rx = reader_thread(name.into(), a.try_clone().map_err(|e| e.to_string())?);
-        Ok(AgentConn { name: name.into(), tx: Box::new(a), rx, child: None })
+        Ok(AgentConn {
+            name: name.into(),
+            tx: Box::new(a),
+            rx,
+            child: None,
+        })
     }
 
     /// An agent started as a child (e.g. inside a lab namespace), speaking on its stdin/stdout.
@@ -69,17 +74,33 @@ impl AgentConn {
             .map_err(|e| format!("cannot start the agent in {name}: {e}"))?;
         let rx = reader_thread(name.into(), child.stdout.take().unwrap());
         let tx = Box::new(child.stdin.take().unwrap());
-        Ok(AgentConn { name: name.into(), tx, rx, child: Some(child) })
+        Ok(AgentConn {
+            name: name.into(),
+            tx,
+            rx,
+            child: Some(child),
+        })
     }
 
     /// An agent reached over TCP (`vnetlab serve`), authenticated with its token.
     pub fn tcp(name: &str, addr: SocketAddr, token: &str) -> Result<AgentConn, String> {
-        let s = TcpStream::connect_timeout(&addr, Duration::from_secs(3))
-            .map_err(|e| format!("cannot reach vnetlab serve at {addr}: {e} (is it running there?)"))?;
+        let s = TcpStream::connect_timeout(&addr, Duration::from_secs(3)).map_err(|e| {
+            format!("cannot reach vnetlab serve at {addr}: {e} (is it running there?)")
+        })?;
         s.set_nodelay(true).ok();
         let rx = reader_thread(name.into(), s.try_clone().map_err(|e| e.to_string())?);
-        let mut a = AgentConn { name: name.into(), tx: Box::new(s), rx, child: None };
-        a.call(&Request::Hello { token: token.into() }, SETUP_TIMEOUT)?;
+        let mut a = AgentConn {
+            name: name.into(),
+            tx: Box::new(s),
+            rx,
+            child: None,
+        };
+        a.call(
+            &Request::Hello {
+                token: token.into(),
+            },
+            SETUP_TIMEOUT,
+        )?;
         Ok(a)
     }
 
@@ -112,8 +133,14 @@ impl AgentConn {
                 Ok(r) => Ok(r),
                 Err(e) => Err(format!("{}: unreadable reply ({e})", self.name)),
             },
-            Err(RecvTimeoutError::Timeout) => Err(format!("the agent in {} did not answer within {}s", self.name, timeout.as_secs())),
-            Err(RecvTimeoutError::Disconnected) => Err(format!("the agent in {} died mid-test", self.name)),
+            Err(RecvTimeoutError::Timeout) => Err(format!(
+                "the agent in {} did not answer within {}s",
+                self.name,
+                timeout.as_secs()
+            )),
+            Err(RecvTimeoutError::Disconnected) => {
+                Err(format!("the agent in {} died mid-test", self.name))
+            }
         }
     }
 
@@ -131,7 +158,11 @@ impl Drop for AgentConn {
         let _ = self.send(&Request::Quit);
         if let Some(c) = &mut self.child {
             // A second Ctrl-C skips the wait.
-            let waits = if crate::sys::signals::signals() >= 2 { 0 } else { 100 };
+            let waits = if crate::sys::signals::signals() >= 2 {
+                0
+            } else {
+                100
+            };
             for _ in 0..waits {
                 if let Ok(Some(_)) = c.try_wait() {
                     return;
@@ -233,7 +264,12 @@ const IDS_PER_PAIR: u32 = 1000;
 
 /// Runs one test over the pairs and returns the combined result. `on_start` is called with the
 /// instant every agent was told to run (the meter's window starts a warm-up after it).
-pub fn run(spec: &Spec, agents: &mut [AgentConn], pairs: &[Pair], on_start: &mut dyn FnMut(std::time::Instant)) -> Result<TestResult, String> {
+pub fn run(
+    spec: &Spec,
+    agents: &mut [AgentConn],
+    pairs: &[Pair],
+    on_start: &mut dyn FnMut(std::time::Instant),
+) -> Result<TestResult, String> {
     spec.validate()?;
     if pairs.is_empty() {
         return Err("nothing to test: no pairs".into());
@@ -242,15 +278,36 @@ pub fn run(spec: &Spec, agents: &mut [AgentConn], pairs: &[Pair], on_start: &mut
     for (k, p) in pairs.iter().enumerate() {
         let first_id = k as u32 * IDS_PER_PAIR;
         let reply = agents[p.server].call(
-            &Request::Listen { spec: spec.clone(), bind: p.listen_on, ports: p.ports, streams: spec.parallel, first_id },
+            &Request::Listen {
+                spec: spec.clone(),
+                bind: p.listen_on,
+                ports: p.ports,
+                streams: spec.parallel,
+                first_id,
+            },
             SETUP_TIMEOUT,
         )?;
         let ports = match reply {
             Reply::Listening { ports } => ports,
-            other => return Err(format!("unexpected reply from {}: {other:?}", agents[p.server].name)),
+            other => {
+                return Err(format!(
+                    "unexpected reply from {}: {other:?}",
+                    agents[p.server].name
+                ))
+            }
         };
-        let to: Vec<SocketAddr> = ports.iter().map(|&port| SocketAddr::new(p.connect_to, port)).collect();
-        agents[p.initiator].call(&Request::Connect { spec: spec.clone(), to, first_id }, SETUP_TIMEOUT)?;
+        let to: Vec<SocketAddr> = ports
+            .iter()
+            .map(|&port| SocketAddr::new(p.connect_to, port))
+            .collect();
+        agents[p.initiator].call(
+            &Request::Connect {
+                spec: spec.clone(),
+                to,
+                first_id,
+            },
+            SETUP_TIMEOUT,
+        )?;
     }
     // 2. Start every agent at once: servers first, then initiators.
     let mut order: Vec<usize> = Vec::new();
@@ -269,12 +326,19 @@ pub fn run(spec: &Spec, agents: &mut [AgentConn], pairs: &[Pair], on_start: &mut
         agents[i].send(&Request::Run)?;
     }
     on_start(started);
-    let wait = Duration::from_secs_f64(spec.warmup + spec.duration + super::flows::GRACE_S + super::flows::HARD_S + 10.0);
+    let wait = Duration::from_secs_f64(
+        spec.warmup + spec.duration + super::flows::GRACE_S + super::flows::HARD_S + 10.0,
+    );
     let mut reports: Vec<(usize, SideReport)> = Vec::new();
     for &i in &order {
         match agents[i].recv(wait)? {
             Reply::Report { report } => reports.push((i, report)),
-            other => return Err(format!("unexpected reply from {}: {other:?}", agents[i].name)),
+            other => {
+                return Err(format!(
+                    "unexpected reply from {}: {other:?}",
+                    agents[i].name
+                ))
+            }
         }
     }
     let errors: Vec<String> = reports
@@ -302,9 +366,11 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
     let secs = spec.duration;
     let mut streams = Vec::new();
     let mut bucket_sets = Vec::new();
-    let (mut sent_dgrams, mut recv_dgrams, mut retrans, mut transactions, mut lost) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let (mut sent_dgrams, mut recv_dgrams, mut retrans, mut transactions, mut lost) =
+        (0u64, 0u64, 0u64, 0u64, 0u64);
     let (mut zc_done, mut zc_copied) = (0u64, 0u64);
-    let mut hist = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
+    let mut hist =
+        hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
     let mut tcp_info = Vec::new();
     for (_, r) in reports {
         bucket_sets.push(r.buckets.clone());
@@ -320,8 +386,16 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
                 recv_dgrams += s.datagrams;
                 streams.push(StreamResult {
                     id: s.id,
-                    from: if spec.test.initiator_sends() { p.from.clone() } else { p.to.clone() },
-                    to: if spec.test.initiator_sends() { p.to.clone() } else { p.from.clone() },
+                    from: if spec.test.initiator_sends() {
+                        p.from.clone()
+                    } else {
+                        p.to.clone()
+                    },
+                    to: if spec.test.initiator_sends() {
+                        p.to.clone()
+                    } else {
+                        p.from.clone()
+                    },
                     gbps: intervals::gbps(s.window_bytes, secs),
                     bytes: s.window_bytes,
                 });
@@ -349,26 +423,51 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
     let starved: Vec<String> = if is_rr || spec.bytes.is_some() {
         vec![]
     } else {
-        per_source.iter().filter(|(_, g)| *g == 0.0).map(|(n, _)| n.clone()).collect()
+        per_source
+            .iter()
+            .filter(|(_, g)| *g == 0.0)
+            .map(|(n, _)| n.clone())
+            .collect()
     };
     let tps = is_rr.then(|| transactions as f64 / secs);
     let latency = (is_rr && !hist.is_empty()).then(|| {
         let us = |q: f64| hist.value_at_quantile(q) as f64 / 1e3;
-        Latency { p50: us(0.5), p90: us(0.9), p99: us(0.99), p999: us(0.999), max: hist.max() as f64 / 1e3, mean: hist.mean() / 1e3 }
+        Latency {
+            p50: us(0.5),
+            p90: us(0.9),
+            p99: us(0.99),
+            p999: us(0.999),
+            max: hist.max() as f64 / 1e3,
+            mean: hist.mean() / 1e3,
+        }
     });
     let throughput = if is_rr {
         tps.unwrap_or(0.0) * (spec.req + spec.resp) as f64 * 8.0 / 1e9
     } else if spec.bytes.is_some() {
         // A fixed transfer: all bytes over the receivers' time from first byte to end.
-        let all: u64 = reports.iter().flat_map(|(_, r)| r.streams.iter()).filter(|s| s.receiver).map(|s| s.total_bytes).sum();
-        let active = reports.iter().flat_map(|(_, r)| r.streams.iter()).filter(|s| s.receiver).map(|s| s.active_s).fold(0.0, f64::max);
+        let all: u64 = reports
+            .iter()
+            .flat_map(|(_, r)| r.streams.iter())
+            .filter(|s| s.receiver)
+            .map(|s| s.total_bytes)
+            .sum();
+        let active = reports
+            .iter()
+            .flat_map(|(_, r)| r.streams.iter())
+            .filter(|s| s.receiver)
+            .map(|s| s.active_s)
+            .fold(0.0, f64::max);
         intervals::gbps(all, active)
     } else {
         intervals::gbps(total_bytes, secs)
     };
     let udp_loss = match spec.test {
-        TestKind::UdpStream if sent_dgrams > 0 => Some(100.0 * sent_dgrams.saturating_sub(recv_dgrams) as f64 / sent_dgrams as f64),
-        TestKind::UdpRr if transactions + lost > 0 => Some(100.0 * lost as f64 / (transactions + lost) as f64),
+        TestKind::UdpStream if sent_dgrams > 0 => {
+            Some(100.0 * sent_dgrams.saturating_sub(recv_dgrams) as f64 / sent_dgrams as f64)
+        }
+        TestKind::UdpRr if transactions + lost > 0 => {
+            Some(100.0 * lost as f64 / (transactions + lost) as f64)
+        }
         _ => None,
     };
     TestResult {
@@ -382,7 +481,11 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
         throughput_gbps: throughput,
         streams,
         per_source_gbps: per_source.into_iter().collect(),
-        intervals: if is_rr || spec.bytes.is_some() { vec![] } else { intervals::fold(&intervals::sum(&bucket_sets), spec.interval) },
+        intervals: if is_rr || spec.bytes.is_some() {
+            vec![]
+        } else {
+            intervals::fold(&intervals::sum(&bucket_sets), spec.interval)
+        },
         transactions_per_s: tps,
         latency_us: latency,
         udp_loss_pct: udp_loss,
@@ -392,7 +495,11 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
         starved,
         zerocopy: spec.zerocopy.then(|| ZeroCopy {
             sends_completed: zc_done,
-            copied_pct: if zc_done > 0 { 100.0 * zc_copied as f64 / zc_done as f64 } else { 0.0 },
+            copied_pct: if zc_done > 0 {
+                100.0 * zc_copied as f64 / zc_done as f64
+            } else {
+                0.0
+            },
         }),
     }
 }
@@ -414,13 +521,22 @@ fn transfer(reports: &[(usize, SideReport)]) -> Transfer {
     for (_, r) in reports {
         for s in &r.streams {
             let v = (s.id, s.total_bytes, s.sha256.clone());
-            if s.receiver { got.push(v) } else { sent.push(v) }
+            if s.receiver {
+                got.push(v)
+            } else {
+                sent.push(v)
+            }
         }
     }
     sent.sort_by_key(|v| v.0);
     got.sort_by_key(|v| v.0);
     let total = |v: &[(u32, u64, Option<String>)]| v.iter().map(|x| x.1).sum::<u64>();
-    let hashes = |v: &[(u32, u64, Option<String>)]| v.iter().map(|x| x.2.clone().unwrap_or_default()).collect::<Vec<_>>().join(",");
+    let hashes = |v: &[(u32, u64, Option<String>)]| {
+        v.iter()
+            .map(|x| x.2.clone().unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     let (hs, hr) = (hashes(&sent), hashes(&got));
     let verified = sent.iter().all(|x| x.2.is_some());
     let same_bytes = total(&sent) == total(&got);
@@ -439,19 +555,39 @@ mod tests {
     use crate::engine::proto::StreamReport;
 
     fn pair(k: &str) -> Pair {
-        Pair { initiator: 1, server: 0, listen_on: [127, 0, 0, 1].into(), connect_to: [127, 0, 0, 1].into(), ports: None, from: k.into(), to: "client".into() }
+        Pair {
+            initiator: 1,
+            server: 0,
+            listen_on: [127, 0, 0, 1].into(),
+            connect_to: [127, 0, 0, 1].into(),
+            ports: None,
+            from: k.into(),
+            to: "client".into(),
+        }
     }
 
     #[test]
     fn latency_histograms_from_several_agents_merge_into_percentiles() {
         // Two initiators: one saw 900 transactions at 10 µs, the other 100 at 1 ms.
-        let spec = Spec { test: TestKind::TcpRr, duration: 1.0, ..Default::default() };
+        let spec = Spec {
+            test: TestKind::TcpRr,
+            duration: 1.0,
+            ..Default::default()
+        };
         let rep = |id: u32, ns: u64, n: u64| SideReport {
-            streams: vec![StreamReport { id, transactions: n, ..Default::default() }],
+            streams: vec![StreamReport {
+                id,
+                transactions: n,
+                ..Default::default()
+            }],
             latency_ns: vec![(ns, n)],
             ..Default::default()
         };
-        let r = combine(&spec, &[pair("g1"), pair("g2")], &[(1, rep(0, 10_000, 900)), (2, rep(1000, 1_000_000, 100))]);
+        let r = combine(
+            &spec,
+            &[pair("g1"), pair("g2")],
+            &[(1, rep(0, 10_000, 900)), (2, rep(1000, 1_000_000, 100))],
+        );
         assert_eq!(r.transactions_per_s, Some(1000.0));
         let l = r.latency_us.unwrap();
         assert!((l.p50 - 10.0).abs() < 0.1, "{l:?}");
@@ -464,16 +600,36 @@ mod tests {
 
     #[test]
     fn streams_count_at_the_receiver_per_source() {
-        let spec = Spec { duration: 2.0, ..Default::default() };
+        let spec = Spec {
+            duration: 2.0,
+            ..Default::default()
+        };
         let recv = SideReport {
             streams: vec![
-                StreamReport { id: 0, receiver: true, window_bytes: 250_000_000, ..Default::default() },
-                StreamReport { id: 1000, receiver: true, window_bytes: 500_000_000, ..Default::default() },
+                StreamReport {
+                    id: 0,
+                    receiver: true,
+                    window_bytes: 250_000_000,
+                    ..Default::default()
+                },
+                StreamReport {
+                    id: 1000,
+                    receiver: true,
+                    window_bytes: 500_000_000,
+                    ..Default::default()
+                },
             ],
             buckets: vec![3_750_000; 200],
             ..Default::default()
         };
-        let send = SideReport { streams: vec![StreamReport { id: 0, retrans: 3, ..Default::default() }], ..Default::default() };
+        let send = SideReport {
+            streams: vec![StreamReport {
+                id: 0,
+                retrans: 3,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
         let r = combine(&spec, &[pair("g1"), pair("g2")], &[(0, recv), (1, send)]);
         assert!((r.throughput_gbps - 3.0).abs() < 1e-9);
         assert_eq!(r.per_source_gbps["g1"], 1.0);

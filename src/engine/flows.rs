@@ -58,7 +58,10 @@ fn hist() -> Histogram<u64> {
 }
 
 fn timed_out(e: &std::io::Error) -> bool {
-    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted)
+    matches!(
+        e.kind(),
+        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+    )
 }
 
 // ---------------- bulk streams ----------------
@@ -83,7 +86,13 @@ fn hex(d: &[u8]) -> String {
 
 pub fn tcp_send(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
     use sha2::Digest;
-    let mut p = Piece { report: StreamReport { id, ..Default::default() }, ..Default::default() };
+    let mut p = Piece {
+        report: StreamReport {
+            id,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
     let pat = (spec.verify || spec.bytes.is_some()).then(pattern);
     let mut hasher = spec.verify.then(sha2::Sha256::new);
     let buf = vec![0x5au8; spec.msg];
@@ -142,9 +151,15 @@ pub fn tcp_send(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
     p.report.total_bytes = sent;
     p.report.sha256 = hasher.map(|h| hex(&h.finalize()));
     if spec.bytes.is_some_and(|b| sent < b) && p.error.is_none() {
-        p.error = Some(format!("stream {id}: only {sent} of {} bytes were sent within {:.0} s", spec.bytes.unwrap(), clock.send_end()));
+        p.error = Some(format!(
+            "stream {id}: only {sent} of {} bytes were sent within {:.0} s",
+            spec.bytes.unwrap(),
+            clock.send_end()
+        ));
     }
-    p.report.retrans = tcpinfo::read(fd).map(|i| i.total_retrans as u64).unwrap_or(0);
+    p.report.retrans = tcpinfo::read(fd)
+        .map(|i| i.total_retrans as u64)
+        .unwrap_or(0);
     // Wait for the receiver to finish reading (its EOF) so the retransmit count is final.
     s.set_read_timeout(Some(Duration::from_secs(2))).ok();
     let mut sink = [0u8; 64];
@@ -207,7 +222,8 @@ impl ZeroCopy {
             // SAFETY: the CMSG_* macros walk only the control bytes the kernel filled (msg_controllen); a header is read as sock_extended_err only when its length covers one.
             unsafe {
                 let mut c = libc::CMSG_FIRSTHDR(&msg);
-                let need = libc::CMSG_LEN(std::mem::size_of::<libc::sock_extended_err>() as u32) as usize;
+                let need =
+                    libc::CMSG_LEN(std::mem::size_of::<libc::sock_extended_err>() as u32) as usize;
                 while !c.is_null() {
                     if ((*c).cmsg_len as usize) < need {
                         c = libc::CMSG_NXTHDR(&msg, c);
@@ -231,7 +247,14 @@ impl ZeroCopy {
 
 pub fn tcp_recv(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock, sample: bool) -> Piece {
     use sha2::Digest;
-    let mut p = Piece { report: StreamReport { id, receiver: true, ..Default::default() }, ..Default::default() };
+    let mut p = Piece {
+        report: StreamReport {
+            id,
+            receiver: true,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
     let mut hasher = spec.verify.then(sha2::Sha256::new);
     let (mut first_at, mut last_at): (Option<f64>, f64) = (None, 0.0);
     let (first, last) = window(spec.warmup, spec.duration);
@@ -258,7 +281,12 @@ pub fn tcp_recv(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock, sample: bo
                 }
                 if sample && now >= next_sample && now < clock.window_end() {
                     if let Some(i) = tcpinfo::read(fd) {
-                        p.samples.push(TcpSample { t: now - clock.warmup, cwnd: i.cwnd, rcv_wnd: i.rcv_wnd, rtt_us: i.rtt_us });
+                        p.samples.push(TcpSample {
+                            t: now - clock.warmup,
+                            cwnd: i.cwnd,
+                            rcv_wnd: i.rcv_wnd,
+                            rtt_us: i.rtt_us,
+                        });
                     }
                     next_sample = now + 0.01;
                 }
@@ -281,7 +309,13 @@ pub fn tcp_recv(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock, sample: bo
 }
 
 pub fn udp_send(s: UdpSocket, id: u32, spec: &Spec, clock: Clock) -> Piece {
-    let mut p = Piece { report: StreamReport { id, ..Default::default() }, ..Default::default() };
+    let mut p = Piece {
+        report: StreamReport {
+            id,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
     let mut buf = vec![0x5au8; spec.msg];
     let pacer = spec.rate.map(|r| Pacer::new(r, spec.msg));
     s.set_write_timeout(Some(TICK)).ok();
@@ -315,7 +349,14 @@ pub fn udp_send(s: UdpSocket, id: u32, spec: &Spec, clock: Clock) -> Piece {
 }
 
 pub fn udp_recv(s: UdpSocket, id: u32, spec: &Spec, clock: Clock) -> Piece {
-    let mut p = Piece { report: StreamReport { id, receiver: true, ..Default::default() }, ..Default::default() };
+    let mut p = Piece {
+        report: StreamReport {
+            id,
+            receiver: true,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
     let (first, last) = window(spec.warmup, spec.duration);
     p.buckets = vec![0; last - first];
     s.set_read_timeout(Some(Duration::from_millis(20))).ok();
@@ -352,7 +393,12 @@ pub fn udp_recv(s: UdpSocket, id: u32, spec: &Spec, clock: Clock) -> Piece {
 
 /// Reads exactly `buf.len()` bytes, riding out read timeouts until `give_up` (seconds on the
 /// clock). Ok(false) means the peer closed before the first byte.
-fn read_full(s: &mut TcpStream, buf: &mut [u8], clock: &Clock, give_up: f64) -> std::io::Result<bool> {
+fn read_full(
+    s: &mut TcpStream,
+    buf: &mut [u8],
+    clock: &Clock,
+    give_up: f64,
+) -> std::io::Result<bool> {
     let mut got = 0;
     while got < buf.len() {
         match s.read(&mut buf[got..]) {
@@ -371,21 +417,34 @@ fn read_full(s: &mut TcpStream, buf: &mut [u8], clock: &Clock, give_up: f64) -> 
 }
 
 pub fn tcp_rr_initiate(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
-    let mut p = Piece { report: StreamReport { id, ..Default::default() }, hist: Some(hist()), ..Default::default() };
+    let mut p = Piece {
+        report: StreamReport {
+            id,
+            ..Default::default()
+        },
+        hist: Some(hist()),
+        ..Default::default()
+    };
     let req = vec![0x5au8; spec.req];
     let mut resp = vec![0u8; spec.resp];
     s.set_read_timeout(Some(TICK)).ok();
     while clock.now() < clock.window_end() {
         let t = Instant::now();
         let started = clock.now();
-        let r = s.write_all(&req).and_then(|_| read_full(&mut s, &mut resp, &clock, clock.hard_end()).map(|_| ()));
+        let r = s
+            .write_all(&req)
+            .and_then(|_| read_full(&mut s, &mut resp, &clock, clock.hard_end()).map(|_| ()));
         if let Err(e) = r {
             p.error = Some(format!("connection {id}: the server went away ({e})"));
             break;
         }
         if started >= clock.warmup {
             p.report.transactions += 1;
-            let _ = p.hist.as_mut().unwrap().record(t.elapsed().as_nanos().max(1) as u64);
+            let _ = p
+                .hist
+                .as_mut()
+                .unwrap()
+                .record(t.elapsed().as_nanos().max(1) as u64);
         }
     }
     let _ = s.shutdown(std::net::Shutdown::Write);
@@ -393,7 +452,13 @@ pub fn tcp_rr_initiate(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> 
 }
 
 pub fn tcp_rr_respond(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
-    let mut p = Piece { report: StreamReport { id, ..Default::default() }, ..Default::default() };
+    let mut p = Piece {
+        report: StreamReport {
+            id,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
     let mut req = vec![0u8; spec.req];
     let resp = vec![0xa5u8; spec.resp];
     s.set_read_timeout(Some(TICK)).ok();
@@ -416,25 +481,39 @@ pub fn tcp_rr_respond(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> P
 }
 
 pub fn tcp_crr_initiate(to: SocketAddr, id: u32, spec: &Spec, clock: Clock) -> Piece {
-    let mut p = Piece { report: StreamReport { id, ..Default::default() }, hist: Some(hist()), ..Default::default() };
+    let mut p = Piece {
+        report: StreamReport {
+            id,
+            ..Default::default()
+        },
+        hist: Some(hist()),
+        ..Default::default()
+    };
     let req = vec![0x5au8; spec.req];
     let mut resp = vec![0u8; spec.resp];
     while clock.now() < clock.window_end() {
         let t = Instant::now();
         let started = clock.now();
-        let r = super::sockets::tcp_connect(to, spec.local_buf, spec.nodelay, false).and_then(|mut s| {
-            s.set_read_timeout(Some(TICK)).ok();
-            s.write_all(&req).map_err(|e| e.to_string())?;
-            read_full(&mut s, &mut resp, &clock, clock.hard_end()).map_err(|e| e.to_string())?;
-            Ok(())
-        });
+        let r = super::sockets::tcp_connect(to, spec.local_buf, spec.nodelay, false).and_then(
+            |mut s| {
+                s.set_read_timeout(Some(TICK)).ok();
+                s.write_all(&req).map_err(|e| e.to_string())?;
+                read_full(&mut s, &mut resp, &clock, clock.hard_end())
+                    .map_err(|e| e.to_string())?;
+                Ok(())
+            },
+        );
         if let Err(e) = r {
             p.error = Some(format!("connection {id}: {e}"));
             break;
         }
         if started >= clock.warmup {
             p.report.transactions += 1;
-            let _ = p.hist.as_mut().unwrap().record(t.elapsed().as_nanos().max(1) as u64);
+            let _ = p
+                .hist
+                .as_mut()
+                .unwrap()
+                .record(t.elapsed().as_nanos().max(1) as u64);
         }
     }
     p
@@ -442,12 +521,22 @@ pub fn tcp_crr_initiate(to: SocketAddr, id: u32, spec: &Spec, clock: Clock) -> P
 
 /// One of several threads answering TCP_CRR connections on a shared listener.
 pub fn tcp_crr_respond(l: &TcpListener, id: u32, spec: &Spec, clock: Clock) -> Piece {
-    let p = Piece { report: StreamReport { id, ..Default::default() }, ..Default::default() };
+    let p = Piece {
+        report: StreamReport {
+            id,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
     let mut req = vec![0u8; spec.req];
     let resp = vec![0xa5u8; spec.resp];
     let mut last = 0.0;
     loop {
-        let mut pfd = libc::pollfd { fd: l.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let mut pfd = libc::pollfd {
+            fd: l.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
         // SAFETY: `pfd` is one valid pollfd for the listener's open fd, and the count passed is 1.
         let ready = unsafe { libc::poll(&mut pfd, 1, 20) } > 0;
         let now = clock.now();
@@ -470,7 +559,14 @@ pub fn tcp_crr_respond(l: &TcpListener, id: u32, spec: &Spec, clock: Clock) -> P
 }
 
 pub fn udp_rr_initiate(s: UdpSocket, id: u32, spec: &Spec, clock: Clock) -> Piece {
-    let mut p = Piece { report: StreamReport { id, ..Default::default() }, hist: Some(hist()), ..Default::default() };
+    let mut p = Piece {
+        report: StreamReport {
+            id,
+            ..Default::default()
+        },
+        hist: Some(hist()),
+        ..Default::default()
+    };
     let req = vec![0x5au8; spec.req];
     let mut resp = vec![0u8; spec.resp.max(1)];
     s.set_read_timeout(Some(Duration::from_millis(50))).ok();
@@ -486,7 +582,11 @@ pub fn udp_rr_initiate(s: UdpSocket, id: u32, spec: &Spec, clock: Clock) -> Piec
             Ok(_) => {
                 if started >= clock.warmup {
                     p.report.transactions += 1;
-                    let _ = p.hist.as_mut().unwrap().record(t.elapsed().as_nanos().max(1) as u64);
+                    let _ = p
+                        .hist
+                        .as_mut()
+                        .unwrap()
+                        .record(t.elapsed().as_nanos().max(1) as u64);
                 }
             }
             Err(_) => p.report.lost += 1,
@@ -496,7 +596,13 @@ pub fn udp_rr_initiate(s: UdpSocket, id: u32, spec: &Spec, clock: Clock) -> Piec
 }
 
 pub fn udp_rr_respond(s: UdpSocket, id: u32, spec: &Spec, clock: Clock) -> Piece {
-    let p = Piece { report: StreamReport { id, ..Default::default() }, ..Default::default() };
+    let p = Piece {
+        report: StreamReport {
+            id,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
     let mut req = vec![0u8; 65536];
     let resp = vec![0xa5u8; spec.resp];
     s.set_read_timeout(Some(Duration::from_millis(20))).ok();

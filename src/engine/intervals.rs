@@ -46,14 +46,21 @@ pub fn fold(window_buckets: &[u64], interval: f64) -> Vec<Interval> {
         let secs = chunk.len() as f64 * BUCKET_S;
         t_end += secs;
         let bytes: u64 = chunk.iter().sum();
-        out.push(Interval { t: (t_end * 1000.0).round() / 1000.0, gbps: bytes as f64 * 8.0 / secs / 1e9 });
+        out.push(Interval {
+            t: (t_end * 1000.0).round() / 1000.0,
+            gbps: bytes as f64 * 8.0 / secs / 1e9,
+        });
     }
     out
 }
 
 /// Throughput of a byte count over seconds, in Gb/s.
 pub fn gbps(bytes: u64, secs: f64) -> f64 {
-    if secs <= 0.0 { 0.0 } else { bytes as f64 * 8.0 / secs / 1e9 }
+    if secs <= 0.0 {
+        0.0
+    } else {
+        bytes as f64 * 8.0 / secs / 1e9
+    }
 }
 
 #[cfg(test)]

@@ -11,11 +11,23 @@ use super::tcpinfo::TcpSample;
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Request {
     /// First line on a TCP control connection.
-    Hello { token: String },
+    Hello {
+        token: String,
+    },
     /// Become the server side of a test: listen on `bind` (within `ports` if given) for `streams`.
-    Listen { spec: Spec, bind: IpAddr, ports: Option<[u16; 2]>, streams: u32, first_id: u32 },
+    Listen {
+        spec: Spec,
+        bind: IpAddr,
+        ports: Option<[u16; 2]>,
+        streams: u32,
+        first_id: u32,
+    },
     /// Become the initiator: connect `streams` streams to `to` (one address per stream for UDP).
-    Connect { spec: Spec, to: Vec<SocketAddr>, first_id: u32 },
+    Connect {
+        spec: Spec,
+        to: Vec<SocketAddr>,
+        first_id: u32,
+    },
     /// Run everything prepared, now; reply with the report when done.
     Run,
     Quit,
@@ -90,7 +102,10 @@ pub fn read_line(r: &mut impl std::io::BufRead, max: usize) -> std::io::Result<O
             None => (buf.len(), false),
         };
         if line.len() + take > max {
-            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("a control line longer than {max} bytes")));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("a control line longer than {max} bytes"),
+            ));
         }
         line.extend_from_slice(&buf[..take]);
         r.consume(if done { take + 1 } else { take });
@@ -111,7 +126,8 @@ pub fn preamble(id: u32) -> [u8; 8] {
 }
 
 pub fn parse_preamble(b: &[u8; 8]) -> Option<u32> {
-    (u32::from_be_bytes(b[..4].try_into().unwrap()) == MAGIC).then(|| u32::from_be_bytes(b[4..].try_into().unwrap()))
+    (u32::from_be_bytes(b[..4].try_into().unwrap()) == MAGIC)
+        .then(|| u32::from_be_bytes(b[4..].try_into().unwrap()))
 }
 
 #[cfg(test)]

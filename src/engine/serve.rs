@@ -35,7 +35,12 @@ pub fn check_token(t: &str) -> Result<(), String> {
 }
 
 /// Serves until killed (or after one authenticated session with `once`).
-pub fn serve(addr: SocketAddr, token: &str, once: bool, mut on_ready: impl FnMut(SocketAddr)) -> Result<(), String> {
+pub fn serve(
+    addr: SocketAddr,
+    token: &str,
+    once: bool,
+    mut on_ready: impl FnMut(SocketAddr),
+) -> Result<(), String> {
     check_token(token)?;
     let l = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     on_ready(l.local_addr().map_err(|e| e.to_string())?);
@@ -54,10 +59,12 @@ pub fn serve(addr: SocketAddr, token: &str, once: bool, mut on_ready: impl FnMut
         }
         live.fetch_add(1, Ordering::SeqCst);
         let (mine, token) = (Arc::clone(&live), token.to_string());
-        let spawned = std::thread::Builder::new().name("session".into()).spawn(move || {
-            let _ = serve_one(s, &token);
-            mine.fetch_sub(1, Ordering::SeqCst);
-        });
+        let spawned = std::thread::Builder::new()
+            .name("session".into())
+            .spawn(move || {
+                let _ = serve_one(s, &token);
+                mine.fetch_sub(1, Ordering::SeqCst);
+            });
         if spawned.is_err() {
             // No thread for it: the connection was dropped with the closure.
             live.fetch_sub(1, Ordering::SeqCst);

@@ -7,11 +7,19 @@ use std::time::Duration;
 
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
-fn new_socket(addr: &SocketAddr, ty: Type, proto: Protocol, buf: Option<usize>) -> Result<Socket, String> {
-    let s = Socket::new(Domain::for_address(*addr), ty, Some(proto)).map_err(|e| format!("socket: {e}"))?;
+fn new_socket(
+    addr: &SocketAddr,
+    ty: Type,
+    proto: Protocol,
+    buf: Option<usize>,
+) -> Result<Socket, String> {
+    let s = Socket::new(Domain::for_address(*addr), ty, Some(proto))
+        .map_err(|e| format!("socket: {e}"))?;
     if let Some(b) = buf {
-        s.set_send_buffer_size(b).map_err(|e| format!("SO_SNDBUF {b}: {e}"))?;
-        s.set_recv_buffer_size(b).map_err(|e| format!("SO_RCVBUF {b}: {e}"))?;
+        s.set_send_buffer_size(b)
+            .map_err(|e| format!("SO_SNDBUF {b}: {e}"))?;
+        s.set_recv_buffer_size(b)
+            .map_err(|e| format!("SO_RCVBUF {b}: {e}"))?;
     }
     Ok(s)
 }
@@ -24,7 +32,12 @@ fn bind_in(s: &Socket, ip: IpAddr, ports: Option<[u16; 2]>) -> Result<u16, Strin
     };
     for p in candidates {
         if s.bind(&SockAddr::from(SocketAddr::new(ip, p))).is_ok() {
-            return Ok(s.local_addr().ok().and_then(|a| a.as_socket()).map(|a| a.port()).unwrap_or(p));
+            return Ok(s
+                .local_addr()
+                .ok()
+                .and_then(|a| a.as_socket())
+                .map(|a| a.port())
+                .unwrap_or(p));
         }
     }
     Err(match ports {
@@ -33,7 +46,11 @@ fn bind_in(s: &Socket, ip: IpAddr, ports: Option<[u16; 2]>) -> Result<u16, Strin
     })
 }
 
-pub fn tcp_listen(ip: IpAddr, ports: Option<[u16; 2]>, buf: Option<usize>) -> Result<(TcpListener, u16), String> {
+pub fn tcp_listen(
+    ip: IpAddr,
+    ports: Option<[u16; 2]>,
+    buf: Option<usize>,
+) -> Result<(TcpListener, u16), String> {
     let s = new_socket(&SocketAddr::new(ip, 0), Type::STREAM, Protocol::TCP, buf)?;
     s.set_reuse_address(true).ok();
     let port = bind_in(&s, ip, ports)?;
@@ -41,7 +58,12 @@ pub fn tcp_listen(ip: IpAddr, ports: Option<[u16; 2]>, buf: Option<usize>) -> Re
     Ok((s.into(), port))
 }
 
-pub fn tcp_connect(to: SocketAddr, buf: Option<usize>, nodelay: bool, zerocopy: bool) -> Result<TcpStream, String> {
+pub fn tcp_connect(
+    to: SocketAddr,
+    buf: Option<usize>,
+    nodelay: bool,
+    zerocopy: bool,
+) -> Result<TcpStream, String> {
     let s = new_socket(&to, Type::STREAM, Protocol::TCP, buf)?;
     if zerocopy {
         let one: libc::c_int = 1;
@@ -59,20 +81,30 @@ pub fn tcp_connect(to: SocketAddr, buf: Option<usize>, nodelay: bool, zerocopy: 
             return Err(format!("SO_ZEROCOPY: {}", std::io::Error::last_os_error()));
         }
     }
-    s.connect_timeout(&to.into(), CONNECT_TIMEOUT).map_err(|e| format!("cannot reach {to}: {e}"))?;
+    s.connect_timeout(&to.into(), CONNECT_TIMEOUT)
+        .map_err(|e| format!("cannot reach {to}: {e}"))?;
     s.set_nodelay(nodelay).ok();
     Ok(s.into())
 }
 
-pub fn udp_bind(ip: IpAddr, ports: Option<[u16; 2]>, buf: Option<usize>) -> Result<(UdpSocket, u16), String> {
+pub fn udp_bind(
+    ip: IpAddr,
+    ports: Option<[u16; 2]>,
+    buf: Option<usize>,
+) -> Result<(UdpSocket, u16), String> {
     let s = new_socket(&SocketAddr::new(ip, 0), Type::DGRAM, Protocol::UDP, buf)?;
     let port = bind_in(&s, ip, ports)?;
     Ok((s.into(), port))
 }
 
 pub fn udp_connect(to: SocketAddr, buf: Option<usize>) -> Result<UdpSocket, String> {
-    let any: IpAddr = if to.is_ipv4() { [0, 0, 0, 0].into() } else { std::net::Ipv6Addr::UNSPECIFIED.into() };
+    let any: IpAddr = if to.is_ipv4() {
+        [0, 0, 0, 0].into()
+    } else {
+        std::net::Ipv6Addr::UNSPECIFIED.into()
+    };
     let (s, _) = udp_bind(any, None, buf)?;
-    s.connect(to).map_err(|e| format!("cannot reach {to}: {e}"))?;
+    s.connect(to)
+        .map_err(|e| format!("cannot reach {to}: {e}"))?;
     Ok(s)
 }

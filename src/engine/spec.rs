@@ -68,11 +68,19 @@ impl Spec {
     /// Checks every field, whether it came from the command line or a control connection: each
     /// size, count and rate within its bounds before anything is allocated.
     pub fn validate(&self) -> Result<(), String> {
-        if !(1..=MAX_MSG).contains(&self.msg) || !(1..=MAX_MSG).contains(&self.req) || !(1..=MAX_MSG).contains(&self.resp) {
+        if !(1..=MAX_MSG).contains(&self.msg)
+            || !(1..=MAX_MSG).contains(&self.req)
+            || !(1..=MAX_MSG).contains(&self.resp)
+        {
             return Err(format!("-m and -r sizes: use 1 byte to {}M", MAX_MSG >> 20));
         }
-        if (1..=256).contains(&self.parallel) && self.msg.max(self.req).max(self.resp) * self.parallel as usize > MAX_BUFFERS {
-            return Err(format!("-m × -P asks for more than {}M of buffers: use smaller messages or fewer streams", MAX_BUFFERS >> 20));
+        if (1..=256).contains(&self.parallel)
+            && self.msg.max(self.req).max(self.resp) * self.parallel as usize > MAX_BUFFERS
+        {
+            return Err(format!(
+                "-m × -P asks for more than {}M of buffers: use smaller messages or fewer streams",
+                MAX_BUFFERS >> 20
+            ));
         }
         if let Some(r) = self.rate {
             if !(1000..=10_000_000_000_000).contains(&r) {
@@ -89,10 +97,16 @@ impl Spec {
             return Err(format!("--warmup {}: use 0 to 60 seconds", self.warmup));
         }
         if !(1..=256).contains(&self.parallel) {
-            return Err(format!("-P {}: use 1 to 256 parallel streams", self.parallel));
+            return Err(format!(
+                "-P {}: use 1 to 256 parallel streams",
+                self.parallel
+            ));
         }
         if !(0.01..=60.0).contains(&self.interval) {
-            return Err(format!("--interval {}: use 0.01 to 60 seconds", self.interval));
+            return Err(format!(
+                "--interval {}: use 0.01 to 60 seconds",
+                self.interval
+            ));
         }
         if self.test.is_udp() && (self.msg > 65507 || self.req > 65507 || self.resp > 65507) {
             return Err("UDP messages hold at most 65507 bytes: use a smaller -m / -r".into());
@@ -100,7 +114,9 @@ impl Spec {
         if self.test == TestKind::UdpStream && self.msg < 8 {
             return Err("UDP_STREAM needs -m of at least 8 bytes (each datagram carries its sequence number)".into());
         }
-        if (self.bytes.is_some() || self.verify) && !matches!(self.test, TestKind::TcpStream | TestKind::TcpMaerts) {
+        if (self.bytes.is_some() || self.verify)
+            && !matches!(self.test, TestKind::TcpStream | TestKind::TcpMaerts)
+        {
             return Err("--bytes and --verify are for TCP_STREAM and TCP_MAERTS".into());
         }
         if self.bytes == Some(0) {
@@ -122,24 +138,69 @@ impl Spec {
 mod tests {
     use super::*;
 
-
-
     #[test]
     fn specs_are_checked() {
         Spec::default().validate().unwrap();
-        assert!(Spec { duration: 0.0, ..Default::default() }.validate().is_err());
-        assert!(Spec { test: TestKind::UdpStream, msg: 70000, ..Default::default() }.validate().is_err());
-        assert!(Spec { parallel: 0, ..Default::default() }.validate().is_err());
-        assert!(Spec { test: TestKind::TcpRr, zerocopy: true, ..Default::default() }.validate().is_err());
+        assert!(Spec {
+            duration: 0.0,
+            ..Default::default()
+        }
+        .validate()
+        .is_err());
+        assert!(Spec {
+            test: TestKind::UdpStream,
+            msg: 70000,
+            ..Default::default()
+        }
+        .validate()
+        .is_err());
+        assert!(Spec {
+            parallel: 0,
+            ..Default::default()
+        }
+        .validate()
+        .is_err());
+        assert!(Spec {
+            test: TestKind::TcpRr,
+            zerocopy: true,
+            ..Default::default()
+        }
+        .validate()
+        .is_err());
         // What a control connection could ask: absurd sizes, zero-byte RR, rate 0.
         for bad in [
-            Spec { msg: 1 << 62, ..Default::default() },
-            Spec { test: TestKind::TcpRr, req: 1 << 40, ..Default::default() },
-            Spec { test: TestKind::TcpRr, req: 0, resp: 0, ..Default::default() },
-            Spec { rate: Some(0), ..Default::default() },
-            Spec { msg: 16 << 20, parallel: 256, ..Default::default() },
-            Spec { duration: f64::NAN, ..Default::default() },
-            Spec { bytes: Some(u64::MAX), ..Default::default() },
+            Spec {
+                msg: 1 << 62,
+                ..Default::default()
+            },
+            Spec {
+                test: TestKind::TcpRr,
+                req: 1 << 40,
+                ..Default::default()
+            },
+            Spec {
+                test: TestKind::TcpRr,
+                req: 0,
+                resp: 0,
+                ..Default::default()
+            },
+            Spec {
+                rate: Some(0),
+                ..Default::default()
+            },
+            Spec {
+                msg: 16 << 20,
+                parallel: 256,
+                ..Default::default()
+            },
+            Spec {
+                duration: f64::NAN,
+                ..Default::default()
+            },
+            Spec {
+                bytes: Some(u64::MAX),
+                ..Default::default()
+            },
         ] {
             assert!(bad.validate().is_err(), "{bad:?}");
         }

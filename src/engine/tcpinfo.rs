@@ -87,14 +87,26 @@ pub fn read(fd: RawFd) -> Option<Info> {
     let mut ti = KernelTcpInfo::default();
     let mut len = std::mem::size_of::<KernelTcpInfo>() as libc::socklen_t;
     // SAFETY: the kernel writes at most `len` bytes (the struct's size) into `ti` and says in `len` how many.
-    let r = unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, (&mut ti as *mut KernelTcpInfo).cast(), &mut len) };
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut ti as *mut KernelTcpInfo).cast(),
+            &mut len,
+        )
+    };
     if r != 0 {
         return None;
     }
     let has_rcv_wnd = len as usize >= std::mem::size_of::<KernelTcpInfo>();
     Some(Info {
         cwnd: ti.snd_cwnd,
-        rcv_wnd: if has_rcv_wnd { ti.rcv_wnd } else { ti.rcv_space },
+        rcv_wnd: if has_rcv_wnd {
+            ti.rcv_wnd
+        } else {
+            ti.rcv_space
+        },
         rtt_us: ti.rtt,
         total_retrans: ti.total_retrans,
     })

@@ -33,7 +33,9 @@ pub fn classify(l: &Limits) -> Option<Bound> {
 
 fn saturated(l: &Limits) -> Option<Bound> {
     let pct = SATURATED * 100.0;
-    if l.wire_bps.is_some_and(|w| l.gbps * 1e9 >= SATURATED * w as f64) {
+    if l.wire_bps
+        .is_some_and(|w| l.gbps * 1e9 >= SATURATED * w as f64)
+    {
         return Some(Bound::Wire);
     }
     if mean(&l.host_cores).is_some_and(|m| m >= pct) {
@@ -48,7 +50,10 @@ fn saturated(l: &Limits) -> Option<Bound> {
     if let Some((c, _)) = l.client_cores.iter().find(|x| x.1 >= pct) {
         return Some(Bound::ClientCore(*c));
     }
-    l.backends.iter().find(|b| b.1 >= SATURATED).map(|b| Bound::Backend(b.0.clone()))
+    l.backends
+        .iter()
+        .find(|b| b.1 >= SATURATED)
+        .map(|b| Bound::Backend(b.0.clone()))
 }
 
 #[cfg(test)]
@@ -58,7 +63,11 @@ mod tests {
     fn lim(host: &[f64], client: &[f64]) -> Limits {
         Limits {
             host_cores: host.iter().enumerate().map(|(i, &v)| (i, v)).collect(),
-            client_cores: client.iter().enumerate().map(|(i, &v)| (i + host.len(), v)).collect(),
+            client_cores: client
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| (i + host.len(), v))
+                .collect(),
             gbps: 1.0,
             offered_bps: Some(1e9),
             ..Default::default()
@@ -68,25 +77,62 @@ mod tests {
     #[test]
     fn a_paced_point_below_every_limit_is_unbound() {
         assert_eq!(classify(&lim(&[40.0], &[30.0])), None);
-        assert_eq!(classify(&Limits { wire_bps: Some(10_000_000_000), ..lim(&[40.0], &[30.0]) }), None);
+        assert_eq!(
+            classify(&Limits {
+                wire_bps: Some(10_000_000_000),
+                ..lim(&[40.0], &[30.0])
+            }),
+            None
+        );
     }
 
     #[test]
     fn a_load_not_carried_in_full_without_a_saturated_core_is_latency_bound() {
-        assert_eq!(classify(&Limits { offered_bps: None, ..lim(&[94.0], &[60.0]) }), Some(Bound::Latency));
-        assert_eq!(classify(&Limits { gbps: 0.5, ..lim(&[40.0], &[30.0]) }), Some(Bound::Latency));
-        assert_eq!(classify(&Limits { offered_bps: None, ..lim(&[99.0], &[60.0]) }), Some(Bound::Host));
+        assert_eq!(
+            classify(&Limits {
+                offered_bps: None,
+                ..lim(&[94.0], &[60.0])
+            }),
+            Some(Bound::Latency)
+        );
+        assert_eq!(
+            classify(&Limits {
+                gbps: 0.5,
+                ..lim(&[40.0], &[30.0])
+            }),
+            Some(Bound::Latency)
+        );
+        assert_eq!(
+            classify(&Limits {
+                offered_bps: None,
+                ..lim(&[99.0], &[60.0])
+            }),
+            Some(Bound::Host)
+        );
     }
 
     #[test]
     fn the_first_limit_reached_is_named() {
         assert_eq!(classify(&lim(&[99.0], &[60.0])), Some(Bound::Host));
         assert_eq!(classify(&lim(&[60.0], &[97.0])), Some(Bound::Client));
-        assert_eq!(classify(&lim(&[99.0, 20.0], &[60.0])), Some(Bound::HostCore(0)));
-        assert_eq!(classify(&lim(&[50.0, 50.0], &[96.0, 10.0])), Some(Bound::ClientCore(2)));
-        let wire = Limits { wire_bps: Some(1_000_000_000), gbps: 0.96, ..lim(&[99.0], &[99.0]) };
+        assert_eq!(
+            classify(&lim(&[99.0, 20.0], &[60.0])),
+            Some(Bound::HostCore(0))
+        );
+        assert_eq!(
+            classify(&lim(&[50.0, 50.0], &[96.0, 10.0])),
+            Some(Bound::ClientCore(2))
+        );
+        let wire = Limits {
+            wire_bps: Some(1_000_000_000),
+            gbps: 0.96,
+            ..lim(&[99.0], &[99.0])
+        };
         assert_eq!(classify(&wire), Some(Bound::Wire));
-        let be = Limits { backends: vec![("g1".into(), 0.97)], ..lim(&[80.0, 60.0], &[20.0]) };
+        let be = Limits {
+            backends: vec![("g1".into(), 0.97)],
+            ..lim(&[80.0, 60.0], &[20.0])
+        };
         assert_eq!(classify(&be).unwrap().to_string(), "backend g1");
         assert_eq!(Bound::HostCore(3).to_string(), "host core 3");
     }

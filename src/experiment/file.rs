@@ -8,10 +8,10 @@ use serde::Deserialize;
 use std::str::FromStr;
 
 use crate::engine::spec;
-use crate::units;
-use crate::vocab::{Direction, TestKind};
 use crate::lab::topology;
+use crate::units;
 use crate::units::Rate;
+use crate::vocab::{Direction, TestKind};
 use crate::vocab::{Gro, Mode};
 
 fn de_list<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
@@ -21,9 +21,13 @@ where
 {
     let v: Vec<String> = Vec::deserialize(d)?;
     if v.is_empty() {
-        return Err(de::Error::custom("an empty list makes an empty matrix: give at least one value"));
+        return Err(de::Error::custom(
+            "an empty list makes an empty matrix: give at least one value",
+        ));
     }
-    v.iter().map(|s| s.parse::<T>().map_err(de::Error::custom)).collect()
+    v.iter()
+        .map(|s| s.parse::<T>().map_err(de::Error::custom))
+        .collect()
 }
 
 fn de_nonempty<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
@@ -33,7 +37,9 @@ where
 {
     let v: Vec<T> = Vec::deserialize(d)?;
     if v.is_empty() {
-        return Err(de::Error::custom("an empty list makes an empty matrix: give at least one value"));
+        return Err(de::Error::custom(
+            "an empty list makes an empty matrix: give at least one value",
+        ));
     }
     Ok(v)
 }
@@ -57,7 +63,9 @@ impl FromStr for SockBuf {
         if s == "default" {
             return Ok(SockBuf(None));
         }
-        units::parse_size(s).map(|v| SockBuf(Some(v))).map_err(|e| format!("{e}, or default"))
+        units::parse_size(s)
+            .map(|v| SockBuf(Some(v)))
+            .map_err(|e| format!("{e}, or default"))
     }
 }
 
@@ -70,7 +78,9 @@ impl FromStr for WireRate {
         if s == "unshaped" {
             return Ok(WireRate(None));
         }
-        s.parse::<Rate>().map(|r| WireRate(Some(r))).map_err(|e| format!("{e}, or unshaped"))
+        s.parse::<Rate>()
+            .map(|r| WireRate(Some(r)))
+            .map_err(|e| format!("{e}, or unshaped"))
     }
 }
 
@@ -84,7 +94,9 @@ impl FromStr for Load {
         if s == "max" {
             return Ok(Load(None));
         }
-        units::parse_rate(s).map(|r| Load(Some(r))).map_err(|e| format!("{e}, or max"))
+        units::parse_rate(s)
+            .map(|r| Load(Some(r)))
+            .map_err(|e| format!("{e}, or max"))
     }
 }
 
@@ -209,13 +221,22 @@ fn rr_default() -> String {
 
 impl Default for PointSettings {
     fn default() -> Self {
-        PointSettings { duration: 2.0, warmup: 0.5, repeat: 1, parallel: 1, rate: None, rr: "1,1".into(), nodelay: false }
+        PointSettings {
+            duration: 2.0,
+            warmup: 0.5,
+            repeat: 1,
+            parallel: 1,
+            rate: None,
+            rr: "1,1".into(),
+            nodelay: false,
+        }
     }
 }
 
 /// Parses and checks an experiment; errors read `FILE:LINE:COL: message`.
 pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, String> {
-    let e: ExperimentFile = toml::from_str(text).map_err(|e| topology::toml_error(&e, text, file))?;
+    let e: ExperimentFile =
+        toml::from_str(text).map_err(|e| topology::toml_error(&e, text, file))?;
     let at = |key: &str| -> String {
         // Point at the key's line for checks made after parsing.
         let (line, col) = text
@@ -226,25 +247,46 @@ pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, String> {
             .unwrap_or((1, 1));
         format!("{file}:{line}:{col}")
     };
-    let name_ok = !e.name.is_empty() && e.name.len() <= 40 && e.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    let name_ok = !e.name.is_empty()
+        && e.name.len() <= 40
+        && e.name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     if !name_ok {
-        return Err(format!("{}: bad experiment name '{}': use 1 to 40 letters, digits, '-' or '_'", at("name"), e.name));
+        return Err(format!(
+            "{}: bad experiment name '{}': use 1 to 40 letters, digits, '-' or '_'",
+            at("name"),
+            e.name
+        ));
     }
     let p = &e.point;
     let s = spec::Spec {
         duration: p.duration,
         warmup: p.warmup,
         parallel: p.parallel,
-        rate: p.rate.as_deref().map(units::parse_rate).transpose().map_err(|m| format!("{}: {m}", at("rate")))?,
+        rate: p
+            .rate
+            .as_deref()
+            .map(units::parse_rate)
+            .transpose()
+            .map_err(|m| format!("{}: {m}", at("rate")))?,
         ..Default::default()
     };
-    s.validate().map_err(|m| format!("{}: {m}", at("duration")))?;
+    s.validate()
+        .map_err(|m| format!("{}: {m}", at("duration")))?;
     units::parse_rr(&p.rr).map_err(|m| format!("{}: {m}", at("rr")))?;
     if e.matrix.loads.is_some() && p.rate.is_some() {
-        return Err(format!("{}: give the offered load either as [point] rate or as [matrix] loads, not both", at("rate")));
+        return Err(format!(
+            "{}: give the offered load either as [point] rate or as [matrix] loads, not both",
+            at("rate")
+        ));
     }
     if !(1..=100).contains(&p.repeat) {
-        return Err(format!("{}: repeat {}: use 1 to 100", at("repeat"), p.repeat));
+        return Err(format!(
+            "{}: repeat {}: use 1 to 100",
+            at("repeat"),
+            p.repeat
+        ));
     }
     let m = &e.matrix;
     for &g in &m.guests {
@@ -263,17 +305,29 @@ pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, String> {
         }
     }
     if m.lro.contains(&true) && !m.modes.contains(&Mode::Paravirt) {
-        return Err(format!("{}: lro = true is software LRO in the paravirt backend: add mode paravirt", at("lro")));
+        return Err(format!(
+            "{}: lro = true is software LRO in the paravirt backend: add mode paravirt",
+            at("lro")
+        ));
     }
     if m.directions.contains(&Direction::GuestToGuest) && m.guests.iter().any(|&g| g < 2) {
-        return Err(format!("{}: direction guest-to-guest needs guests of 2 or more", at("directions")));
+        return Err(format!(
+            "{}: direction guest-to-guest needs guests of 2 or more",
+            at("directions")
+        ));
     }
     for t in &m.tests {
         if t.is_udp() && m.messages.iter().any(|s| s.0 > 65507) {
-            return Err(format!("{}: UDP tests carry at most 65507-byte messages", at("messages")));
+            return Err(format!(
+                "{}: UDP tests carry at most 65507-byte messages",
+                at("messages")
+            ));
         }
         if *t == TestKind::UdpStream && m.messages.iter().any(|s| s.0 < 8) {
-            return Err(format!("{}: UDP_STREAM needs messages of at least 8 bytes", at("messages")));
+            return Err(format!(
+                "{}: UDP_STREAM needs messages of at least 8 bytes",
+                at("messages")
+            ));
         }
     }
     Ok(e)
@@ -306,15 +360,51 @@ duration = 1.0
     #[test]
     fn errors_name_the_place_and_the_allowed_values() {
         let cases = [
-            ("name = \"q\"\n[matrix]\nmodes = [\"hub\"]\n", "q.toml:3:9:", "native, bridge"),
-            ("name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\nmesages = [\"1K\"]\n", "q.toml:4:1:", "unknown field"),
-            ("name = \"q\"\n[matrix]\nmodes = []\n", "q.toml:3:9:", "empty matrix"),
-            ("name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\nguests = \"two\"\n", "q.toml:4:10:", "invalid type"),
-            ("name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\ndirections = [\"up\"]\n", "q.toml:4:", "guest-to-client"),
-            ("name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\nmessages = [\"0\"]\n", "q.toml:4:", "out of range"),
-            ("name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\n[point]\nduration = 0.0\n", "q.toml:5:1:", "-l 0"),
-            ("name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\ndirections = [\"guest-to-guest\"]\n", "q.toml:4:1:", "2 or more"),
-            ("name = \"Q!\"\n[matrix]\nmodes = [\"bridge\"]\n", "q.toml:1:1:", "bad experiment name"),
+            (
+                "name = \"q\"\n[matrix]\nmodes = [\"hub\"]\n",
+                "q.toml:3:9:",
+                "native, bridge",
+            ),
+            (
+                "name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\nmesages = [\"1K\"]\n",
+                "q.toml:4:1:",
+                "unknown field",
+            ),
+            (
+                "name = \"q\"\n[matrix]\nmodes = []\n",
+                "q.toml:3:9:",
+                "empty matrix",
+            ),
+            (
+                "name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\nguests = \"two\"\n",
+                "q.toml:4:10:",
+                "invalid type",
+            ),
+            (
+                "name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\ndirections = [\"up\"]\n",
+                "q.toml:4:",
+                "guest-to-client",
+            ),
+            (
+                "name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\nmessages = [\"0\"]\n",
+                "q.toml:4:",
+                "out of range",
+            ),
+            (
+                "name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\n[point]\nduration = 0.0\n",
+                "q.toml:5:1:",
+                "-l 0",
+            ),
+            (
+                "name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\ndirections = [\"guest-to-guest\"]\n",
+                "q.toml:4:1:",
+                "2 or more",
+            ),
+            (
+                "name = \"Q!\"\n[matrix]\nmodes = [\"bridge\"]\n",
+                "q.toml:1:1:",
+                "bad experiment name",
+            ),
             ("name = \"q\"\n", "q.toml:", "missing field `matrix`"),
         ];
         for (text, at, says) in cases {

@@ -4,9 +4,9 @@
 use serde::Serialize;
 
 use super::file::ExperimentFile;
-use crate::vocab::Direction;
 use crate::engine::spec::Spec;
 use crate::lab::topology::{Topology, Wire};
+use crate::vocab::Direction;
 use crate::vocab::{Gro, Mode};
 
 /// One lab the run builds.
@@ -32,7 +32,10 @@ impl LabConfig {
             tso: self.tso,
             lro: self.lro,
             mtu: self.mtu,
-            wire: Wire { rate: self.wire_rate.map(crate::units::Rate), ..Default::default() },
+            wire: Wire {
+                rate: self.wire_rate.map(crate::units::Rate),
+                ..Default::default()
+            },
             ..Default::default()
         }
     }
@@ -54,7 +57,10 @@ pub fn expand(e: &ExperimentFile) -> Vec<Point> {
     let m = &e.matrix;
     let p = &e.point;
     let (req, resp) = crate::units::parse_rr(&p.rr).unwrap_or((1, 1));
-    let rate = p.rate.as_deref().and_then(|r| crate::units::parse_rate(r).ok());
+    let rate = p
+        .rate
+        .as_deref()
+        .and_then(|r| crate::units::parse_rate(r).ok());
     let loads: Vec<Option<u64>> = match &m.loads {
         Some(l) => l.iter().map(|x| x.0).collect(),
         None => vec![rate],
@@ -64,50 +70,69 @@ pub fn expand(e: &ExperimentFile) -> Vec<Point> {
         for &guests in &m.guests {
             for &gro in &m.gro {
                 for &tso in &m.tso {
-                  for &lro in &m.lro {
-                    // LRO lives in the paravirt backend: other modes run without it, once.
-                    if lro && mode != Mode::Paravirt {
-                        continue;
-                    }
-                    for &mtu in &m.mtu {
-                        for w in &m.wire_rates {
-                            let lab = LabConfig { mode, guests, gro, tso, lro, mtu, wire_rate: w.0.map(|r| r.0) };
-                            for &direction in &m.directions {
-                                if direction == Direction::GuestToGuest && guests < 2 {
-                                    continue;
-                                }
-                                for &test in &m.tests {
-                                    // RR tests use the request/response sizes: one point, not one per message size.
-                                    let sizes: Vec<usize> = if test.is_rr() { vec![req] } else { m.messages.iter().map(|s| s.0).collect() };
-                                    for msg in sizes {
-                                      for &rate in &loads {
-                                        for b in &m.socket_buffers {
-                                            let spec = Spec {
-                                                test,
-                                                msg,
-                                                req,
-                                                resp,
-                                                local_buf: b.0,
-                                                remote_buf: b.0,
-                                                duration: p.duration,
-                                                warmup: p.warmup,
-                                                parallel: p.parallel,
-                                                rate,
-                                                nodelay: p.nodelay,
-                                                zerocopy: false,
-                                                interval: (p.duration / 10.0).clamp(0.1, 1.0),
-                                                bytes: None,
-                                                verify: false,
-                                            };
-                                            out.push(Point { seq: 0, lab: lab.clone(), direction, spec, repeat: p.repeat });
+                    for &lro in &m.lro {
+                        // LRO lives in the paravirt backend: other modes run without it, once.
+                        if lro && mode != Mode::Paravirt {
+                            continue;
+                        }
+                        for &mtu in &m.mtu {
+                            for w in &m.wire_rates {
+                                let lab = LabConfig {
+                                    mode,
+                                    guests,
+                                    gro,
+                                    tso,
+                                    lro,
+                                    mtu,
+                                    wire_rate: w.0.map(|r| r.0),
+                                };
+                                for &direction in &m.directions {
+                                    if direction == Direction::GuestToGuest && guests < 2 {
+                                        continue;
+                                    }
+                                    for &test in &m.tests {
+                                        // RR tests use the request/response sizes: one point, not one per message size.
+                                        let sizes: Vec<usize> = if test.is_rr() {
+                                            vec![req]
+                                        } else {
+                                            m.messages.iter().map(|s| s.0).collect()
+                                        };
+                                        for msg in sizes {
+                                            for &rate in &loads {
+                                                for b in &m.socket_buffers {
+                                                    let spec = Spec {
+                                                        test,
+                                                        msg,
+                                                        req,
+                                                        resp,
+                                                        local_buf: b.0,
+                                                        remote_buf: b.0,
+                                                        duration: p.duration,
+                                                        warmup: p.warmup,
+                                                        parallel: p.parallel,
+                                                        rate,
+                                                        nodelay: p.nodelay,
+                                                        zerocopy: false,
+                                                        interval: (p.duration / 10.0)
+                                                            .clamp(0.1, 1.0),
+                                                        bytes: None,
+                                                        verify: false,
+                                                    };
+                                                    out.push(Point {
+                                                        seq: 0,
+                                                        lab: lab.clone(),
+                                                        direction,
+                                                        spec,
+                                                        repeat: p.repeat,
+                                                    });
+                                                }
+                                            }
                                         }
-                                      }
                                     }
                                 }
                             }
                         }
                     }
-                  }
                 }
             }
         }
@@ -128,13 +153,25 @@ pub fn count(e: &ExperimentFile) -> u128 {
     let m = &e.matrix;
     let n = |v: usize| v as u128;
     let loads = m.loads.as_ref().map_or(1, |l| n(l.len()));
-    let per_test: u128 = m.tests.iter().map(|t| if t.is_rr() { 1 } else { n(m.messages.len()) }).sum();
+    let per_test: u128 = m
+        .tests
+        .iter()
+        .map(|t| if t.is_rr() { 1 } else { n(m.messages.len()) })
+        .sum();
     let per_lab = n(m.gro.len()) * n(m.tso.len()) * n(m.mtu.len()) * n(m.wire_rates.len());
     let mut total: u128 = 0;
     for &mode in &m.modes {
-        let lros = m.lro.iter().filter(|&&l| !l || mode == Mode::Paravirt).count();
+        let lros = m
+            .lro
+            .iter()
+            .filter(|&&l| !l || mode == Mode::Paravirt)
+            .count();
         for &g in &m.guests {
-            let dirs = m.directions.iter().filter(|&&d| d != Direction::GuestToGuest || g >= 2).count();
+            let dirs = m
+                .directions
+                .iter()
+                .filter(|&&d| d != Direction::GuestToGuest || g >= 2)
+                .count();
             let here = n(lros) * n(dirs) * per_lab * per_test * loads * n(m.socket_buffers.len());
             total = total.saturating_add(here);
         }
@@ -148,10 +185,26 @@ pub fn estimate_s(p: &Point) -> f64 {
 }
 
 pub fn describe(p: &Point) -> String {
-    let size = if p.spec.test.is_rr() { format!("{},{}", p.spec.req, p.spec.resp) } else { p.spec.msg.to_string() };
-    let buf = p.spec.local_buf.map(|b| format!(" buf {b}")).unwrap_or_default();
-    let rate = p.lab.wire_rate.map(|r| format!(" wire {}", crate::units::Rate(r))).unwrap_or_default();
-    let load = p.spec.rate.map(|r| format!(" at {}", crate::units::Rate(r))).unwrap_or_default();
+    let size = if p.spec.test.is_rr() {
+        format!("{},{}", p.spec.req, p.spec.resp)
+    } else {
+        p.spec.msg.to_string()
+    };
+    let buf = p
+        .spec
+        .local_buf
+        .map(|b| format!(" buf {b}"))
+        .unwrap_or_default();
+    let rate = p
+        .lab
+        .wire_rate
+        .map(|r| format!(" wire {}", crate::units::Rate(r)))
+        .unwrap_or_default();
+    let load = p
+        .spec
+        .rate
+        .map(|r| format!(" at {}", crate::units::Rate(r)))
+        .unwrap_or_default();
     format!(
         "{:>3}  {:<8} {:>2} guest(s) {:<17} {:<10} {:>7} B{}{load} gro {:?} tso {}{} mtu {}{}",
         p.seq,
@@ -182,20 +235,34 @@ mod tests {
         // Per mode: 2 directions × (3 stream sizes + 1 RR) = 8.
         assert_eq!(pts.len(), 16);
         assert!(pts[..8].iter().all(|p| p.lab.mode == Mode::Bridge));
-        assert_eq!(pts.iter().map(|p| p.seq).collect::<Vec<_>>(), (1..=16).collect::<Vec<_>>());
-        assert_eq!(pts.iter().filter(|p| p.spec.test == TestKind::TcpRr).count(), 4);
+        assert_eq!(
+            pts.iter().map(|p| p.seq).collect::<Vec<_>>(),
+            (1..=16).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            pts.iter()
+                .filter(|p| p.spec.test == TestKind::TcpRr)
+                .count(),
+            4
+        );
         assert!(describe(&pts[0]).contains("guest-to-client"));
     }
 
     #[test]
     fn lro_applies_to_paravirt_only() {
-        let text = "name = \"m\"\n[matrix]\nmodes = [\"native\", \"paravirt\"]\nlro = [false, true]\n";
+        let text =
+            "name = \"m\"\n[matrix]\nmodes = [\"native\", \"paravirt\"]\nlro = [false, true]\n";
         let e = super::super::file::parse(text, "m.toml").unwrap();
         let pts = expand(&e);
         assert_eq!(pts.len(), 3);
-        assert!(pts.iter().filter(|p| p.lab.lro).all(|p| p.lab.mode == Mode::Paravirt));
+        assert!(pts
+            .iter()
+            .filter(|p| p.lab.lro)
+            .all(|p| p.lab.mode == Mode::Paravirt));
         let bad = "name = \"m\"\n[matrix]\nmodes = [\"bridge\"]\nlro = [true]\n";
-        assert!(super::super::file::parse(bad, "m.toml").unwrap_err().contains("paravirt"));
+        assert!(super::super::file::parse(bad, "m.toml")
+            .unwrap_err()
+            .contains("paravirt"));
     }
 
     #[test]
@@ -204,7 +271,12 @@ mod tests {
         let e = super::super::file::parse(text, "m.toml").unwrap();
         assert_eq!(count(&e), expand(&e).len() as u128);
         // 10 values on each of 9 axes: 10^9 points, counted at once.
-        let ten = |f: &dyn Fn(usize) -> String| (0..10).map(|i| format!("\"{}\"", f(i))).collect::<Vec<_>>().join(", ");
+        let ten = |f: &dyn Fn(usize) -> String| {
+            (0..10)
+                .map(|i| format!("\"{}\"", f(i)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let big = format!(
             "name = \"b\"\n[matrix]\nmodes = [\"bridge\"]\nguests = [{}]\nmessages = [{}]\nsocket_buffers = [{}]\nmtu = [{}]\nwire_rates = [{}]\nloads = [{}]\ntso = [true, false]\ngro = [\"off\", \"host\", \"guest\", \"both\"]\n",
             (1..=10).map(|g| g.to_string()).collect::<Vec<_>>().join(", "),
@@ -222,12 +294,19 @@ mod tests {
     fn loads_are_an_axis() {
         let text = "name = \"m\"\n[matrix]\nmodes = [\"bridge\"]\nmessages = [\"1K\", \"8K\"]\nloads = [\"max\", \"500mbit\"]\n";
         let pts = expand(&super::super::file::parse(text, "m.toml").unwrap());
-        assert_eq!(pts.iter().map(|p| p.spec.rate).collect::<Vec<_>>(), vec![None, Some(500_000_000), None, Some(500_000_000)]);
+        assert_eq!(
+            pts.iter().map(|p| p.spec.rate).collect::<Vec<_>>(),
+            vec![None, Some(500_000_000), None, Some(500_000_000)]
+        );
         assert!(describe(&pts[1]).contains("at 500mbit"));
         let both = "name = \"m\"\n[matrix]\nmodes = [\"bridge\"]\nloads = [\"max\"]\n[point]\nrate = \"1gbit\"\n";
-        assert!(super::super::file::parse(both, "m.toml").unwrap_err().contains("not both"));
+        assert!(super::super::file::parse(both, "m.toml")
+            .unwrap_err()
+            .contains("not both"));
         let bad = "name = \"m\"\n[matrix]\nmodes = [\"bridge\"]\nloads = [\"fast\"]\n";
-        assert!(super::super::file::parse(bad, "m.toml").unwrap_err().contains("or max"));
+        assert!(super::super::file::parse(bad, "m.toml")
+            .unwrap_err()
+            .contains("or max"));
     }
 
     #[test]

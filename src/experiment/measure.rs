@@ -11,8 +11,8 @@ use crate::lab::cpus::CpuPlan;
 use crate::lab::state::LabRecord;
 use crate::meter::report::{self, CpuReport};
 use crate::meter::{Meter, Part, PartKind, Setup, Side, Sides};
-use crate::stats;
 use crate::records::{Repeat, Repeats};
+use crate::stats;
 use crate::vocab::{Role, Senders};
 
 /// A test's output: the engine's result, the meter's CPU report and, with repeats, the spread.
@@ -37,14 +37,14 @@ pub struct Measured {
 fn repeat_of(m: &Measured) -> Repeat {
     let c = m.cpu.as_ref();
     Repeat {
-            throughput_gbps: m.result.throughput_gbps,
-            transactions_per_s: m.result.transactions_per_s,
-            host_busy_pct: c.map(|c| c.host_busy_pct),
-            normalized_pct_per_gbps: c.and_then(|c| c.normalized_pct_per_gbps),
-            bound_by: c.and_then(|c| c.bound_by.clone()),
-            leak_pct: c.and_then(|c| c.leak_pct),
-            host_steal_pct: c.map(|c| c.host_steal_pct),
-        }
+        throughput_gbps: m.result.throughput_gbps,
+        transactions_per_s: m.result.transactions_per_s,
+        host_busy_pct: c.map(|c| c.host_busy_pct),
+        normalized_pct_per_gbps: c.and_then(|c| c.normalized_pct_per_gbps),
+        bound_by: c.and_then(|c| c.bound_by.clone()),
+        leak_pct: c.and_then(|c| c.leak_pct),
+        host_steal_pct: c.map(|c| c.host_steal_pct),
+    }
 }
 
 /// A spread wider than this share of its median marks a point unstable.
@@ -56,18 +56,40 @@ fn unstable(s: &stats::Spread) -> bool {
 
 /// Where a test runs: a lab (agents started in its endpoints) or standalone against `serve`.
 pub enum Target {
-    Lab { rec: Box<LabRecord>, from: Senders, to: Role },
-    Remote { host: String, ip: IpAddr, port: u16, token: String },
+    Lab {
+        rec: Box<LabRecord>,
+        from: Senders,
+        to: Role,
+    },
+    Remote {
+        host: String,
+        ip: IpAddr,
+        port: u16,
+        token: String,
+    },
 }
 
 impl Target {
     pub fn agents(&self) -> Result<(Vec<AgentConn>, Vec<Pair>), String> {
         match self {
             Target::Lab { rec, from, to } => lab_agents(rec, *from, *to),
-            Target::Remote { host, ip, port, token } => {
+            Target::Remote {
+                host,
+                ip,
+                port,
+                token,
+            } => {
                 let remote = AgentConn::tcp(host, SocketAddr::new(*ip, *port), token)?;
                 let local = AgentConn::local("local")?;
-                let pair = Pair { initiator: 0, server: 1, listen_on: *ip, connect_to: *ip, ports: None, from: "local".into(), to: host.clone() };
+                let pair = Pair {
+                    initiator: 0,
+                    server: 1,
+                    listen_on: *ip,
+                    connect_to: *ip,
+                    ports: None,
+                    from: "local".into(),
+                    to: host.clone(),
+                };
                 Ok((vec![local, remote], vec![pair]))
             }
         }
@@ -80,8 +102,18 @@ impl Target {
         let rec = match self {
             Target::Lab { rec, .. } => rec,
             Target::Remote { .. } => {
-                parts.push(Part { name: "vnetlab driver".into(), kind: PartKind::Driver, side: Side::Host, cgroups: vec![], pid: Some(std::process::id()) });
-                return Ok(Setup { parts, sides: None, root: None });
+                parts.push(Part {
+                    name: "vnetlab driver".into(),
+                    kind: PartKind::Driver,
+                    side: Side::Host,
+                    cgroups: vec![],
+                    pid: Some(std::process::id()),
+                });
+                return Ok(Setup {
+                    parts,
+                    sides: None,
+                    root: None,
+                });
             }
         };
         for e in &rec.endpoints {
@@ -90,20 +122,51 @@ impl Target {
                 Role::Client => PartKind::Client,
                 Role::Guest(_) => PartKind::Guest,
             };
-            parts.push(Part { name: e.role.to_string(), kind, side: e.role.side(), cgroups: e.cgroups.clone(), pid: None });
+            parts.push(Part {
+                name: e.role.to_string(),
+                kind,
+                side: e.role.side(),
+                cgroups: e.cgroups.clone(),
+                pid: None,
+            });
             if let Some(vn) = &e.vnic {
-                parts.push(Part { name: format!("vNIC backend {}", e.role), kind: PartKind::Backend, side: Side::Host, cgroups: vn.cgroups.clone(), pid: None });
+                parts.push(Part {
+                    name: format!("vNIC backend {}", e.role),
+                    kind: PartKind::Backend,
+                    side: Side::Host,
+                    cgroups: vn.cgroups.clone(),
+                    pid: None,
+                });
             }
         }
         for t in crate::lab::steer::ensure_placed(rec)? {
             let side = t.side;
-            parts.push(Part { name: format!("NAPI {} ({} end of the wire)", t.iface, side.name()), kind: PartKind::Kernel, side, cgroups: vec![], pid: Some(t.pid as u32) });
+            parts.push(Part {
+                name: format!("NAPI {} ({} end of the wire)", t.iface, side.name()),
+                kind: PartKind::Kernel,
+                side,
+                cgroups: vec![],
+                pid: Some(t.pid as u32),
+            });
         }
         let placed = rec.cpus.placed;
         let driver_side = if placed { Side::Client } else { Side::Host };
-        parts.push(Part { name: "vnetlab driver".into(), kind: PartKind::Driver, side: driver_side, cgroups: vec![], pid: Some(std::process::id()) });
-        let sides = placed.then(|| Sides { host: rec.cpus.host.0.clone(), client: rec.cpus.client.0.clone() });
-        Ok(Setup { parts, sides, root: accounting_root(rec) })
+        parts.push(Part {
+            name: "vnetlab driver".into(),
+            kind: PartKind::Driver,
+            side: driver_side,
+            cgroups: vec![],
+            pid: Some(std::process::id()),
+        });
+        let sides = placed.then(|| Sides {
+            host: rec.cpus.host.0.clone(),
+            client: rec.cpus.client.0.clone(),
+        });
+        Ok(Setup {
+            parts,
+            sides,
+            root: accounting_root(rec),
+        })
     }
 
     /// The lab's CPU plan (None standalone).
@@ -126,7 +189,11 @@ impl Target {
             }
             Target::Remote { .. } => (vec!["vnetlab driver".into()], vec![]),
         };
-        if spec.test.initiator_sends() { (from, to) } else { (to, from) }
+        if spec.test.initiator_sends() {
+            (from, to)
+        } else {
+            (to, from)
+        }
     }
 }
 
@@ -137,8 +204,14 @@ impl Target {
             Target::Lab { rec, from, to } => rec
                 .endpoints
                 .iter()
-                .filter(|e| Senders::One(e.role) == *from || e.role == *to || *from == Senders::AllGuests)
-                .filter_map(|e| e.vnic.as_ref().map(|v| (e.role.to_string(), v.stats.clone(), v.log.clone())))
+                .filter(|e| {
+                    Senders::One(e.role) == *from || e.role == *to || *from == Senders::AllGuests
+                })
+                .filter_map(|e| {
+                    e.vnic
+                        .as_ref()
+                        .map(|v| (e.role.to_string(), v.stats.clone(), v.log.clone()))
+                })
                 .collect(),
             Target::Remote { .. } => vec![],
         }
@@ -172,20 +245,42 @@ pub fn place_driver(cpus: Option<&CpuPlan>) {
 
 /// What bound the point, from the meter's per-core figures, the backends, the wire and the load
 /// offered (`streams` paced streams at the spec's rate).
-fn bound_by(target: &Target, cpu: &CpuReport, spec: &Spec, streams: usize, gbps: f64) -> Option<crate::vocab::Bound> {
+fn bound_by(
+    target: &Target,
+    cpu: &CpuReport,
+    spec: &Spec,
+    streams: usize,
+    gbps: f64,
+) -> Option<crate::vocab::Bound> {
     // A core is used up by this machine's work and by what the hypervisor beneath it stole.
-    let used = |c: usize| cpu.per_core_busy_pct.get(&c).copied().unwrap_or(0.0) + cpu.per_core_steal_pct.get(&c).copied().unwrap_or(0.0);
+    let used = |c: usize| {
+        cpu.per_core_busy_pct.get(&c).copied().unwrap_or(0.0)
+            + cpu.per_core_steal_pct.get(&c).copied().unwrap_or(0.0)
+    };
     let core = |list: &[usize]| list.iter().map(|&c| (c, used(c))).collect::<Vec<_>>();
     let limits = Limits {
         host_cores: core(&cpu.host_cores),
         client_cores: core(&cpu.client_cores),
-        backends: cpu.parts.iter().filter(|p| p.kind == PartKind::Backend).map(|p| (p.name.trim_start_matches("vNIC backend ").to_string(), p.cores)).collect(),
+        backends: cpu
+            .parts
+            .iter()
+            .filter(|p| p.kind == PartKind::Backend)
+            .map(|p| {
+                (
+                    p.name.trim_start_matches("vNIC backend ").to_string(),
+                    p.cores,
+                )
+            })
+            .collect(),
         gbps,
         wire_bps: match target {
             Target::Lab { rec, .. } => rec.topology.wire.rate.map(|r| r.0),
             Target::Remote { .. } => None,
         },
-        offered_bps: spec.rate.filter(|_| !spec.test.is_rr()).map(|r| r as f64 * (streams as u32 * spec.parallel) as f64),
+        offered_bps: spec
+            .rate
+            .filter(|_| !spec.test.is_rr())
+            .map(|r| r as f64 * (streams as u32 * spec.parallel) as f64),
     };
     bound::classify(&limits)
 }
@@ -209,7 +304,11 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, String> {
     if let Some(e) = dead_backends(target).into_iter().next() {
         return Err(e);
     }
-    let vnic_before: Vec<(String, Option<crate::vnic::backend::Stats>)> = target.backends().into_iter().map(|(g, p, _)| (g, read_vnic(&p))).collect();
+    let vnic_before: Vec<(String, Option<crate::vnic::backend::Stats>)> = target
+        .backends()
+        .into_iter()
+        .map(|(g, p, _)| (g, read_vnic(&p)))
+        .collect();
     place_driver(target.cpus());
     let setup = target.setup()?;
     let (mut agents, pairs) = target.agents()?;
@@ -234,12 +333,20 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, String> {
             .zip(target.backends())
             .filter_map(|((g, before), (_, path, _))| {
                 let after = read_vnic(&path)?;
-                Some((g.clone(), crate::vnic::backend::delta(&before.clone().unwrap_or_default(), &after)))
+                Some((
+                    g.clone(),
+                    crate::vnic::backend::delta(&before.clone().unwrap_or_default(), &after),
+                ))
             })
             .collect()
     });
     let (send, recv) = target.sides(spec);
-    let traffic = report::Traffic { gbps: Some(result.throughput_gbps), transactions_per_s: result.transactions_per_s, send_parts: &send, recv_parts: &recv };
+    let traffic = report::Traffic {
+        gbps: Some(result.throughput_gbps),
+        transactions_per_s: result.transactions_per_s,
+        send_parts: &send,
+        recv_parts: &recv,
+    };
     let (cpu, cpu_error) = match report::build(&data, &traffic) {
         Ok(mut c) => {
             c.bound_by = bound_by(target, &c, spec, pairs.len(), result.throughput_gbps);
@@ -247,11 +354,22 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, String> {
         }
         Err(e) => (None, Some(e)),
     };
-    Ok(Measured { result, cpus: target.cpus().cloned(), cpu, cpu_error, repeats: None, vnic })
+    Ok(Measured {
+        result,
+        cpus: target.cpus().cloned(),
+        cpu,
+        cpu_error,
+        repeats: None,
+        vnic,
+    })
 }
 
 /// Starts an agent in each named endpoint (through the lab's exec) and pairs them.
-pub fn lab_agents(rec: &LabRecord, from: Senders, to: Role) -> Result<(Vec<AgentConn>, Vec<Pair>), String> {
+pub fn lab_agents(
+    rec: &LabRecord,
+    from: Senders,
+    to: Role,
+) -> Result<(Vec<AgentConn>, Vec<Pair>), String> {
     let to_ep = rec.endpoint(to)?;
     let froms: Vec<Role> = match from {
         Senders::AllGuests => rec.guests().map(|g| g.role).collect(),
@@ -261,7 +379,9 @@ pub fn lab_agents(rec: &LabRecord, from: Senders, to: Role) -> Result<(Vec<Agent
         }
     };
     if froms.contains(&to) {
-        return Err(format!("--from and --to both name {to}: pick two different endpoints"));
+        return Err(format!(
+            "--from and --to both name {to}: pick two different endpoints"
+        ));
     }
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let start = |role: Role| -> Result<AgentConn, String> {
@@ -292,15 +412,33 @@ pub fn lab_agents(rec: &LabRecord, from: Senders, to: Role) -> Result<(Vec<Agent
 }
 
 fn spreads(runs: &[Measured], level: u32) -> (stats::Spread, Option<stats::Spread>) {
-    let t: Vec<f64> = runs.iter().map(|r| r.result.transactions_per_s.unwrap_or(r.result.throughput_gbps)).collect();
-    let c: Vec<f64> = runs.iter().filter_map(|r| r.cpu.as_ref().map(|c| c.host_busy_pct)).collect();
-    (stats::spread(&t, level), (c.len() == runs.len()).then(|| stats::spread(&c, level)))
+    let t: Vec<f64> = runs
+        .iter()
+        .map(|r| {
+            r.result
+                .transactions_per_s
+                .unwrap_or(r.result.throughput_gbps)
+        })
+        .collect();
+    let c: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| r.cpu.as_ref().map(|c| c.host_busy_pct))
+        .collect();
+    (
+        stats::spread(&t, level),
+        (c.len() == runs.len()).then(|| stats::spread(&c, level)),
+    )
 }
-
 
 /// Runs a point up to `repeat` times (stopping early once `confidence` is met, after at least 3
 /// runs) and returns the median run with the spread of all of them.
-pub fn repeated(target: &Target, spec: &Spec, repeat: u32, confidence: Option<(u32, f64)>, progress: &dyn Fn(u32, u32)) -> Result<Measured, String> {
+pub fn repeated(
+    target: &Target,
+    spec: &Spec,
+    repeat: u32,
+    confidence: Option<(u32, f64)>,
+    progress: &dyn Fn(u32, u32),
+) -> Result<Measured, String> {
     let (level, width) = confidence.unwrap_or((95, 5.0));
     let mut runs: Vec<Measured> = Vec::new();
     let mut met = None;
@@ -312,7 +450,8 @@ pub fn repeated(target: &Target, spec: &Spec, repeat: u32, confidence: Option<(u
         runs.push(measured_run(target, spec)?);
         if confidence.is_some() && runs.len() >= 3 {
             let (t, c) = spreads(&runs, level);
-            let ok = stats::confident(&t, width) && c.as_ref().is_none_or(|c| stats::confident(c, width));
+            let ok = stats::confident(&t, width)
+                && c.as_ref().is_none_or(|c| stats::confident(c, width));
             met = Some(ok);
             if ok {
                 break;
@@ -321,8 +460,14 @@ pub fn repeated(target: &Target, spec: &Spec, repeat: u32, confidence: Option<(u
     }
     let repeats = (runs.len() > 1).then(|| {
         let (t, c) = spreads(&runs, level);
-        let tps: Vec<f64> = runs.iter().filter_map(|r| r.result.transactions_per_s).collect();
-        let norm: Vec<f64> = runs.iter().filter_map(|r| r.cpu.as_ref().and_then(|c| c.normalized_pct_per_gbps)).collect();
+        let tps: Vec<f64> = runs
+            .iter()
+            .filter_map(|r| r.result.transactions_per_s)
+            .collect();
+        let norm: Vec<f64> = runs
+            .iter()
+            .filter_map(|r| r.cpu.as_ref().and_then(|c| c.normalized_pct_per_gbps))
+            .collect();
         let norm = (norm.len() == runs.len()).then(|| stats::spread(&norm, level));
         Repeats {
             runs: runs.len(),
@@ -336,7 +481,11 @@ pub fn repeated(target: &Target, spec: &Spec, repeat: u32, confidence: Option<(u
             each: runs.iter().map(repeat_of).collect(),
         }
     });
-    let key = |m: &Measured| m.result.transactions_per_s.unwrap_or(m.result.throughput_gbps);
+    let key = |m: &Measured| {
+        m.result
+            .transactions_per_s
+            .unwrap_or(m.result.throughput_gbps)
+    };
     runs.sort_by(|x, y| key(x).total_cmp(&key(y)));
     let mid = runs.len() / 2;
     let mut out = runs.swap_remove(mid);

@@ -19,7 +19,13 @@ pub struct Outcome {
 
 /// The point's identity (what was asked), without figures.
 fn base(p: &Point) -> PointRecord {
-    PointRecord { seq: p.seq, key: key(p), duration_s: p.spec.duration, repeat: p.repeat, ..Default::default() }
+    PointRecord {
+        seq: p.seq,
+        key: key(p),
+        duration_s: p.spec.duration,
+        repeat: p.repeat,
+        ..Default::default()
+    }
 }
 
 /// What a point asked for.
@@ -29,7 +35,11 @@ pub fn key(p: &Point) -> PointKey {
         guests: p.lab.guests,
         direction: p.direction,
         test: p.spec.test,
-        message_bytes: if p.spec.test.is_rr() { p.spec.req as u64 } else { p.spec.msg as u64 },
+        message_bytes: if p.spec.test.is_rr() {
+            p.spec.req as u64
+        } else {
+            p.spec.msg as u64
+        },
         socket_buffer: p.spec.local_buf.map(|b| b as u64),
         gro: p.lab.gro,
         tso: p.lab.tso,
@@ -54,7 +64,11 @@ fn largest(v: impl Iterator<Item = f64>) -> Option<f64> {
 /// repeat was.
 pub fn record(p: &Point, m: &Measured, lab_facts: &LabFacts) -> PointRecord {
     let c = m.cpu.as_ref();
-    let sd = c.and_then(|c| c.service_demand_us_per_kb.as_ref().or(c.service_demand_us_per_tran.as_ref()));
+    let sd = c.and_then(|c| {
+        c.service_demand_us_per_kb
+            .as_ref()
+            .or(c.service_demand_us_per_tran.as_ref())
+    });
     let r = m.repeats.as_ref();
     let each: Vec<Repeat> = r.map(|r| r.each.clone()).unwrap_or_default();
     let over = |f: fn(&Repeat) -> Option<f64>| median(each.iter().filter_map(f).collect());
@@ -69,7 +83,8 @@ pub fn record(p: &Point, m: &Measured, lab_facts: &LabFacts) -> PointRecord {
         latency_p99_us: m.result.latency_us.as_ref().map(|l| l.p99),
         host_busy_pct: over(|x| x.host_busy_pct).or(c.map(|c| c.host_busy_pct)),
         machine_busy_pct: c.map(|c| c.machine_busy_pct),
-        normalized_pct_per_gbps: over(|x| x.normalized_pct_per_gbps).or(c.and_then(|c| c.normalized_pct_per_gbps)),
+        normalized_pct_per_gbps: over(|x| x.normalized_pct_per_gbps)
+            .or(c.and_then(|c| c.normalized_pct_per_gbps)),
         client_busy_pct: c.and_then(|c| c.client_busy_pct),
         bound_by,
         leak_pct: largest(each.iter().filter_map(|x| x.leak_pct)).or(c.and_then(|c| c.leak_pct)),
@@ -77,7 +92,8 @@ pub fn record(p: &Point, m: &Measured, lab_facts: &LabFacts) -> PointRecord {
         host_cpus: m.cpus.as_ref().map(|x| x.host.to_string()),
         client_cpus: m.cpus.as_ref().map(|x| x.client.to_string()),
         unstable: r.map(|r| r.unstable),
-        host_steal_pct: largest(each.iter().filter_map(|x| x.host_steal_pct)).or(c.map(|c| c.host_steal_pct)),
+        host_steal_pct: largest(each.iter().filter_map(|x| x.host_steal_pct))
+            .or(c.map(|c| c.host_steal_pct)),
         repeats: each.clone(),
         sd_host: sd.map(|d| d.host),
         sd_send: sd.map(|d| d.send),
@@ -87,14 +103,23 @@ pub fn record(p: &Point, m: &Measured, lab_facts: &LabFacts) -> PointRecord {
         result: serde_json::to_string(m).ok(),
         samples: m.result.intervals.iter().map(|i| (i.t, i.gbps)).collect(),
         parts: c
-            .map(|c| c.parts.iter().filter(|p| p.side == crate::vocab::Side::Host).map(|p| (p.name.clone(), p.kind, p.busy_pct, p.cores)).collect())
+            .map(|c| {
+                c.parts
+                    .iter()
+                    .filter(|p| p.side == crate::vocab::Side::Host)
+                    .map(|p| (p.name.clone(), p.kind, p.busy_pct, p.cores))
+                    .collect()
+            })
             .unwrap_or_default(),
         ..base(p)
     }
 }
 
 fn failed_record(p: &Point, error: &str) -> PointRecord {
-    PointRecord { error: Some(error.to_string()), ..base(p) }
+    PointRecord {
+        error: Some(error.to_string()),
+        ..base(p)
+    }
 }
 
 /// The most names a run tries before giving up on finding a free one.
@@ -102,11 +127,15 @@ const NAME_TRIES: u32 = 999;
 
 /// Builds the lab for `cfg` under the first free name `x1`, `x2`, …: the journal made with
 /// `create_new` is the reservation, so two runs at once never take the same name.
-fn build_lab(cfg: &matrix::LabConfig) -> Result<(String, crate::lab::plan::Plan), build::BuildError> {
+fn build_lab(
+    cfg: &matrix::LabConfig,
+) -> Result<(String, crate::lab::plan::Plan), build::BuildError> {
     for i in 1..=NAME_TRIES {
         let name = format!("x{i}");
         let ns = format!("vl{name}-");
-        if state::journal_path(&name).exists() || build::netns_list().iter().any(|n| n.starts_with(&ns)) {
+        if state::journal_path(&name).exists()
+            || build::netns_list().iter().any(|n| n.starts_with(&ns))
+        {
             continue;
         }
         let plan = build::prepare(&cfg.topology(&name)).map_err(build::BuildError::Failed)?;
@@ -116,7 +145,9 @@ fn build_lab(cfg: &matrix::LabConfig) -> Result<(String, crate::lab::plan::Plan)
             Err(e) => return Err(e),
         }
     }
-    Err(build::BuildError::Failed(format!("no free lab name among x1…x{NAME_TRIES}: remove stale labs with `vnetlab cleanup`")))
+    Err(build::BuildError::Failed(format!(
+        "no free lab name among x1…x{NAME_TRIES}: remove stale labs with `vnetlab cleanup`"
+    )))
 }
 
 /// A parsed experiment: its text (stored with the run), the file and its points.
@@ -129,12 +160,25 @@ pub struct Loaded {
 /// Runs an experiment into the store. `progress` gets (points done, total, seconds left, what).
 /// SIGINT/SIGTERM (or a closed output) stop it after the point under way (at once on a second
 /// Ctrl-C): the finished points are kept, the run is marked interrupted and the lab removed.
-pub fn run(exp: &Loaded, store: &Store, progress: &mut dyn FnMut(usize, usize, f64, &str)) -> Result<Outcome, String> {
+pub fn run(
+    exp: &Loaded,
+    store: &Store,
+    progress: &mut dyn FnMut(usize, usize, f64, &str),
+) -> Result<Outcome, String> {
     let points = &exp.points;
     let hash = sha256_hex(exp.text.as_bytes());
     crate::sys::signals::install();
     let stopping = crate::sys::signals::stop_requested;
-    let run_id = store.begin_run(&exp.file.name, &exp.file.description, &exp.text, &hash, &facts::host(), points.len() as u32).map_err(|e| e.to_string())?;
+    let run_id = store
+        .begin_run(
+            &exp.file.name,
+            &exp.file.description,
+            &exp.text,
+            &hash,
+            &facts::host(),
+            points.len() as u32,
+        )
+        .map_err(|e| e.to_string())?;
     let total = points.len();
     let mut done = 0;
     let mut failed = 0;
@@ -143,7 +187,11 @@ pub fn run(exp: &Loaded, store: &Store, progress: &mut dyn FnMut(usize, usize, f
     // ETA: what is left by estimate, scaled by how long points really took so far.
     let eta = |k: usize, est_done: f64, spent: f64| {
         let left: f64 = estimates[k.min(total)..].iter().sum();
-        if est_done > 0.0 { left * spent / est_done } else { left }
+        if est_done > 0.0 {
+            left * spent / est_done
+        } else {
+            left
+        }
     };
     let mut remaining = eta(0, 0.0, 0.0);
     let mut result: Result<(), String> = Ok(());
@@ -153,7 +201,12 @@ pub fn run(exp: &Loaded, store: &Store, progress: &mut dyn FnMut(usize, usize, f
         let cfg = points[i].lab.clone();
         let group: Vec<&Point> = points[i..].iter().take_while(|p| p.lab == cfg).collect();
         i += group.len();
-        progress(done, total, remaining, &format!("building {} lab", cfg.mode));
+        progress(
+            done,
+            total,
+            remaining,
+            &format!("building {} lab", cfg.mode),
+        );
         let (name, plan) = match build_lab(&cfg) {
             Ok(x) => x,
             Err(build::BuildError::Interrupted(_)) => break,
@@ -169,7 +222,11 @@ pub fn run(exp: &Loaded, store: &Store, progress: &mut dyn FnMut(usize, usize, f
             }
             progress(done, total, remaining, &matrix::describe(p));
             let (from, to) = p.direction.endpoints();
-            let target = Target::Lab { rec: Box::new(plan.record.clone()), from, to };
+            let target = Target::Lab {
+                rec: Box::new(plan.record.clone()),
+                from,
+                to,
+            };
             let t0 = std::time::Instant::now();
             let rec = match measure::repeated(&target, &p.spec, p.repeat, None, &|_, _| {}) {
                 Ok(m) => record(p, &m, &lab_facts),
@@ -198,13 +255,23 @@ pub fn run(exp: &Loaded, store: &Store, progress: &mut dyn FnMut(usize, usize, f
     } else {
         RunStatus::Complete
     };
-    store.finish_run(run_id, status).map_err(|e| e.to_string())?;
+    store
+        .finish_run(run_id, status)
+        .map_err(|e| e.to_string())?;
     progress(done, total, 0.0, status.name());
-    result.map(|_| Outcome { run_id, status, points_done: done, points_failed: failed })
+    result.map(|_| Outcome {
+        run_id,
+        status,
+        points_done: done,
+        points_failed: failed,
+    })
 }
 
 /// SHA-256 of the experiment text (so runs of the same file can be matched).
 pub fn sha256_hex(data: &[u8]) -> String {
     use sha2::Digest;
-    sha2::Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
+    sha2::Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }

@@ -22,7 +22,9 @@ impl Serialize for Subnet {
 
 impl<'de> Deserialize<'de> for Subnet {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -44,7 +46,10 @@ impl FromStr for Subnet {
         }
         let net = Subnet { base, len };
         if net.network() != base {
-            return Err(format!("bad subnet '{s}': host bits are set; did you mean {}/{len}?", net.network()));
+            return Err(format!(
+                "bad subnet '{s}': host bits are set; did you mean {}/{len}?",
+                net.network()
+            ));
         }
         if !(8..=28).contains(&len) {
             return Err(format!("subnet '{s}': use a prefix length from /8 to /28"));
@@ -58,7 +63,11 @@ impl FromStr for Subnet {
 
 impl Subnet {
     fn mask(&self) -> u32 {
-        if self.len == 0 { 0 } else { u32::MAX << (32 - self.len) }
+        if self.len == 0 {
+            0
+        } else {
+            u32::MAX << (32 - self.len)
+        }
     }
     pub fn network(&self) -> Ipv4Addr {
         Ipv4Addr::from(u32::from(self.base) & self.mask())
@@ -81,8 +90,14 @@ impl Subnet {
     }
     /// The lower and upper halves.
     pub fn halves(&self) -> (Subnet, Subnet) {
-        let lo = Subnet { base: self.network(), len: self.len + 1 };
-        let hi = Subnet { base: lo.nth(lo.size() - 1).next(), len: self.len + 1 };
+        let lo = Subnet {
+            base: self.network(),
+            len: self.len + 1,
+        };
+        let hi = Subnet {
+            base: lo.nth(lo.size() - 1).next(),
+            len: self.len + 1,
+        };
         (lo, hi)
     }
 }
@@ -153,16 +168,21 @@ pub fn allocate(mode: Mode, net: &Subnet, guests: u32) -> Addressing {
 /// Finds a host route that overlaps `net`, from `ip -j -4 route show table all` output.
 /// The default route is ignored (it covers everything and is where the lab never sends).
 pub fn overlapping_route(routes_json: &str, net: &Subnet) -> Result<Option<String>, String> {
-    let v: serde_json::Value =
-        serde_json::from_str(routes_json).map_err(|e| format!("cannot read the host's routes: {e}"))?;
+    let v: serde_json::Value = serde_json::from_str(routes_json)
+        .map_err(|e| format!("cannot read the host's routes: {e}"))?;
     for r in v.as_array().into_iter().flatten() {
         let dst = r.get("dst").and_then(|d| d.as_str()).unwrap_or("");
         if dst == "default" || dst.is_empty() {
             continue;
         }
         let (a, l) = dst.split_once('/').unwrap_or((dst, "32"));
-        let (Ok(a), Ok(l)) = (a.parse::<Ipv4Addr>(), l.parse::<u8>()) else { continue };
-        let route = Subnet { base: a, len: l.min(32) };
+        let (Ok(a), Ok(l)) = (a.parse::<Ipv4Addr>(), l.parse::<u8>()) else {
+            continue;
+        };
+        let route = Subnet {
+            base: a,
+            len: l.min(32),
+        };
         if route.overlaps(net) {
             let dev = r.get("dev").and_then(|d| d.as_str()).unwrap_or("?");
             return Ok(Some(format!("{dst} dev {dev}")));
@@ -179,8 +199,14 @@ mod tests {
     fn subnet_parsing_refuses_bad_ranges() {
         let n: Subnet = "10.213.0.0/16".parse().unwrap();
         assert_eq!(n.size(), 65536);
-        assert!("10.213.0.1/16".parse::<Subnet>().unwrap_err().contains("10.213.0.0/16"));
-        assert!("8.8.0.0/16".parse::<Subnet>().unwrap_err().contains("not a private"));
+        assert!("10.213.0.1/16"
+            .parse::<Subnet>()
+            .unwrap_err()
+            .contains("10.213.0.0/16"));
+        assert!("8.8.0.0/16"
+            .parse::<Subnet>()
+            .unwrap_err()
+            .contains("not a private"));
         assert!("10.0.0.0/30".parse::<Subnet>().is_err());
         assert!("10.0.0.0".parse::<Subnet>().is_err());
         assert!("10.0.0.0/33".parse::<Subnet>().is_err());
@@ -196,7 +222,10 @@ mod tests {
         assert_eq!(a.guests[2], "10.213.0.5".parse::<Ipv4Addr>().unwrap());
         assert_eq!(max_guests(Mode::Bridge, &n), 252);
         let a = allocate(Mode::Bridge, &n, 252);
-        assert_eq!(*a.guests.last().unwrap(), "10.213.0.254".parse::<Ipv4Addr>().unwrap());
+        assert_eq!(
+            *a.guests.last().unwrap(),
+            "10.213.0.254".parse::<Ipv4Addr>().unwrap()
+        );
         let mut all: Vec<_> = a.guests.clone();
         all.extend([a.host, a.client]);
         all.sort();
@@ -225,7 +254,10 @@ mod tests {
                         {"dst":"10.0.0.0/24","dev":"eth0"},{"type":"local","dst":"10.0.0.5","dev":"eth0"}]"#;
         assert_eq!(overlapping_route(routes, &n).unwrap(), None);
         let routes = r#"[{"dst":"10.0.0.0/8","dev":"eth0"}]"#;
-        assert_eq!(overlapping_route(routes, &n).unwrap().unwrap(), "10.0.0.0/8 dev eth0");
+        assert_eq!(
+            overlapping_route(routes, &n).unwrap().unwrap(),
+            "10.0.0.0/8 dev eth0"
+        );
         let routes = r#"[{"dst":"10.213.7.9","dev":"wg0"}]"#;
         assert!(overlapping_route(routes, &n).unwrap().is_some());
         assert!(overlapping_route("not json", &n).is_err());

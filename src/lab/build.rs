@@ -13,15 +13,18 @@ use super::journal::{self, Entry, Journal};
 use super::plan::{self, Plan, SriovPf, Step};
 use super::state;
 use super::topology::Topology;
-use crate::vocab::Mode;
 use super::{cgroup, names::Names};
+use crate::vocab::Mode;
 
 /// Everything `up` checks before it makes anything; errors are one line and leave nothing.
 pub fn prepare(t: &Topology) -> Result<Plan, String> {
     t.validate()?;
     let names = Names::new(&t.name);
     if state::journal_path(&t.name).exists() {
-        return Err(format!("lab '{}' already exists: remove it with `vnetlab down {}` or pick another --name", t.name, t.name));
+        return Err(format!(
+            "lab '{}' already exists: remove it with `vnetlab down {}` or pick another --name",
+            t.name, t.name
+        ));
     }
     let prefix = names.ns_prefix();
     if let Some(ns) = netns_list().into_iter().find(|n| n.starts_with(&prefix)) {
@@ -29,9 +32,14 @@ pub fn prepare(t: &Topology) -> Result<Plan, String> {
     }
     let routes = hostcmd::read(&["ip", "-j", "-4", "route", "show", "table", "all"])?;
     if let Some(r) = super::addr::overlapping_route(&routes, &t.subnet)? {
-        return Err(format!("subnet {} overlaps the host route {r}: pick another range with --subnet", t.subnet));
+        return Err(format!(
+            "subnet {} overlaps the host route {r}: pick another range with --subnet",
+            t.subnet
+        ));
     }
-    if (t.wire.delay.is_some() || t.wire.loss.is_some()) && kernel_config("CONFIG_NET_SCH_NETEM") == Some(false) {
+    if (t.wire.delay.is_some() || t.wire.loss.is_some())
+        && kernel_config("CONFIG_NET_SCH_NETEM") == Some(false)
+    {
         return Err(NO_NETEM.into());
     }
     if t.wire.rate.is_some() && kernel_config("CONFIG_NET_SCH_TBF") == Some(false) {
@@ -42,7 +50,13 @@ pub fn prepare(t: &Topology) -> Result<Plan, String> {
         _ => None,
     };
     let cg = cgroup::detect();
-    let mut cpus = super::cpus::plan(&crate::sys::online_cpus(), t.client_cpus.as_ref(), t.host_cpus.as_ref(), t.pin, cgroup::cpuset_ok(&cg))?;
+    let mut cpus = super::cpus::plan(
+        &crate::sys::online_cpus(),
+        t.client_cpus.as_ref(),
+        t.host_cpus.as_ref(),
+        t.pin,
+        cgroup::cpuset_ok(&cg),
+    )?;
     if cpus.placed && threaded_napi_offered() {
         cpus.steering = super::cpus::Steering::ThreadedNapiRps;
     }
@@ -59,7 +73,9 @@ const NO_NETEM: &str = "this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM), s
 /// Whether the running kernel was built with an option (y or m), from /proc/config.gz; None if unknown.
 pub fn kernel_config(option: &str) -> Option<bool> {
     let text = hostcmd::read(&["gzip", "-dc", "/proc/config.gz"]).ok()?;
-    let set = text.lines().any(|l| l == format!("{option}=y") || l == format!("{option}=m"));
+    let set = text
+        .lines()
+        .any(|l| l == format!("{option}=y") || l == format!("{option}=m"));
     Some(set)
 }
 
@@ -69,7 +85,11 @@ pub fn inspect_pf(pf: &str) -> Result<SriovPf, String> {
     if pf.contains('/') || !dev.exists() {
         return Err(format!("--pf {pf}: there is no such network interface; name the SR-IOV physical function (see `ip link`), or use --mode macvlan, vnetlab's stand-in for a VF"));
     }
-    let read = |f: &str| std::fs::read_to_string(dev.join("device").join(f)).ok().and_then(|s| s.trim().parse::<u32>().ok());
+    let read = |f: &str| {
+        std::fs::read_to_string(dev.join("device").join(f))
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok())
+    };
     match (read("sriov_totalvfs"), read("sriov_numvfs")) {
         (Some(total), Some(num)) if total > 0 => Ok(SriovPf { pf: pf.into(), numvfs: num, totalvfs: total }),
         _ => Err(format!("--pf {pf}: {pf} is not an SR-IOV NIC (it has no virtual functions), so this host cannot build mode sriov; use --mode macvlan, vnetlab's stand-in for a VF")),
@@ -99,7 +119,9 @@ pub enum BuildError {
 impl std::fmt::Display for BuildError {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         match self {
-            BuildError::Taken(m) | BuildError::Interrupted(m) | BuildError::Failed(m) => f.write_str(m),
+            BuildError::Taken(m) | BuildError::Interrupted(m) | BuildError::Failed(m) => {
+                f.write_str(m)
+            }
         }
     }
 }
@@ -115,7 +137,8 @@ impl From<BuildError> for String {
 pub fn build(p: &Plan, progress: bool, kept: bool) -> Result<(), BuildError> {
     let progress = progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let lab = p.record.topology.name.clone();
-    std::fs::create_dir_all(state::dir()).map_err(|e| BuildError::Failed(format!("cannot make {}: {e}", state::dir().display())))?;
+    std::fs::create_dir_all(state::dir())
+        .map_err(|e| BuildError::Failed(format!("cannot make {}: {e}", state::dir().display())))?;
     let mut j = match Journal::create(&state::journal_path(&lab), kept) {
         Ok(j) => j,
         Err(journal::CreateError::Taken) => {
@@ -125,8 +148,11 @@ pub fn build(p: &Plan, progress: bool, kept: bool) -> Result<(), BuildError> {
     };
     crate::sys::signals::install();
     let result = (|| {
-        std::fs::write(state::record_path(&lab), serde_json::to_string_pretty(&p.record).unwrap())
-            .map_err(|e| format!("cannot write the lab record: {e}"))?;
+        std::fs::write(
+            state::record_path(&lab),
+            serde_json::to_string_pretty(&p.record).unwrap(),
+        )
+        .map_err(|e| format!("cannot write the lab record: {e}"))?;
         let mut log = std::fs::File::create(state::log_path(&lab)).map_err(|e| e.to_string())?;
         let start = Instant::now();
         let total = p.steps.len();
@@ -140,14 +166,22 @@ pub fn build(p: &Plan, progress: bool, kept: bool) -> Result<(), BuildError> {
                 crate::err!("\rbuilding lab {lab}: step {}/{total}", i + 1);
             }
             match &p.steps[i] {
-                Step::Run { cmd: HostCmd::Ethtool { .. }, .. } => {
+                Step::Run {
+                    cmd: HostCmd::Ethtool { .. },
+                    ..
+                } => {
                     let mut k = i;
-                    while k < total && matches!(&p.steps[k], Step::Run { cmd: HostCmd::Ethtool { .. }, creates } if creates.is_empty()) {
+                    while k < total
+                        && matches!(&p.steps[k], Step::Run { cmd: HostCmd::Ethtool { .. }, creates } if creates.is_empty())
+                    {
                         k += 1;
                     }
                     let cmds: Vec<&HostCmd> = p.steps[i..k]
                         .iter()
-                        .map(|s| match s { Step::Run { cmd, .. } => cmd, _ => unreachable!() })
+                        .map(|s| match s {
+                            Step::Run { cmd, .. } => cmd,
+                            _ => unreachable!(),
+                        })
                         .collect();
                     for c in &cmds {
                         let _ = writeln!(log, "{}", c.shell());
@@ -160,10 +194,22 @@ pub fn build(p: &Plan, progress: bool, kept: bool) -> Result<(), BuildError> {
                     j.record(creates)?;
                     let _ = writeln!(log, "{}", cmd.shell());
                     cmd.run().map_err(|e| {
-                        if matches!(cmd, HostCmd::Tc { .. }) && e.contains("qdisc kind is unknown") { NO_NETEM.to_string() } else { e }
+                        if matches!(cmd, HostCmd::Tc { .. }) && e.contains("qdisc kind is unknown")
+                        {
+                            NO_NETEM.to_string()
+                        } else {
+                            e
+                        }
                     })?;
                 }
-                Step::StartBackend { guest, args, netns, cgroups, stats, log: logf } => {
+                Step::StartBackend {
+                    guest,
+                    args,
+                    netns,
+                    cgroups,
+                    stats,
+                    log: logf,
+                } => {
                     let _ = writeln!(log, "{}", plan::shell_step(&p.steps[i]));
                     start_backend(guest, args, netns, cgroups, stats, logf)?;
                 }
@@ -171,10 +217,23 @@ pub fn build(p: &Plan, progress: bool, kept: bool) -> Result<(), BuildError> {
                     let _ = writeln!(log, "{}", plan::shell_step(&p.steps[i]));
                     super::steer::place_napi(netns, dev, cpus)?;
                 }
-                Step::MoveVf { pf, vf, netns, name } => {
+                Step::MoveVf {
+                    pf,
+                    vf,
+                    netns,
+                    name,
+                } => {
                     let ifname = vf_ifname(pf, *vf)?;
-                    j.record(&[Entry::Vf { pf: pf.clone(), ifname: ifname.clone(), netns: netns.clone(), lab_name: name.clone() }])?;
-                    let cmd = HostCmd::ip(None, vec![format!("link set dev {ifname} netns {netns} name {name}")]);
+                    j.record(&[Entry::Vf {
+                        pf: pf.clone(),
+                        ifname: ifname.clone(),
+                        netns: netns.clone(),
+                        lab_name: name.clone(),
+                    }])?;
+                    let cmd = HostCmd::ip(
+                        None,
+                        vec![format!("link set dev {ifname} netns {netns} name {name}")],
+                    );
                     let _ = writeln!(log, "{}", cmd.shell());
                     cmd.run()?;
                 }
@@ -184,7 +243,10 @@ pub fn build(p: &Plan, progress: bool, kept: bool) -> Result<(), BuildError> {
         settle(&p.record)?;
         j.record(&[Entry::Complete])?;
         if progress {
-            crate::errln!("\rbuilt lab {lab}: {total} steps in {:.2} s", start.elapsed().as_secs_f64());
+            crate::errln!(
+                "\rbuilt lab {lab}: {total} steps in {:.2} s",
+                start.elapsed().as_secs_f64()
+            );
         }
         Ok(())
     })();
@@ -195,11 +257,19 @@ pub fn build(p: &Plan, progress: bool, kept: bool) -> Result<(), BuildError> {
         let stopped = stopping();
         let undo = teardown(&lab);
         let msg = match (stopped, undo) {
-            (true, Ok(())) => format!("interrupted while building lab {lab}; removed what was made"),
+            (true, Ok(())) => {
+                format!("interrupted while building lab {lab}; removed what was made")
+            }
             (false, Ok(())) => format!("{e}; removed what was made"),
-            (_, Err(u)) => format!("{e}; removing what was made also failed: {u} (run `vnetlab cleanup`)"),
+            (_, Err(u)) => {
+                format!("{e}; removing what was made also failed: {u} (run `vnetlab cleanup`)")
+            }
         };
-        return Err(if stopped { BuildError::Interrupted(msg) } else { BuildError::Failed(msg) });
+        return Err(if stopped {
+            BuildError::Interrupted(msg)
+        } else {
+            BuildError::Failed(msg)
+        });
     }
     Ok(())
 }
@@ -214,7 +284,14 @@ fn stopping() -> bool {
 /// Starts a vNIC backend detached from `up` (its own session, no parent-death signal) inside the
 /// host namespace and its cgroup, and waits until it has attached both taps (its counters file
 /// appears) — or reports its log if it exits first.
-fn start_backend(guest: &str, args: &[String], netns: &str, cgroups: &[std::path::PathBuf], stats: &Path, log: &Path) -> Result<(), String> {
+fn start_backend(
+    guest: &str,
+    args: &[String],
+    netns: &str,
+    cgroups: &[std::path::PathBuf],
+    stats: &Path,
+    log: &Path,
+) -> Result<(), String> {
     use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut argv = vec![exe.display().to_string()];
@@ -242,10 +319,16 @@ fn start_backend(guest: &str, args: &[String], netns: &str, cgroups: &[std::path
         }
         if let Ok(Some(st)) = child.try_wait() {
             let tail = std::fs::read_to_string(log).unwrap_or_default();
-            return Err(format!("the vNIC backend of {guest} exited ({st}): {}", hostcmd::one_line(&tail)));
+            return Err(format!(
+                "the vNIC backend of {guest} exited ({st}): {}",
+                hostcmd::one_line(&tail)
+            ));
         }
         if t0.elapsed() > Duration::from_secs(5) {
-            return Err(format!("the vNIC backend of {guest} did not attach its taps within 5 s (see {})", log.display()));
+            return Err(format!(
+                "the vNIC backend of {guest} did not attach its taps within 5 s (see {})",
+                log.display()
+            ));
         }
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -263,14 +346,20 @@ fn settle(r: &state::LabRecord) -> Result<(), String> {
             let out = hostcmd::read(&["ip", "-n", ns, "-j", "link", "show"])?;
             let links: serde_json::Value = serde_json::from_str(&out).map_err(|e| e.to_string())?;
             let pending = links.as_array().into_iter().flatten().find(|l| {
-                let up = l["flags"].as_array().is_some_and(|f| f.iter().any(|x| x == "UP"));
-                up && l["ifname"] != "lo" && !matches!(l["operstate"].as_str(), Some("UP") | Some("UNKNOWN"))
+                let up = l["flags"]
+                    .as_array()
+                    .is_some_and(|f| f.iter().any(|x| x == "UP"));
+                up && l["ifname"] != "lo"
+                    && !matches!(l["operstate"].as_str(), Some("UP") | Some("UNKNOWN"))
             });
             match pending {
                 None => break,
                 Some(_) if stopping() => return Err(INTERRUPTED.to_string()),
                 Some(l) if start.elapsed() > Duration::from_secs(3) => {
-                    return Err(format!("{} in {ns} did not come up (state {})", l["ifname"], l["operstate"]));
+                    return Err(format!(
+                        "{} in {ns} did not come up (state {})",
+                        l["ifname"], l["operstate"]
+                    ));
                 }
                 Some(_) => std::thread::sleep(Duration::from_millis(20)),
             }
@@ -286,7 +375,9 @@ fn run_parallel(cmds: &[&HostCmd], width: usize) -> Result<(), String> {
             .chunks(chunk)
             .map(|part| s.spawn(move || part.iter().try_for_each(|c| c.run())))
             .collect();
-        handles.into_iter().try_for_each(|h| h.join().unwrap_or_else(|_| Err("a worker panicked".into())))
+        handles
+            .into_iter()
+            .try_for_each(|h| h.join().unwrap_or_else(|_| Err("a worker panicked".into())))
     })
 }
 
@@ -306,20 +397,50 @@ pub enum Undo {
     /// Kill the lab's processes (in its cgroups and namespaces).
     KillProcesses,
     DelNetns(Vec<String>),
-    ReturnVf { netns: String, lab_name: String, ifname: String },
-    NumVfs { pf: String, previous: u32 },
-    RmCgroup { path: std::path::PathBuf, shared: bool },
+    ReturnVf {
+        netns: String,
+        lab_name: String,
+        ifname: String,
+    },
+    NumVfs {
+        pf: String,
+        previous: u32,
+    },
+    RmCgroup {
+        path: std::path::PathBuf,
+        shared: bool,
+    },
 }
 
 impl Undo {
     pub fn shell(&self) -> String {
         match self {
-            Undo::KillProcesses => "# kill every process in the lab's cgroups and namespaces".into(),
-            Undo::DelNetns(v) => v.iter().map(|n| format!("ip netns del {n}")).collect::<Vec<_>>().join("\n"),
-            Undo::ReturnVf { netns, lab_name, ifname } => format!("ip -n {netns} link set dev {lab_name} netns 1 name {ifname}"),
-            Undo::NumVfs { pf, previous } => format!("echo {previous} > /sys/class/net/{pf}/device/sriov_numvfs"),
+            Undo::KillProcesses => {
+                "# kill every process in the lab's cgroups and namespaces".into()
+            }
+            Undo::DelNetns(v) => v
+                .iter()
+                .map(|n| format!("ip netns del {n}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            Undo::ReturnVf {
+                netns,
+                lab_name,
+                ifname,
+            } => format!("ip -n {netns} link set dev {lab_name} netns 1 name {ifname}"),
+            Undo::NumVfs { pf, previous } => {
+                format!("echo {previous} > /sys/class/net/{pf}/device/sriov_numvfs")
+            }
             Undo::RmCgroup { path, shared } => {
-                format!("rmdir {}{}", path.display(), if *shared { "  # if no other lab uses it" } else { "" })
+                format!(
+                    "rmdir {}{}",
+                    path.display(),
+                    if *shared {
+                        "  # if no other lab uses it"
+                    } else {
+                        ""
+                    }
+                )
             }
         }
     }
@@ -327,26 +448,49 @@ impl Undo {
 
 /// The undo steps for a journal: its entries in reverse; objects inside a lab namespace go with it.
 pub fn undo_steps(entries: &[Entry]) -> Result<Vec<Undo>, String> {
-    let namespaces: HashSet<&String> =
-        entries.iter().filter_map(|e| if let Entry::Netns { name } = e { Some(name) } else { None }).collect();
+    let namespaces: HashSet<&String> = entries
+        .iter()
+        .filter_map(|e| {
+            if let Entry::Netns { name } = e {
+                Some(name)
+            } else {
+                None
+            }
+        })
+        .collect();
     let mut out = vec![Undo::KillProcesses];
     for e in entries.iter().rev() {
         match e {
             Entry::Complete | Entry::Owner { .. } => {}
             Entry::InNetns { netns, object } => {
                 if !namespaces.contains(netns) {
-                    return Err(format!("journal names {object} in {netns}, a namespace the lab did not make"));
+                    return Err(format!(
+                        "journal names {object} in {netns}, a namespace the lab did not make"
+                    ));
                 }
             }
             Entry::Netns { name } => match out.last_mut() {
                 Some(Undo::DelNetns(v)) => v.push(name.clone()),
                 _ => out.push(Undo::DelNetns(vec![name.clone()])),
             },
-            Entry::Vf { ifname, netns, lab_name, .. } => {
-                out.push(Undo::ReturnVf { netns: netns.clone(), lab_name: lab_name.clone(), ifname: ifname.clone() })
-            }
-            Entry::NumVfs { pf, previous } => out.push(Undo::NumVfs { pf: pf.clone(), previous: *previous }),
-            Entry::Cgroup { path, shared } => out.push(Undo::RmCgroup { path: path.clone(), shared: *shared }),
+            Entry::Vf {
+                ifname,
+                netns,
+                lab_name,
+                ..
+            } => out.push(Undo::ReturnVf {
+                netns: netns.clone(),
+                lab_name: lab_name.clone(),
+                ifname: ifname.clone(),
+            }),
+            Entry::NumVfs { pf, previous } => out.push(Undo::NumVfs {
+                pf: pf.clone(),
+                previous: *previous,
+            }),
+            Entry::Cgroup { path, shared } => out.push(Undo::RmCgroup {
+                path: path.clone(),
+                shared: *shared,
+            }),
         }
     }
     Ok(out)
@@ -358,7 +502,10 @@ pub fn teardown_plan(lab: &str) -> Result<Vec<String>, String> {
     if !jpath.exists() {
         return Err(no_such_lab(lab));
     }
-    Ok(undo_steps(&journal::read(&jpath, lab)?)?.iter().map(Undo::shell).collect())
+    Ok(undo_steps(&journal::read(&jpath, lab)?)?
+        .iter()
+        .map(Undo::shell)
+        .collect())
 }
 
 fn no_such_lab(lab: &str) -> String {
@@ -373,45 +520,86 @@ fn no_such_lab(lab: &str) -> String {
 /// Removes everything the lab's journal names, in reverse, then the journal itself.
 pub fn teardown(lab: &str) -> Result<(), String> {
     let jpath = state::journal_path(lab);
-    let entries = if jpath.exists() { journal::read(&jpath, lab)? } else { vec![] };
+    let entries = if jpath.exists() {
+        journal::read(&jpath, lab)?
+    } else {
+        vec![]
+    };
     let mut errors = Vec::new();
     for u in undo_steps(&entries)? {
         let r = match &u {
             Undo::KillProcesses => {
                 for e in &entries {
-                    if let Entry::Cgroup { path, shared: false } = e {
+                    if let Entry::Cgroup {
+                        path,
+                        shared: false,
+                    } = e
+                    {
                         let _ = cgroup::kill_all(path);
                     }
                 }
-                let ns: HashSet<String> =
-                    entries.iter().filter_map(|e| if let Entry::Netns { name } = e { Some(name.clone()) } else { None }).collect();
+                let ns: HashSet<String> = entries
+                    .iter()
+                    .filter_map(|e| {
+                        if let Entry::Netns { name } = e {
+                            Some(name.clone())
+                        } else {
+                            None
+                        }
+                    })
+                    .collect();
                 kill_in_netns(&ns);
                 Ok(())
             }
             Undo::DelNetns(names) => {
-                let present: Vec<&String> = names.iter().filter(|n| Path::new("/run/netns").join(n).exists()).collect();
+                let present: Vec<&String> = names
+                    .iter()
+                    .filter(|n| Path::new("/run/netns").join(n).exists())
+                    .collect();
                 if !present.is_empty() {
-                    let lines: Vec<String> = present.iter().map(|n| format!("netns del {n}")).collect();
+                    let lines: Vec<String> =
+                        present.iter().map(|n| format!("netns del {n}")).collect();
                     let mut c = std::process::Command::new("ip");
                     c.args(["-force", "-batch", "-"]);
-                    let _ = hostcmd::run(&mut c, Some(&(lines.join("\n") + "\n")), hostcmd::TIMEOUT);
+                    let _ =
+                        hostcmd::run(&mut c, Some(&(lines.join("\n") + "\n")), hostcmd::TIMEOUT);
                 }
-                match present.iter().find(|n| Path::new("/run/netns").join(n).exists()) {
+                match present
+                    .iter()
+                    .find(|n| Path::new("/run/netns").join(n).exists())
+                {
                     Some(n) => Err(format!("namespace {n} could not be removed")),
                     None => Ok(()),
                 }
             }
-            Undo::ReturnVf { netns, lab_name, ifname } => {
+            Undo::ReturnVf {
+                netns,
+                lab_name,
+                ifname,
+            } => {
                 if Path::new("/run/netns").join(netns).exists() {
-                    let cmd = HostCmd::ip(Some(netns), vec![format!("link set dev {lab_name} netns 1 name {ifname}")]);
-                    cmd.run().or_else(|e| if e.contains("Cannot find device") { Ok(()) } else { Err(e) })
+                    let cmd = HostCmd::ip(
+                        Some(netns),
+                        vec![format!("link set dev {lab_name} netns 1 name {ifname}")],
+                    );
+                    cmd.run().or_else(|e| {
+                        if e.contains("Cannot find device") {
+                            Ok(())
+                        } else {
+                            Err(e)
+                        }
+                    })
                 } else {
                     Ok(())
                 }
             }
             Undo::NumVfs { pf, previous } => {
                 let p = format!("/sys/class/net/{pf}/device/sriov_numvfs");
-                (HostCmd::Write { path: p.into(), value: previous.to_string() }).run()
+                (HostCmd::Write {
+                    path: p.into(),
+                    value: previous.to_string(),
+                })
+                .run()
             }
             Undo::RmCgroup { path, shared } => cgroup::remove(path, *shared),
         };
@@ -427,8 +615,15 @@ pub fn teardown(lab: &str) -> Result<(), String> {
     }
     // The backends' counters and logs.
     let prefix = format!("{lab}.vnic-");
-    for e in std::fs::read_dir(state::dir()).into_iter().flatten().flatten() {
-        if e.file_name().to_str().is_some_and(|n| n.starts_with(&prefix)) {
+    for e in std::fs::read_dir(state::dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if e.file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(&prefix))
+        {
             let _ = std::fs::remove_file(e.path());
         }
     }
@@ -455,7 +650,9 @@ fn kill_in_netns(names: &HashSet<String>) {
     }
     let me = std::process::id() as i32;
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
         if pid == me {
             continue;
         }
@@ -474,22 +671,58 @@ mod tests {
     #[test]
     fn undo_runs_in_reverse_and_skips_what_goes_with_a_namespace() {
         let es = vec![
-            Entry::Cgroup { path: "/cg/vnetlab".into(), shared: true },
-            Entry::Cgroup { path: "/cg/vnetlab/vlx".into(), shared: false },
-            Entry::Netns { name: "vlx-host".into() },
-            Entry::Netns { name: "vlx-client".into() },
-            Entry::InNetns { netns: "vlx-host".into(), object: "link vlxw".into() },
-            Entry::Vf { pf: "p".into(), ifname: "p_0".into(), netns: "vlx-host".into(), lab_name: "vlxw".into() },
+            Entry::Cgroup {
+                path: "/cg/vnetlab".into(),
+                shared: true,
+            },
+            Entry::Cgroup {
+                path: "/cg/vnetlab/vlx".into(),
+                shared: false,
+            },
+            Entry::Netns {
+                name: "vlx-host".into(),
+            },
+            Entry::Netns {
+                name: "vlx-client".into(),
+            },
+            Entry::InNetns {
+                netns: "vlx-host".into(),
+                object: "link vlxw".into(),
+            },
+            Entry::Vf {
+                pf: "p".into(),
+                ifname: "p_0".into(),
+                netns: "vlx-host".into(),
+                lab_name: "vlxw".into(),
+            },
             Entry::Complete,
         ];
         let u = undo_steps(&es).unwrap();
         assert_eq!(u[0], Undo::KillProcesses);
         assert!(matches!(&u[1], Undo::ReturnVf { ifname, .. } if ifname == "p_0"));
-        assert_eq!(u[2], Undo::DelNetns(vec!["vlx-client".into(), "vlx-host".into()]));
-        assert_eq!(u[3], Undo::RmCgroup { path: "/cg/vnetlab/vlx".into(), shared: false });
-        assert_eq!(u[4], Undo::RmCgroup { path: "/cg/vnetlab".into(), shared: true });
+        assert_eq!(
+            u[2],
+            Undo::DelNetns(vec!["vlx-client".into(), "vlx-host".into()])
+        );
+        assert_eq!(
+            u[3],
+            Undo::RmCgroup {
+                path: "/cg/vnetlab/vlx".into(),
+                shared: false
+            }
+        );
+        assert_eq!(
+            u[4],
+            Undo::RmCgroup {
+                path: "/cg/vnetlab".into(),
+                shared: true
+            }
+        );
         assert_eq!(u.len(), 5);
-        let foreign = vec![Entry::InNetns { netns: "other".into(), object: "link eth0".into() }];
+        let foreign = vec![Entry::InNetns {
+            netns: "other".into(),
+            object: "link eth0".into(),
+        }];
         assert!(undo_steps(&foreign).is_err());
     }
 }

@@ -12,7 +12,10 @@ pub enum Hierarchy {
     /// A cgroup v2 mount whose root offers the cpu controller.
     V2 { root: PathBuf, cpuset: bool },
     /// v1 mounts: cpuacct for accounting, cpuset (if mounted) for pinning.
-    V1 { cpuacct: PathBuf, cpuset: Option<PathBuf> },
+    V1 {
+        cpuacct: PathBuf,
+        cpuset: Option<PathBuf>,
+    },
     /// Neither: no per-part CPU accounting on this host, said plainly.
     None { why: String },
 }
@@ -42,7 +45,10 @@ pub fn detect_from(mounts: &str, controllers: impl Fn(&Path) -> Option<String>) 
                 if let Some(c) = controllers(dir) {
                     let c: Vec<&str> = c.split_whitespace().collect();
                     if c.contains(&"cpu") {
-                        return Hierarchy::V2 { root: dir.to_path_buf(), cpuset: c.contains(&"cpuset") };
+                        return Hierarchy::V2 {
+                            root: dir.to_path_buf(),
+                            cpuset: c.contains(&"cpuset"),
+                        };
                     }
                 }
             }
@@ -59,7 +65,10 @@ pub fn detect_from(mounts: &str, controllers: impl Fn(&Path) -> Option<String>) 
         }
     }
     match v1_acct {
-        Some(cpuacct) => Hierarchy::V1 { cpuacct, cpuset: v1_set },
+        Some(cpuacct) => Hierarchy::V1 {
+            cpuacct,
+            cpuset: v1_set,
+        },
         None => Hierarchy::None {
             why: "neither a cgroup v2 cpu controller nor a v1 cpuacct hierarchy is mounted".into(),
         },
@@ -68,14 +77,19 @@ pub fn detect_from(mounts: &str, controllers: impl Fn(&Path) -> Option<String>) 
 
 pub fn detect() -> Hierarchy {
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    detect_from(&mounts, |d| std::fs::read_to_string(d.join("cgroup.controllers")).ok())
+    detect_from(&mounts, |d| {
+        std::fs::read_to_string(d.join("cgroup.controllers")).ok()
+    })
 }
 
 /// vnetlab's shared folders (`<root>/vnetlab`) in each hierarchy it uses, for removal once empty.
 pub fn shared_folders(h: &Hierarchy) -> Vec<PathBuf> {
     match h {
         Hierarchy::V2 { root, .. } => vec![root.join("vnetlab")],
-        Hierarchy::V1 { cpuacct, cpuset } => std::iter::once(cpuacct).chain(cpuset.iter()).map(|r| r.join("vnetlab")).collect(),
+        Hierarchy::V1 { cpuacct, cpuset } => std::iter::once(cpuacct)
+            .chain(cpuset.iter())
+            .map(|r| r.join("vnetlab"))
+            .collect(),
         Hierarchy::None { .. } => vec![],
     }
 }
@@ -83,7 +97,10 @@ pub fn shared_folders(h: &Hierarchy) -> Vec<PathBuf> {
 /// Whether processes can be confined to cores here (a cpuset controller), or why not.
 pub fn cpuset_ok(h: &Hierarchy) -> Result<(), String> {
     match h {
-        Hierarchy::V2 { cpuset: true, .. } | Hierarchy::V1 { cpuset: Some(_), .. } => Ok(()),
+        Hierarchy::V2 { cpuset: true, .. }
+        | Hierarchy::V1 {
+            cpuset: Some(_), ..
+        } => Ok(()),
         Hierarchy::V2 { .. } => Err("cgroup v2 offers no cpuset controller".into()),
         Hierarchy::V1 { .. } => Err("the cgroup v1 cpuset hierarchy is not mounted".into()),
         Hierarchy::None { why } => Err(why.clone()),
@@ -100,10 +117,15 @@ pub struct CgroupPlan {
 
 /// Plans the folders `H/vnetlab/<lab>/<part>` for each part with its optional CPU list (a part
 /// with a list is confined to it by a cpuset).
-pub fn plan(h: &Hierarchy, lab_dir: &str, parts: &[(String, Option<String>)]) -> Result<CgroupPlan, String> {
+pub fn plan(
+    h: &Hierarchy,
+    lab_dir: &str,
+    parts: &[(String, Option<String>)],
+) -> Result<CgroupPlan, String> {
     let pinned = parts.iter().any(|(_, c)| c.is_some());
     if pinned {
-        cpuset_ok(h).map_err(|why| format!("placing the lab on cores needs a cpuset cgroup, and {why}"))?;
+        cpuset_ok(h)
+            .map_err(|why| format!("placing the lab on cores needs a cpuset cgroup, and {why}"))?;
     }
     let mut steps = Vec::new();
     let mut roots: Vec<(PathBuf, bool)> = Vec::new(); // (hierarchy root, is a v1 cpuset)
@@ -118,37 +140,100 @@ pub fn plan(h: &Hierarchy, lab_dir: &str, parts: &[(String, Option<String>)]) ->
         }
     }
     let v2 = matches!(h, Hierarchy::V2 { .. });
-    let mut folders: Vec<(String, Vec<PathBuf>)> = parts.iter().map(|(p, _)| (p.clone(), vec![])).collect();
+    let mut folders: Vec<(String, Vec<PathBuf>)> =
+        parts.iter().map(|(p, _)| (p.clone(), vec![])).collect();
     for (root, is_cpuset) in roots {
         let top = root.join("vnetlab");
         let lab = top.join(lab_dir);
-        let all_cpus = read_trim(&root.join("cpuset.cpus.effective")).or_else(|| read_trim(&root.join("cpuset.cpus")));
-        let mems = read_trim(&root.join("cpuset.mems.effective")).or_else(|| read_trim(&root.join("cpuset.mems")));
+        let all_cpus = read_trim(&root.join("cpuset.cpus.effective"))
+            .or_else(|| read_trim(&root.join("cpuset.cpus")));
+        let mems = read_trim(&root.join("cpuset.mems.effective"))
+            .or_else(|| read_trim(&root.join("cpuset.mems")));
         // Every lab journals the shared folder, made or found: the last lab to go removes it.
-        steps.push((vec![Entry::Cgroup { path: top.clone(), shared: true }], HostCmd::Mkdir { path: top.clone(), exist_ok: true }));
-        steps.push((vec![Entry::Cgroup { path: lab.clone(), shared: false }], HostCmd::Mkdir { path: lab.clone(), exist_ok: false }));
+        steps.push((
+            vec![Entry::Cgroup {
+                path: top.clone(),
+                shared: true,
+            }],
+            HostCmd::Mkdir {
+                path: top.clone(),
+                exist_ok: true,
+            },
+        ));
+        steps.push((
+            vec![Entry::Cgroup {
+                path: lab.clone(),
+                shared: false,
+            }],
+            HostCmd::Mkdir {
+                path: lab.clone(),
+                exist_ok: false,
+            },
+        ));
         if v2 {
             let ctl = if pinned { "+cpu +cpuset" } else { "+cpu" };
             for dir in [&top, &lab] {
-                steps.push((vec![], HostCmd::Write { path: dir.join("cgroup.subtree_control"), value: ctl.into() }));
+                steps.push((
+                    vec![],
+                    HostCmd::Write {
+                        path: dir.join("cgroup.subtree_control"),
+                        value: ctl.into(),
+                    },
+                ));
             }
         }
         if is_cpuset {
             let (Some(cpus), Some(mems)) = (all_cpus, mems.clone()) else {
-                return Err(format!("cannot read the cpus and mems of the cpuset root {}", root.display()));
+                return Err(format!(
+                    "cannot read the cpus and mems of the cpuset root {}",
+                    root.display()
+                ));
             };
             for dir in [&top, &lab] {
-                steps.push((vec![], HostCmd::Write { path: dir.join("cpuset.cpus"), value: cpus.clone() }));
-                steps.push((vec![], HostCmd::Write { path: dir.join("cpuset.mems"), value: mems.clone() }));
+                steps.push((
+                    vec![],
+                    HostCmd::Write {
+                        path: dir.join("cpuset.cpus"),
+                        value: cpus.clone(),
+                    },
+                ));
+                steps.push((
+                    vec![],
+                    HostCmd::Write {
+                        path: dir.join("cpuset.mems"),
+                        value: mems.clone(),
+                    },
+                ));
             }
         }
         for (i, (part, cpus)) in parts.iter().enumerate() {
             let dir = lab.join(part);
-            steps.push((vec![Entry::Cgroup { path: dir.clone(), shared: false }], HostCmd::Mkdir { path: dir.clone(), exist_ok: false }));
+            steps.push((
+                vec![Entry::Cgroup {
+                    path: dir.clone(),
+                    shared: false,
+                }],
+                HostCmd::Mkdir {
+                    path: dir.clone(),
+                    exist_ok: false,
+                },
+            ));
             if let (Some(c), true) = (cpus, is_cpuset || (v2 && pinned)) {
-                steps.push((vec![], HostCmd::Write { path: dir.join("cpuset.cpus"), value: c.clone() }));
+                steps.push((
+                    vec![],
+                    HostCmd::Write {
+                        path: dir.join("cpuset.cpus"),
+                        value: c.clone(),
+                    },
+                ));
                 if is_cpuset {
-                    steps.push((vec![], HostCmd::Write { path: dir.join("cpuset.mems"), value: mems.clone().unwrap() }));
+                    steps.push((
+                        vec![],
+                        HostCmd::Write {
+                            path: dir.join("cpuset.mems"),
+                            value: mems.clone().unwrap(),
+                        },
+                    ));
                 }
             }
             folders[i].1.push(dir);
@@ -179,7 +264,10 @@ pub fn kill_all(dir: &Path) -> Result<(), String> {
             crate::sys::kill9(p);
         }
         if start.elapsed() > Duration::from_secs(5) {
-            return Err(format!("processes in {} did not die within 5 s", dir.display()));
+            return Err(format!(
+                "processes in {} did not die within 5 s",
+                dir.display()
+            ));
         }
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -200,7 +288,9 @@ pub fn remove(dir: &Path, shared: bool) -> Result<(), String> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(_) if shared => return Ok(()),
             // A killed task can linger in the folder for a moment.
-            Err(_) if start.elapsed() < Duration::from_secs(3) => std::thread::sleep(Duration::from_millis(5)),
+            Err(_) if start.elapsed() < Duration::from_secs(3) => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
             Err(e) => return Err(format!("cannot remove cgroup {}: {e}", dir.display())),
         }
     }
@@ -222,7 +312,10 @@ cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
         let h = detect_from(THIS_HOST, |_| Some("".into()));
         assert_eq!(
             h,
-            Hierarchy::V1 { cpuacct: "/sys/fs/cgroup/cpuacct".into(), cpuset: Some("/sys/fs/cgroup/cpuset".into()) }
+            Hierarchy::V1 {
+                cpuacct: "/sys/fs/cgroup/cpuacct".into(),
+                cpuset: Some("/sys/fs/cgroup/cpuset".into())
+            }
         );
     }
 
@@ -230,22 +323,43 @@ cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
     fn v2_is_chosen_when_it_has_cpu() {
         let m = "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid 0 0\n";
         let h = detect_from(m, |_| Some("cpuset cpu io memory pids".into()));
-        assert_eq!(h, Hierarchy::V2 { root: "/sys/fs/cgroup".into(), cpuset: true });
+        assert_eq!(
+            h,
+            Hierarchy::V2 {
+                root: "/sys/fs/cgroup".into(),
+                cpuset: true
+            }
+        );
         let h = detect_from(m, |_| Some("io memory".into()));
         assert!(matches!(h, Hierarchy::None { .. }));
     }
 
     #[test]
     fn plan_makes_one_folder_per_part_and_refuses_pin_without_cpuset() {
-        let h = Hierarchy::V1 { cpuacct: "/nonexistent/acct".into(), cpuset: None };
+        let h = Hierarchy::V1 {
+            cpuacct: "/nonexistent/acct".into(),
+            cpuset: None,
+        };
         let parts = vec![("host".to_string(), None), ("g1".to_string(), None)];
         let p = plan(&h, "vlx", &parts).unwrap();
-        assert_eq!(p.folders[1], ("g1".to_string(), vec![PathBuf::from("/nonexistent/acct/vnetlab/vlx/g1")]));
+        assert_eq!(
+            p.folders[1],
+            (
+                "g1".to_string(),
+                vec![PathBuf::from("/nonexistent/acct/vnetlab/vlx/g1")]
+            )
+        );
         let made: Vec<_> = p.steps.iter().flat_map(|(e, _)| e.clone()).collect();
         assert_eq!(made.len(), 4, "vnetlab, the lab, host and g1: {made:?}");
-        assert_eq!(made[0], Entry::Cgroup { path: "/nonexistent/acct/vnetlab".into(), shared: true }, "the shared folder is journaled by every lab");
+        assert_eq!(
+            made[0],
+            Entry::Cgroup {
+                path: "/nonexistent/acct/vnetlab".into(),
+                shared: true
+            },
+            "the shared folder is journaled by every lab"
+        );
         let pinned = vec![("g1".to_string(), Some("0".to_string()))];
         assert!(plan(&h, "vlx", &pinned).unwrap_err().contains("cpuset"));
     }
-
 }

@@ -43,21 +43,36 @@ pub fn default_client(online: &[usize]) -> CpuList {
 
 /// Builds the CPU plan from the online CPUs and the lab's requests. `cpuset` says whether the
 /// host can confine processes (a cpuset controller); without one the plan is unplaced.
-pub fn plan(online: &[usize], client: Option<&CpuList>, host: Option<&CpuList>, pin: bool, cpuset: Result<(), String>) -> Result<CpuPlan, String> {
+pub fn plan(
+    online: &[usize],
+    client: Option<&CpuList>,
+    host: Option<&CpuList>,
+    pin: bool,
+    cpuset: Result<(), String>,
+) -> Result<CpuPlan, String> {
     for (flag, list) in [("--client-cpus", client), ("--host-cpus", host)] {
         if let Some(l) = list {
             if l.is_empty() {
                 return Err(format!("{flag}: the list is empty: name at least one CPU"));
             }
             if let Some(c) = l.0.iter().find(|c| !online.contains(c)) {
-                return Err(format!("{flag} {l}: CPU {c} is not online here (online: {}): use CPUs from that list", CpuList(online.to_vec())));
+                return Err(format!(
+                    "{flag} {l}: CPU {c} is not online here (online: {}): use CPUs from that list",
+                    CpuList(online.to_vec())
+                ));
             }
         }
     }
     let client = client.cloned().unwrap_or_else(|| default_client(online));
     let host = match host {
         Some(h) => h.clone(),
-        None => CpuList(online.iter().copied().filter(|c| !client.contains(*c)).collect()),
+        None => CpuList(
+            online
+                .iter()
+                .copied()
+                .filter(|c| !client.contains(*c))
+                .collect(),
+        ),
     };
     if let Some(c) = host.0.iter().find(|c| client.contains(**c)) {
         return Err(format!("--host-cpus {host} and --client-cpus {client} share CPU {c}: the client stands for another machine, so give them disjoint CPUs"));
@@ -72,17 +87,30 @@ pub fn plan(online: &[usize], client: Option<&CpuList>, host: Option<&CpuList>, 
     };
     if host.is_empty() {
         if online.len() == 1 {
-            return Ok(unplaced("this host has one CPU, so the client and the host share it".into()));
+            return Ok(unplaced(
+                "this host has one CPU, so the client and the host share it".into(),
+            ));
         }
         return Err(format!("--client-cpus {client} takes every CPU and leaves none for the host: give the client fewer"));
     }
     if let Err(why) = cpuset {
         if pin {
-            return Err(format!("--pin needs a cpuset cgroup, and this host has none ({why}): run without --pin"));
+            return Err(format!(
+                "--pin needs a cpuset cgroup, and this host has none ({why}): run without --pin"
+            ));
         }
-        return Ok(unplaced(format!("no cpuset controller ({why}), so processes run on any core")));
+        return Ok(unplaced(format!(
+            "no cpuset controller ({why}), so processes run on any core"
+        )));
     }
-    Ok(CpuPlan { host, client, placed: true, steering: Steering::Rps, unplaced_because: None, pin })
+    Ok(CpuPlan {
+        host,
+        client,
+        placed: true,
+        steering: Steering::Rps,
+        unplaced_because: None,
+        pin,
+    })
 }
 
 impl CpuPlan {
@@ -104,7 +132,10 @@ impl CpuPlan {
     /// One line for `up`, `status` and results.
     pub fn describe(&self) -> String {
         if !self.placed {
-            return format!("unplaced: {}", self.unplaced_because.as_deref().unwrap_or("no CPU plan"));
+            return format!(
+                "unplaced: {}",
+                self.unplaced_because.as_deref().unwrap_or("no CPU plan")
+            );
         }
         let steering = match self.steering {
             Steering::ThreadedNapiRps => "threaded NAPI + RPS/XPS",
@@ -112,7 +143,10 @@ impl CpuPlan {
             Steering::None => "none",
         };
         let pin = if self.pin { ", guests pinned" } else { "" };
-        format!("host cores {}, client cores {}{pin}; receive steering: {steering}", self.host, self.client)
+        format!(
+            "host cores {}, client cores {}{pin}; receive steering: {steering}",
+            self.host, self.client
+        )
     }
 }
 
@@ -124,13 +158,18 @@ mod tests {
         s.parse().unwrap()
     }
 
-
     #[test]
     fn default_gives_the_client_a_quarter_from_the_top() {
         let p = plan(&[0, 1], None, None, false, Ok(())).unwrap();
-        assert_eq!((p.host.0.clone(), p.client.0.clone(), p.placed), (vec![0], vec![1], true));
+        assert_eq!(
+            (p.host.0.clone(), p.client.0.clone(), p.placed),
+            (vec![0], vec![1], true)
+        );
         let p = plan(&[0, 1, 2, 3, 4, 5, 6, 7], None, None, false, Ok(())).unwrap();
-        assert_eq!((p.host.to_string(), p.client.to_string()), ("0-5".into(), "6-7".into()));
+        assert_eq!(
+            (p.host.to_string(), p.client.to_string()),
+            ("0-5".into(), "6-7".into())
+        );
         let p = plan(&[0, 1, 2, 3, 4], None, None, false, Ok(())).unwrap();
         assert_eq!(p.client.to_string(), "3-4");
     }
@@ -151,7 +190,9 @@ mod tests {
     fn without_a_cpuset_or_a_second_cpu_the_lab_is_unplaced() {
         let p = plan(&[0, 1], None, None, false, Err("not mounted".into())).unwrap();
         assert!(!p.placed && p.unplaced_because.unwrap().contains("no cpuset"));
-        assert!(plan(&[0, 1], None, None, true, Err("not mounted".into())).unwrap_err().contains("--pin"));
+        assert!(plan(&[0, 1], None, None, true, Err("not mounted".into()))
+            .unwrap_err()
+            .contains("--pin"));
         let p = plan(&[0], None, None, false, Ok(())).unwrap();
         assert!(!p.placed && p.describe().contains("one CPU"));
     }
@@ -160,7 +201,14 @@ mod tests {
     fn pin_spreads_guests_and_backends_over_the_host() {
         let p = plan(&[0, 1, 2, 3], None, None, true, Ok(())).unwrap();
         assert_eq!(p.host.to_string(), "0-2");
-        assert_eq!((p.guest(1).0.clone(), p.backend(1).0.clone(), p.guest(2).0.clone()), (vec![0], vec![1], vec![2]));
+        assert_eq!(
+            (
+                p.guest(1).0.clone(),
+                p.backend(1).0.clone(),
+                p.guest(2).0.clone()
+            ),
+            (vec![0], vec![1], vec![2])
+        );
         let free = plan(&[0, 1, 2, 3], None, None, false, Ok(())).unwrap();
         assert_eq!(free.guest(3), free.host);
     }

@@ -15,11 +15,21 @@ pub fn command(ep: &Endpoint, argv: &[String]) -> Result<Command, String> {
 }
 
 /// A `Command` that, when spawned, runs `argv` in network namespace `netns`, joined to `cgroups`.
-pub fn command_in(netns: &str, cgroups: &[std::path::PathBuf], argv: &[String]) -> Result<Command, String> {
-    let (prog, args) = argv.split_first().ok_or("no command given: write it after `--`")?;
+pub fn command_in(
+    netns: &str,
+    cgroups: &[std::path::PathBuf],
+    argv: &[String],
+) -> Result<Command, String> {
+    let (prog, args) = argv
+        .split_first()
+        .ok_or("no command given: write it after `--`")?;
     let ns_path = Path::new("/run/netns").join(netns);
     let ns: OwnedFd = std::fs::File::open(&ns_path)
-        .map_err(|e| format!("cannot open namespace {netns} ({e}): is the lab still up? see `vnetlab status`"))?
+        .map_err(|e| {
+            format!(
+                "cannot open namespace {netns} ({e}): is the lab still up? see `vnetlab status`"
+            )
+        })?
         .into();
     let procs: Vec<CString> = cgroups
         .iter()
@@ -59,11 +69,25 @@ fn enter(ns: i32, procs: &[CString]) -> std::io::Result<()> {
         let root = b"/\0";
         let sys = b"/sys\0";
         let sysfs = b"sysfs\0";
-        if libc::mount(std::ptr::null(), root.as_ptr().cast(), std::ptr::null(), libc::MS_SLAVE | libc::MS_REC, std::ptr::null()) != 0 {
+        if libc::mount(
+            std::ptr::null(),
+            root.as_ptr().cast(),
+            std::ptr::null(),
+            libc::MS_SLAVE | libc::MS_REC,
+            std::ptr::null(),
+        ) != 0
+        {
             return Err(err());
         }
         libc::umount2(sys.as_ptr().cast(), libc::MNT_DETACH);
-        if libc::mount(sysfs.as_ptr().cast(), sys.as_ptr().cast(), sysfs.as_ptr().cast(), 0, std::ptr::null()) != 0 {
+        if libc::mount(
+            sysfs.as_ptr().cast(),
+            sys.as_ptr().cast(),
+            sysfs.as_ptr().cast(),
+            0,
+            std::ptr::null(),
+        ) != 0
+        {
             return Err(err());
         }
     }

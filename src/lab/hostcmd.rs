@@ -13,33 +13,55 @@ pub const TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Clone, Debug, PartialEq)]
 pub enum HostCmd {
     /// `ip [-n NS] -batch -`, one command per line (a single line runs without -batch).
-    Ip { netns: Option<String>, lines: Vec<String> },
+    Ip {
+        netns: Option<String>,
+        lines: Vec<String>,
+    },
     /// `tc [-n NS] -batch -`.
-    Tc { netns: Option<String>, lines: Vec<String> },
+    Tc {
+        netns: Option<String>,
+        lines: Vec<String>,
+    },
     /// `ip netns exec NS ethtool ARGS`.
     Ethtool { netns: String, args: Vec<String> },
     /// `ip netns exec NS nft -f -` with a script.
     Nft { netns: String, script: String },
     /// `ip netns exec NS sysctl -qw KEY=VALUE`.
-    Sysctl { netns: String, key: String, value: String },
+    Sysctl {
+        netns: String,
+        key: String,
+        value: String,
+    },
     /// Writes a sysfs or cgroup file.
     Write { path: PathBuf, value: String },
     /// Creates a folder (a cgroup); `exist_ok`: a shared folder another lab may have made.
     Mkdir { path: PathBuf, exist_ok: bool },
     /// Steers an interface's receive and transmit processing (inside its namespace): RPS and XPS
     /// masks on every queue, and threaded NAPI.
-    Steer { netns: String, dev: String, rps: String, xps: String, threaded: bool },
+    Steer {
+        netns: String,
+        dev: String,
+        rps: String,
+        xps: String,
+        threaded: bool,
+    },
 }
 
 impl HostCmd {
     pub fn ip(netns: Option<&str>, lines: Vec<String>) -> HostCmd {
-        HostCmd::Ip { netns: netns.map(str::to_string), lines }
+        HostCmd::Ip {
+            netns: netns.map(str::to_string),
+            lines,
+        }
     }
 
     /// The command as a shell line (what `--dry-run` prints and the log records).
     pub fn shell(&self) -> String {
         fn batch(tool: &str, netns: &Option<String>, lines: &[String]) -> String {
-            let n = netns.as_ref().map(|n| format!(" -n {n}")).unwrap_or_default();
+            let n = netns
+                .as_ref()
+                .map(|n| format!(" -n {n}"))
+                .unwrap_or_default();
             match lines {
                 [one] => format!("{tool}{n} {one}"),
                 _ => format!("{tool}{n} -batch - <<'EOF'\n{}\nEOF", lines.join("\n")),
@@ -48,18 +70,39 @@ impl HostCmd {
         match self {
             HostCmd::Ip { netns, lines } => batch("ip", netns, lines),
             HostCmd::Tc { netns, lines } => batch("tc", netns, lines),
-            HostCmd::Ethtool { netns, args } => format!("ip netns exec {netns} ethtool {}", args.join(" ")),
-            HostCmd::Nft { netns, script } => format!("ip netns exec {netns} nft -f - <<'EOF'\n{}EOF", script),
-            HostCmd::Sysctl { netns, key, value } => format!("ip netns exec {netns} sysctl -qw {key}={value}"),
+            HostCmd::Ethtool { netns, args } => {
+                format!("ip netns exec {netns} ethtool {}", args.join(" "))
+            }
+            HostCmd::Nft { netns, script } => {
+                format!("ip netns exec {netns} nft -f - <<'EOF'\n{}EOF", script)
+            }
+            HostCmd::Sysctl { netns, key, value } => {
+                format!("ip netns exec {netns} sysctl -qw {key}={value}")
+            }
             HostCmd::Write { path, value } => format!("echo {value} > {}", path.display()),
-            HostCmd::Mkdir { path, exist_ok } => format!("mkdir {}{}", if *exist_ok { "-p " } else { "" }, path.display()),
-            HostCmd::Steer { netns, .. } => format!("ip netns exec {netns} sh -c '{}'", self.steer_script()),
+            HostCmd::Mkdir { path, exist_ok } => format!(
+                "mkdir {}{}",
+                if *exist_ok { "-p " } else { "" },
+                path.display()
+            ),
+            HostCmd::Steer { netns, .. } => {
+                format!("ip netns exec {netns} sh -c '{}'", self.steer_script())
+            }
         }
     }
 
     /// The sysfs writes of a `Steer`, as one shell script.
     fn steer_script(&self) -> String {
-        let HostCmd::Steer { dev, rps, xps, threaded, .. } = self else { return String::new() };
+        let HostCmd::Steer {
+            dev,
+            rps,
+            xps,
+            threaded,
+            ..
+        } = self
+        else {
+            return String::new();
+        };
         let q = format!("/sys/class/net/{dev}/queues");
         let mut s = format!("for q in {q}/rx-*; do echo {rps} > $q/rps_cpus; done; for q in {q}/tx-*; do echo {xps} > $q/xps_cpus; done");
         if *threaded {
@@ -77,7 +120,11 @@ impl HostCmd {
         };
         let (mut cmd, input) = match self {
             HostCmd::Ip { netns, lines } | HostCmd::Tc { netns, lines } => {
-                let tool = if matches!(self, HostCmd::Ip { .. }) { "ip" } else { "tc" };
+                let tool = if matches!(self, HostCmd::Ip { .. }) {
+                    "ip"
+                } else {
+                    "tc"
+                };
                 let mut c = Command::new(tool);
                 if let Some(n) = netns {
                     c.args(["-n", n]);
@@ -86,14 +133,17 @@ impl HostCmd {
                 (c, Some(lines.join("\n") + "\n"))
             }
             HostCmd::Ethtool { netns, args } => (ns_exec(netns, "ethtool", args), None),
-            HostCmd::Nft { netns, script } => {
-                (ns_exec(netns, "nft", &["-f".into(), "-".into()]), Some(script.clone()))
-            }
-            HostCmd::Sysctl { netns, key, value } => {
-                (ns_exec(netns, "sysctl", &["-qw".into(), format!("{key}={value}")]), None)
-            }
+            HostCmd::Nft { netns, script } => (
+                ns_exec(netns, "nft", &["-f".into(), "-".into()]),
+                Some(script.clone()),
+            ),
+            HostCmd::Sysctl { netns, key, value } => (
+                ns_exec(netns, "sysctl", &["-qw".into(), format!("{key}={value}")]),
+                None,
+            ),
             HostCmd::Write { path, value } => {
-                return std::fs::write(path, value).map_err(|e| format!("writing {value} to {}: {e}", path.display()))
+                return std::fs::write(path, value)
+                    .map_err(|e| format!("writing {value} to {}: {e}", path.display()))
             }
             HostCmd::Mkdir { path, exist_ok } => {
                 return match std::fs::create_dir(path) {
@@ -101,7 +151,10 @@ impl HostCmd {
                     r => r.map_err(|e| format!("creating {}: {e}", path.display())),
                 };
             }
-            HostCmd::Steer { netns, .. } => (ns_exec(netns, "sh", &["-ec".into(), self.steer_script()]), None),
+            HostCmd::Steer { netns, .. } => (
+                ns_exec(netns, "sh", &["-ec".into(), self.steer_script()]),
+                None,
+            ),
         };
         let out = run(&mut cmd, input.as_deref(), TIMEOUT)?;
         if out.status == 0 {
@@ -139,11 +192,17 @@ pub fn run(cmd: &mut Command, input: Option<&str>, timeout: Duration) -> Result<
     die_with_parent(cmd);
     cmd.process_group(0);
     let mut child = cmd
-        .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run {name}: {e} (is it installed? `make deps` installs it)"))?;
+        .map_err(|e| {
+            format!("cannot run {name}: {e} (is it installed? `make deps` installs it)")
+        })?;
     let mut so = child.stdout.take().unwrap();
     let mut se = child.stderr.take().unwrap();
     let t_out = std::thread::spawn(move || {
@@ -167,12 +226,17 @@ pub fn run(cmd: &mut Command, input: Option<&str>, timeout: Duration) -> Result<
         if start.elapsed() > timeout {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!("{name} did not finish within {}s and was killed", timeout.as_secs()));
+            return Err(format!(
+                "{name} did not finish within {}s and was killed",
+                timeout.as_secs()
+            ));
         }
         std::thread::sleep(Duration::from_micros(500));
     };
     Ok(Output {
-        status: status.code().unwrap_or(128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(0)),
+        status: status
+            .code()
+            .unwrap_or(128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(0)),
         stdout: t_out.join().unwrap_or_default(),
         stderr: t_err.join().unwrap_or_default(),
     })
@@ -184,7 +248,11 @@ pub fn read(args: &[&str]) -> Result<String, String> {
     c.args(&args[1..]);
     let out = run(&mut c, None, TIMEOUT)?;
     if out.status != 0 {
-        return Err(format!("`{}` failed: {}", args.join(" "), one_line(&out.stderr)));
+        return Err(format!(
+            "`{}` failed: {}",
+            args.join(" "),
+            one_line(&out.stderr)
+        ));
     }
     Ok(out.stdout)
 }
@@ -203,8 +271,14 @@ mod tests {
         let c = HostCmd::ip(Some("vlx-host"), vec!["link set vlxw up".into()]);
         assert_eq!(c.shell(), "ip -n vlx-host link set vlxw up");
         let c = HostCmd::ip(None, vec!["netns add a".into(), "netns add b".into()]);
-        assert_eq!(c.shell(), "ip -batch - <<'EOF'\nnetns add a\nnetns add b\nEOF");
-        let c = HostCmd::Ethtool { netns: "n".into(), args: vec!["-K".into(), "d".into(), "gro".into(), "off".into()] };
+        assert_eq!(
+            c.shell(),
+            "ip -batch - <<'EOF'\nnetns add a\nnetns add b\nEOF"
+        );
+        let c = HostCmd::Ethtool {
+            netns: "n".into(),
+            args: vec!["-K".into(), "d".into(), "gro".into(), "off".into()],
+        };
         assert_eq!(c.shell(), "ip netns exec n ethtool -K d gro off");
     }
 
@@ -217,6 +291,9 @@ mod tests {
         let mut c = Command::new("sh");
         c.args(["-c", "cat; echo oops >&2; exit 3"]);
         let o = run(&mut c, Some("hi"), TIMEOUT).unwrap();
-        assert_eq!((o.status, o.stdout.as_str(), o.stderr.trim()), (3, "hi", "oops"));
+        assert_eq!(
+            (o.status, o.stdout.as_str(), o.stderr.trim()),
+            (3, "hi", "oops")
+        );
     }
 }

@@ -11,7 +11,11 @@ use std::path::{Path, PathBuf};
 pub enum Entry {
     /// The process that builds the lab (pid and start time), and whether the lab is kept after it
     /// ends (`up`); a run's or a bench's lab belongs to its process and is abandoned when it dies.
-    Owner { pid: u32, start: Option<u64>, kept: bool },
+    Owner {
+        pid: u32,
+        start: Option<u64>,
+        kept: bool,
+    },
     /// A network namespace (removing it removes every interface, qdisc and nft table in it).
     Netns { name: String },
     /// An object inside one of the lab's namespaces: it goes with the namespace.
@@ -19,7 +23,12 @@ pub enum Entry {
     /// A cgroup folder; `shared` ones (vnetlab's parent folder) are removed only when empty.
     Cgroup { path: PathBuf, shared: bool },
     /// An SR-IOV VF moved into a lab namespace and renamed; it goes back under its own name.
-    Vf { pf: String, ifname: String, netns: String, lab_name: String },
+    Vf {
+        pf: String,
+        ifname: String,
+        netns: String,
+        lab_name: String,
+    },
     /// sriov_numvfs of a PF that the lab changed from `previous`.
     NumVfs { pf: String, previous: u32 },
     /// The lab was built completely.
@@ -43,13 +52,25 @@ impl Journal {
     /// Starts a new journal, owned by this process, its first line naming it; refuses atomically
     /// if one exists (the name is taken: the lab exists, is being built, or was interrupted).
     pub fn create(path: &Path, kept: bool) -> Result<Journal, CreateError> {
-        let file = OpenOptions::new().create_new(true).append(true).open(path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => CreateError::Taken,
-            _ => CreateError::Io(format!("cannot start journal {}: {e}", path.display())),
-        })?;
-        let mut j = Journal { path: path.to_path_buf(), file };
+        let file = OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => CreateError::Taken,
+                _ => CreateError::Io(format!("cannot start journal {}: {e}", path.display())),
+            })?;
+        let mut j = Journal {
+            path: path.to_path_buf(),
+            file,
+        };
         let pid = std::process::id();
-        j.record(&[Entry::Owner { pid, start: crate::sys::start_time(pid), kept }]).map_err(CreateError::Io)?;
+        j.record(&[Entry::Owner {
+            pid,
+            start: crate::sys::start_time(pid),
+            kept,
+        }])
+        .map_err(CreateError::Io)?;
         Ok(j)
     }
 
@@ -81,12 +102,24 @@ pub enum Usage {
 /// Who uses a lab. `alive(pid, start)` says whether a process still runs.
 pub fn usage(entries: &[Entry], alive: impl Fn(u32, Option<u64>) -> bool) -> Usage {
     let complete = entries.contains(&Entry::Complete);
-    match entries.iter().find_map(|e| if let Entry::Owner { pid, start, kept } = e { Some((*pid, *start, *kept)) } else { None }) {
+    match entries.iter().find_map(|e| {
+        if let Entry::Owner { pid, start, kept } = e {
+            Some((*pid, *start, *kept))
+        } else {
+            None
+        }
+    }) {
         Some((pid, start, _)) if alive(pid, start) => Usage::Owned { pid },
         Some((_, _, true)) if complete => Usage::Kept,
-        Some((pid, _, true)) => Usage::Abandoned { why: format!("`vnetlab up` (pid {pid}) died before it was complete") },
-        Some((pid, _, false)) => Usage::Abandoned { why: format!("the run that used it (pid {pid}) is gone") },
-        None => Usage::Abandoned { why: "its journal names no owner (an older vnetlab)".into() },
+        Some((pid, _, true)) => Usage::Abandoned {
+            why: format!("`vnetlab up` (pid {pid}) died before it was complete"),
+        },
+        Some((pid, _, false)) => Usage::Abandoned {
+            why: format!("the run that used it (pid {pid}) is gone"),
+        },
+        None => Usage::Abandoned {
+            why: "its journal names no owner (an older vnetlab)".into(),
+        },
     }
 }
 
@@ -97,9 +130,18 @@ pub const MAX_BYTES: u64 = 16 << 20;
 /// line (a crash mid-write) is ignored: its object was not made.
 pub fn read(path: &Path, lab: &str) -> Result<Vec<Entry>, String> {
     let f = File::open(path).map_err(|e| format!("cannot read journal {}: {e}", path.display()))?;
-    let lines: Vec<String> = BufReader::new(f.take(MAX_BYTES)).lines().map_while(Result::ok).collect();
-    let entries = parse(&lines).map_err(|(n, e)| format!("{}:{n}: bad journal line: {e}", path.display()))?;
-    validate(lab, &entries).map_err(|e| format!("{}: {e}: vnetlab will not act on it; look at the file and remove it by hand", path.display()))?;
+    let lines: Vec<String> = BufReader::new(f.take(MAX_BYTES))
+        .lines()
+        .map_while(Result::ok)
+        .collect();
+    let entries =
+        parse(&lines).map_err(|(n, e)| format!("{}:{n}: bad journal line: {e}", path.display()))?;
+    validate(lab, &entries).map_err(|e| {
+        format!(
+            "{}: {e}: vnetlab will not act on it; look at the file and remove it by hand",
+            path.display()
+        )
+    })?;
     Ok(entries)
 }
 
@@ -107,19 +149,42 @@ pub fn read(path: &Path, lab: &str) -> Result<Vec<Entry>, String> {
 /// VFs given a `vl` name: anything else (a planted or corrupted journal) is refused, not executed.
 pub fn validate(lab: &str, entries: &[Entry]) -> Result<(), String> {
     let prefix = format!("vl{lab}-");
-    let plain = |s: &str| !s.is_empty() && s.len() <= 64 && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c)) && s != "." && s != "..";
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 64
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c))
+            && s != "."
+            && s != ".."
+    };
     let ours_ns = |n: &str| n.starts_with(&prefix) && plain(n);
     for e in entries {
         let ok = match e {
             Entry::Owner { .. } | Entry::Complete => true,
             Entry::Netns { name } => ours_ns(name),
-            Entry::InNetns { netns, object } => ours_ns(netns) && object.len() <= 200 && !object.contains(['\n', '/']),
+            Entry::InNetns { netns, object } => {
+                ours_ns(netns) && object.len() <= 200 && !object.contains(['\n', '/'])
+            }
             Entry::Cgroup { path, shared } => cgroup_ok(path, lab, *shared),
-            Entry::Vf { pf, ifname, netns, lab_name } => plain(pf) && plain(ifname) && ours_ns(netns) && lab_name.starts_with("vl") && plain(lab_name),
+            Entry::Vf {
+                pf,
+                ifname,
+                netns,
+                lab_name,
+            } => {
+                plain(pf)
+                    && plain(ifname)
+                    && ours_ns(netns)
+                    && lab_name.starts_with("vl")
+                    && plain(lab_name)
+            }
             Entry::NumVfs { pf, .. } => plain(pf),
         };
         if !ok {
-            return Err(format!("it names {}, which is not one of lab {lab}'s objects", crate::text::clip(&serde_json::to_string(e).unwrap_or_default())));
+            return Err(format!(
+                "it names {}, which is not one of lab {lab}'s objects",
+                crate::text::clip(&serde_json::to_string(e).unwrap_or_default())
+            ));
         }
     }
     Ok(())
@@ -129,11 +194,18 @@ pub fn validate(lab: &str, entries: &[Entry]) -> Result<(), String> {
 /// absolute path without `..`, under /sys/fs/cgroup.
 fn cgroup_ok(path: &Path, lab: &str, shared: bool) -> bool {
     use std::path::Component;
-    if !path.is_absolute() || !path.starts_with("/sys/fs/cgroup") || path.components().any(|c| !matches!(c, Component::RootDir | Component::Normal(_))) {
+    if !path.is_absolute()
+        || !path.starts_with("/sys/fs/cgroup")
+        || path
+            .components()
+            .any(|c| !matches!(c, Component::RootDir | Component::Normal(_)))
+    {
         return false;
     }
     let parts: Vec<&str> = path.iter().filter_map(|c| c.to_str()).collect();
-    let Some(k) = parts.iter().rposition(|c| *c == "vnetlab") else { return false };
+    let Some(k) = parts.iter().rposition(|c| *c == "vnetlab") else {
+        return false;
+    };
     let below = &parts[k + 1..];
     match (shared, below) {
         (true, []) => true,
@@ -170,53 +242,126 @@ mod tests {
         let _ = std::fs::remove_file(&p);
         let mut j = Journal::create(&p, false).unwrap();
         let es = vec![
-            Entry::Netns { name: "vlx-host".into() },
-            Entry::InNetns { netns: "vlx-host".into(), object: "link vlxw".into() },
-            Entry::Cgroup { path: "/sys/fs/cgroup/cpuacct/vnetlab/vlx/g1".into(), shared: false },
+            Entry::Netns {
+                name: "vlx-host".into(),
+            },
+            Entry::InNetns {
+                netns: "vlx-host".into(),
+                object: "link vlxw".into(),
+            },
+            Entry::Cgroup {
+                path: "/sys/fs/cgroup/cpuacct/vnetlab/vlx/g1".into(),
+                shared: false,
+            },
         ];
         j.record(&es).unwrap();
-        assert!(matches!(Journal::create(&p, false), Err(CreateError::Taken)), "a second journal for one lab is refused");
-        std::fs::OpenOptions::new().append(true).open(&p).unwrap().write_all(b"{\"kind\":\"net").unwrap();
+        assert!(
+            matches!(Journal::create(&p, false), Err(CreateError::Taken)),
+            "a second journal for one lab is refused"
+        );
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&p)
+            .unwrap()
+            .write_all(b"{\"kind\":\"net")
+            .unwrap();
         let back = read(&p, "x").unwrap();
-        assert!(matches!(back[0], Entry::Owner { pid, kept: false, .. } if pid == std::process::id()));
+        assert!(
+            matches!(back[0], Entry::Owner { pid, kept: false, .. } if pid == std::process::id())
+        );
         assert_eq!(back[1..], es[..]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn a_lab_is_in_use_while_its_owner_lives_or_up_kept_it() {
-        let owner = |kept| Entry::Owner { pid: 7, start: Some(1), kept };
+        let owner = |kept| Entry::Owner {
+            pid: 7,
+            start: Some(1),
+            kept,
+        };
         let live = |_: u32, _: Option<u64>| true;
         let dead = |_: u32, _: Option<u64>| false;
         assert_eq!(usage(&[owner(false)], live), Usage::Owned { pid: 7 });
-        assert!(matches!(usage(&[owner(false), Entry::Complete], dead), Usage::Abandoned { .. }));
+        assert!(matches!(
+            usage(&[owner(false), Entry::Complete], dead),
+            Usage::Abandoned { .. }
+        ));
         assert_eq!(usage(&[owner(true), Entry::Complete], dead), Usage::Kept);
-        assert!(matches!(usage(&[owner(true)], dead), Usage::Abandoned { why } if why.contains("died")));
-        assert!(matches!(usage(&[Entry::Complete], dead), Usage::Abandoned { .. }));
+        assert!(
+            matches!(usage(&[owner(true)], dead), Usage::Abandoned { why } if why.contains("died"))
+        );
+        assert!(matches!(
+            usage(&[Entry::Complete], dead),
+            Usage::Abandoned { .. }
+        ));
     }
 
     #[test]
     fn a_journal_naming_foreign_objects_is_refused() {
         let ok = [
-            Entry::Netns { name: "vlx-g1".into() },
-            Entry::Cgroup { path: "/sys/fs/cgroup/cpuacct/vnetlab".into(), shared: true },
-            Entry::Cgroup { path: "/sys/fs/cgroup/cpuacct/vnetlab/vlx".into(), shared: false },
+            Entry::Netns {
+                name: "vlx-g1".into(),
+            },
+            Entry::Cgroup {
+                path: "/sys/fs/cgroup/cpuacct/vnetlab".into(),
+                shared: true,
+            },
+            Entry::Cgroup {
+                path: "/sys/fs/cgroup/cpuacct/vnetlab/vlx".into(),
+                shared: false,
+            },
         ];
         validate("x", &ok).unwrap();
         let bad = [
-            Entry::Netns { name: "default".into() },
-            Entry::Netns { name: "vly-host".into() },
-            Entry::Cgroup { path: "/sys/fs/cgroup/cpuacct/system.slice".into(), shared: false },
-            Entry::Cgroup { path: "/sys/fs/cgroup/cpuacct/vnetlab/vlx/../../system.slice".into(), shared: false },
-            Entry::Cgroup { path: "/sys/fs/cgroup/cpuacct/vnetlab/vly".into(), shared: false },
-            Entry::Cgroup { path: "/etc/vnetlab/vlx".into(), shared: false },
-            Entry::Cgroup { path: "/sys/fs/cgroup/cpuacct".into(), shared: true },
-            Entry::InNetns { netns: "other".into(), object: "link eth0".into() },
-            Entry::Vf { pf: "../x".into(), ifname: "e".into(), netns: "vlx-host".into(), lab_name: "vlxw".into() },
-            Entry::Vf { pf: "p".into(), ifname: "e".into(), netns: "vlx-host".into(), lab_name: "eth0".into() },
+            Entry::Netns {
+                name: "default".into(),
+            },
+            Entry::Netns {
+                name: "vly-host".into(),
+            },
+            Entry::Cgroup {
+                path: "/sys/fs/cgroup/cpuacct/system.slice".into(),
+                shared: false,
+            },
+            Entry::Cgroup {
+                path: "/sys/fs/cgroup/cpuacct/vnetlab/vlx/../../system.slice".into(),
+                shared: false,
+            },
+            Entry::Cgroup {
+                path: "/sys/fs/cgroup/cpuacct/vnetlab/vly".into(),
+                shared: false,
+            },
+            Entry::Cgroup {
+                path: "/etc/vnetlab/vlx".into(),
+                shared: false,
+            },
+            Entry::Cgroup {
+                path: "/sys/fs/cgroup/cpuacct".into(),
+                shared: true,
+            },
+            Entry::InNetns {
+                netns: "other".into(),
+                object: "link eth0".into(),
+            },
+            Entry::Vf {
+                pf: "../x".into(),
+                ifname: "e".into(),
+                netns: "vlx-host".into(),
+                lab_name: "vlxw".into(),
+            },
+            Entry::Vf {
+                pf: "p".into(),
+                ifname: "e".into(),
+                netns: "vlx-host".into(),
+                lab_name: "eth0".into(),
+            },
         ];
         for b in bad {
-            assert!(validate("x", std::slice::from_ref(&b)).is_err(), "{b:?} was accepted");
+            assert!(
+                validate("x", std::slice::from_ref(&b)).is_err(),
+                "{b:?} was accepted"
+            );
         }
     }
 }

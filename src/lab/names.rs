@@ -8,7 +8,9 @@ const MAX_LAB_NAME: usize = 6;
 pub fn check_lab_name(name: &str) -> Result<(), String> {
     let ok = !name.is_empty()
         && name.len() <= MAX_LAB_NAME
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
         && name.chars().next().unwrap().is_ascii_lowercase();
     if ok {
         Ok(())
@@ -27,7 +29,9 @@ pub struct Names {
 
 impl Names {
     pub fn new(lab: &str) -> Names {
-        Names { lab: lab.to_string() }
+        Names {
+            lab: lab.to_string(),
+        }
     }
     fn p(&self) -> String {
         format!("vl{}", self.lab)
@@ -81,7 +85,13 @@ mod tests {
     #[test]
     fn names_fit_ifnamsiz_and_start_with_vl() {
         let n = Names::new("abcdef");
-        for s in [n.guest_if(MAX_GUESTS), n.guest_port(MAX_GUESTS), n.wire_host(), n.wire_client(), n.bridge()] {
+        for s in [
+            n.guest_if(MAX_GUESTS),
+            n.guest_port(MAX_GUESTS),
+            n.wire_host(),
+            n.wire_client(),
+            n.bridge(),
+        ] {
             assert!(s.len() <= 15, "{s} too long");
             assert!(s.starts_with("vl"));
         }
@@ -98,5 +108,4 @@ mod tests {
             assert!(check_lab_name(bad).is_err(), "{bad}");
         }
     }
-
 }

@@ -23,12 +23,15 @@ pub struct ProbeResult {
     pub error: Option<String>,
 }
 
-
 /// Connects from `from` to `to` over TCP and checks an echo.
 pub fn tcp(lab: &LabRecord, from: &Endpoint, to: &Endpoint) -> ProbeResult {
     let via_nat = from.role == Role::Client && to.reach_from_client.is_some();
     let (listen_ns, to_addr) = (to.netns.clone(), to.address);
-    let port_range = to.reach_from_client.as_ref().filter(|_| via_nat).map(|r| r.ports);
+    let port_range = to
+        .reach_from_client
+        .as_ref()
+        .filter(|_| via_nat)
+        .map(|r| r.ports);
     let (tx, rx) = mpsc::channel::<Result<u16, String>>();
     let server = std::thread::spawn(move || -> Result<(), String> {
         let bind = || -> Result<TcpListener, String> {
@@ -66,28 +69,47 @@ pub fn tcp(lab: &LabRecord, from: &Endpoint, to: &Endpoint) -> ProbeResult {
         s.write_all(&buf).map_err(|e| e.to_string())
     });
     let from_ns = from.netns.clone();
-    let target_addr = if via_nat { to.reach_from_client.as_ref().unwrap().address } else { to.address };
-    let mut result = ProbeResult { from: from.role.to_string(), to: to.role.to_string(), target: String::new(), ok: false, ms: 0.0, error: None };
-    let client = rx.recv_timeout(TIMEOUT).map_err(|_| "the listener did not start".to_string()).and_then(|r| r).and_then(|port| {
-        let target = SocketAddr::from((target_addr, port));
-        result.target = target.to_string();
-        std::thread::spawn(move || -> Result<f64, String> {
-            crate::sys::enter_netns(&from_ns)?;
-            let t0 = Instant::now();
-            let mut s = TcpStream::connect_timeout(&target, TIMEOUT).map_err(|e| format!("connect to {target}: {e}"))?;
-            s.set_read_timeout(Some(TIMEOUT)).unwrap();
-            s.write_all(b"vnetlab!").map_err(|e| e.to_string())?;
-            let mut buf = [0u8; 8];
-            s.read_exact(&mut buf).map_err(|e| format!("no echo from {target}: {e}"))?;
-            if &buf != b"vnetlab!" {
-                return Err("the echo came back changed".into());
-            }
-            Ok(t0.elapsed().as_secs_f64() * 1e3)
-        })
+    let target_addr = if via_nat {
+        to.reach_from_client.as_ref().unwrap().address
+    } else {
+        to.address
+    };
+    let mut result = ProbeResult {
+        from: from.role.to_string(),
+        to: to.role.to_string(),
+        target: String::new(),
+        ok: false,
+        ms: 0.0,
+        error: None,
+    };
+    let client = rx
+        .recv_timeout(TIMEOUT)
+        .map_err(|_| "the listener did not start".to_string())
+        .and_then(|r| r)
+        .and_then(|port| {
+            let target = SocketAddr::from((target_addr, port));
+            result.target = target.to_string();
+            std::thread::spawn(move || -> Result<f64, String> {
+                crate::sys::enter_netns(&from_ns)?;
+                let t0 = Instant::now();
+                let mut s = TcpStream::connect_timeout(&target, TIMEOUT)
+                    .map_err(|e| format!("connect to {target}: {e}"))?;
+                s.set_read_timeout(Some(TIMEOUT)).unwrap();
+                s.write_all(b"vnetlab!").map_err(|e| e.to_string())?;
+                let mut buf = [0u8; 8];
+                s.read_exact(&mut buf)
+                    .map_err(|e| format!("no echo from {target}: {e}"))?;
+                if &buf != b"vnetlab!" {
+                    return Err("the echo came back changed".into());
+                }
+                Ok(t0.elapsed().as_secs_f64() * 1e3)
+            })
+            .join()
+            .unwrap_or_else(|_| Err("probe thread panicked".into()))
+        });
+    let served = server
         .join()
-        .unwrap_or_else(|_| Err("probe thread panicked".into()))
-    });
-    let served = server.join().unwrap_or_else(|_| Err("listener thread panicked".into()));
+        .unwrap_or_else(|_| Err("listener thread panicked".into()));
     match (client, served) {
         (Ok(ms), Ok(())) => {
             result.ok = true;

@@ -7,14 +7,16 @@ use std::path::PathBuf;
 
 use super::addr::Addressing;
 use super::cpus::CpuPlan;
-use crate::units::CpuList;
 use super::topology::Topology;
-pub use crate::vocab::Side;
+use crate::units::CpuList;
 use crate::vocab::Role;
+pub use crate::vocab::Side;
 
 /// `$VNETLAB_STATE_DIR`, else /run/vnetlab (a tmpfs: labs do not outlive a reboot, nor do netns).
 pub fn dir() -> PathBuf {
-    std::env::var_os("VNETLAB_STATE_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/run/vnetlab"))
+    std::env::var_os("VNETLAB_STATE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/run/vnetlab"))
 }
 
 pub fn journal_path(lab: &str) -> PathBuf {
@@ -108,9 +110,15 @@ pub struct LabRecord {
 
 impl LabRecord {
     pub fn endpoint(&self, role: Role) -> Result<&Endpoint, String> {
-        self.endpoints.iter().find(|e| e.role == role).ok_or_else(|| {
-            format!("lab {} has no endpoint '{role}': use host, client or g1…g{}", self.topology.name, self.topology.guests)
-        })
+        self.endpoints
+            .iter()
+            .find(|e| e.role == role)
+            .ok_or_else(|| {
+                format!(
+                    "lab {} has no endpoint '{role}': use host, client or g1…g{}",
+                    self.topology.name, self.topology.guests
+                )
+            })
     }
     pub fn guests(&self) -> impl Iterator<Item = &Endpoint> {
         self.endpoints.iter().filter(|e| e.role.is_guest())
@@ -123,7 +131,12 @@ pub fn labs() -> Vec<String> {
         .into_iter()
         .flatten()
         .flatten()
-        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".journal").map(str::to_string))
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_suffix(".journal")
+                .map(str::to_string)
+        })
         .collect();
     v.sort();
     v
@@ -139,7 +152,12 @@ pub fn load(lab: &str) -> Result<LabRecord, String> {
             format!("no lab named '{lab}': the labs are {}", known.join(", "))
         }
     })?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: unreadable lab record ({e}); `vnetlab down {lab}` removes it", p.display()))
+    serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{}: unreadable lab record ({e}); `vnetlab down {lab}` removes it",
+            p.display()
+        )
+    })
 }
 
 /// Picks the lab a command means: the one named, or the only one there is.
@@ -150,6 +168,10 @@ pub fn resolve(lab: Option<&str>) -> Result<String, String> {
     match labs().as_slice() {
         [one] => Ok(one.clone()),
         [] => Err("there are no labs: make one with `vnetlab up`".into()),
-        many => Err(format!("there are {} labs ({}): name the one you mean", many.len(), many.join(", "))),
+        many => Err(format!(
+            "there are {} labs ({}): name the one you mean",
+            many.len(),
+            many.join(", ")
+        )),
     }
 }

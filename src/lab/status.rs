@@ -110,10 +110,17 @@ fn lab_status(r: &LabRecord) -> Result<LabStatus, String> {
     let complete = entries.contains(&super::journal::Entry::Complete);
     let missing: Vec<&str> = entries
         .iter()
-        .filter_map(|e| if let super::journal::Entry::Netns { name } = e { Some(name.as_str()) } else { None })
+        .filter_map(|e| {
+            if let super::journal::Entry::Netns { name } = e {
+                Some(name.as_str())
+            } else {
+                None
+            }
+        })
         .filter(|n| !std::path::Path::new("/run/netns").join(n).exists())
         .collect();
-    let damaged = (!missing.is_empty()).then(|| format!("namespace {} is gone", missing.join(", ")));
+    let damaged =
+        (!missing.is_empty()).then(|| format!("namespace {} is gone", missing.join(", ")));
     let usage = match super::journal::usage(&entries, crate::sys::alive) {
         super::journal::Usage::Owned { pid } => format!("in use by pid {pid}"),
         super::journal::Usage::Kept => "kept (made by `vnetlab up`)".into(),
@@ -129,14 +136,26 @@ fn lab_status(r: &LabRecord) -> Result<LabStatus, String> {
             links.insert((ns.clone(), i.name.clone()), i);
         }
     }
-    let keys: Vec<(String, String)> = links.keys().filter(|(_, name)| name != "lo").cloned().collect();
+    let keys: Vec<(String, String)> = links
+        .keys()
+        .filter(|(_, name)| name != "lo")
+        .cloned()
+        .collect();
     let offloads: Vec<HashMap<String, String>> = std::thread::scope(|s| {
         let chunk = keys.len().div_ceil(4).max(1);
         let hs: Vec<_> = keys
             .chunks(chunk)
-            .map(|part| s.spawn(move || part.iter().map(|(ns, dev)| read_offloads(ns, dev)).collect::<Vec<_>>()))
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .map(|(ns, dev)| read_offloads(ns, dev))
+                        .collect::<Vec<_>>()
+                })
+            })
             .collect();
-        hs.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+        hs.into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
     });
     for (k, o) in keys.iter().zip(offloads) {
         if let Some(i) = links.get_mut(k) {
@@ -148,7 +167,14 @@ fn lab_status(r: &LabRecord) -> Result<LabStatus, String> {
     let ep = |role: Role| -> Result<EndpointStatus, String> {
         let e = r.endpoint(role)?;
         let port = match role {
-            Role::Guest(i) if matches!(t.mode, Mode::Bridge | Mode::Nat | Mode::Emulated | Mode::Paravirt) => get(&h, &n.guest_port(i)),
+            Role::Guest(i)
+                if matches!(
+                    t.mode,
+                    Mode::Bridge | Mode::Nat | Mode::Emulated | Mode::Paravirt
+                ) =>
+            {
+                get(&h, &n.guest_port(i))
+            }
             _ => None,
         };
         Ok(EndpointStatus {
@@ -159,16 +185,29 @@ fn lab_status(r: &LabRecord) -> Result<LabStatus, String> {
             host_port: port,
             cgroups: e.cgroups.iter().map(|p| p.display().to_string()).collect(),
             cpus: e.cpus.clone(),
-            reach_from_client: e.reach_from_client.as_ref().map(|rc| format!("{}:{}-{}", rc.address, rc.ports[0], rc.ports[1])),
+            reach_from_client: e
+                .reach_from_client
+                .as_ref()
+                .map(|rc| format!("{}:{}-{}", rc.address, rc.ports[0], rc.ports[1])),
             vnic: e.vnic.as_ref().map(|v| {
-                let st: Option<crate::vnic::backend::Stats> = std::fs::read(&v.stats).ok().and_then(|b| serde_json::from_slice(&b).ok());
+                let st: Option<crate::vnic::backend::Stats> = std::fs::read(&v.stats)
+                    .ok()
+                    .and_then(|b| serde_json::from_slice(&b).ok());
                 let pid = st.as_ref().map(|s| s.pid);
-                VnicStatus { model: v.model.clone(), lro: v.lro, pid, running: pid.is_some_and(|p| crate::sys::alive(p, None)), log: v.log.clone() }
+                VnicStatus {
+                    model: v.model.clone(),
+                    lro: v.lro,
+                    pid,
+                    running: pid.is_some_and(|p| crate::sys::alive(p, None)),
+                    log: v.log.clone(),
+                }
             }),
         })
     };
-    let mut host_interfaces: Vec<Iface> =
-        [n.wire_host(), n.bridge()].iter().filter_map(|d| get(&h, d)).collect();
+    let mut host_interfaces: Vec<Iface> = [n.wire_host(), n.bridge()]
+        .iter()
+        .filter_map(|d| get(&h, d))
+        .collect();
     host_interfaces.dedup_by(|a, b| a.name == b.name);
     Ok(LabStatus {
         name: t.name.clone(),
@@ -194,10 +233,13 @@ fn lab_status(r: &LabRecord) -> Result<LabStatus, String> {
 
 /// Every interface of a namespace from `ip -d link` and `ip addr` (JSON).
 pub fn read_links(ns: &str) -> Result<Vec<Iface>, String> {
-    let links: serde_json::Value = serde_json::from_str(&hostcmd::read(&["ip", "-n", ns, "-j", "-d", "link", "show"])?)
-        .map_err(|e| e.to_string())?;
+    let links: serde_json::Value = serde_json::from_str(&hostcmd::read(&[
+        "ip", "-n", ns, "-j", "-d", "link", "show",
+    ])?)
+    .map_err(|e| e.to_string())?;
     let addrs: serde_json::Value =
-        serde_json::from_str(&hostcmd::read(&["ip", "-n", ns, "-j", "addr", "show"])?).map_err(|e| e.to_string())?;
+        serde_json::from_str(&hostcmd::read(&["ip", "-n", ns, "-j", "addr", "show"])?)
+            .map_err(|e| e.to_string())?;
     let qdiscs: serde_json::Value = hostcmd::read(&["tc", "-n", ns, "-j", "qdisc", "show"])
         .ok()
         .and_then(|s| serde_json::from_str(&s).ok())
@@ -225,7 +267,10 @@ pub fn read_links(ns: &str) -> Result<Vec<Iface>, String> {
         out.push(Iface {
             name,
             namespace: ns.to_string(),
-            kind: l["linkinfo"]["info_kind"].as_str().unwrap_or("device").to_string(),
+            kind: l["linkinfo"]["info_kind"]
+                .as_str()
+                .unwrap_or("device")
+                .to_string(),
             mtu: l["mtu"].as_u64().unwrap_or(0),
             state: l["operstate"].as_str().unwrap_or("UNKNOWN").to_string(),
             master: l["master"].as_str().map(str::to_string),

@@ -4,9 +4,9 @@
 
 use serde::Serialize;
 
-use crate::units::CpuList;
 use super::hostcmd;
 use super::state::{LabRecord, Side};
+use crate::units::CpuList;
 
 /// Linux keeps 15 characters of a thread's name.
 const COMM_LEN: usize = 15;
@@ -16,7 +16,9 @@ pub fn napi_threads(dev: &str) -> Vec<i32> {
     let want: String = format!("napi/{dev}-").chars().take(COMM_LEN).collect();
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
         let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
         if comm.trim_end().starts_with(&want) && is_kthread(pid) {
             out.push(pid);
@@ -29,7 +31,10 @@ pub fn napi_threads(dev: &str) -> Vec<i32> {
 fn is_kthread(pid: i32) -> bool {
     const PF_KTHREAD: u64 = 0x0020_0000;
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let flags = stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().nth(6)).and_then(|f| f.parse::<u64>().ok());
+    let flags = stat
+        .rfind(')')
+        .and_then(|i| stat[i + 1..].split_whitespace().nth(6))
+        .and_then(|f| f.parse::<u64>().ok());
     flags.is_some_and(|f| f & PF_KTHREAD != 0)
 }
 
@@ -37,10 +42,14 @@ fn is_kthread(pid: i32) -> bool {
 pub fn place_napi(netns: &str, dev: &str, cpus: &CpuList) -> Result<(), String> {
     let pids = napi_threads(dev);
     if pids.is_empty() {
-        return Err(format!("threaded NAPI is on for {dev} in {netns} but it has no NAPI thread"));
+        return Err(format!(
+            "threaded NAPI is on for {dev} in {netns} but it has no NAPI thread"
+        ));
     }
     for pid in pids {
-        crate::sys::set_affinity(pid, &cpus.0).map_err(|e| format!("cannot place the NAPI thread {pid} of {dev} on cores {cpus}: {e}"))?;
+        crate::sys::set_affinity(pid, &cpus.0).map_err(|e| {
+            format!("cannot place the NAPI thread {pid} of {dev} on cores {cpus}: {e}")
+        })?;
     }
     Ok(())
 }
@@ -61,7 +70,12 @@ pub fn ensure_placed(rec: &LabRecord) -> Result<Vec<NapiThread>, String> {
     for s in rec.steered.iter().filter(|s| s.napi_threaded) {
         place_napi(&s.netns, &s.iface, &s.cpus)?;
         for pid in napi_threads(&s.iface) {
-            out.push(NapiThread { iface: s.iface.clone(), side: s.side, pid, cpus: crate::sys::affinity(pid).unwrap_or_default() });
+            out.push(NapiThread {
+                iface: s.iface.clone(),
+                side: s.side,
+                pid,
+                cpus: crate::sys::affinity(pid).unwrap_or_default(),
+            });
         }
     }
     Ok(out)
@@ -116,7 +130,9 @@ pub fn read_back(rec: &LabRecord) -> Vec<SteerStatus> {
 pub fn mask_cpus(mask: &str) -> Vec<usize> {
     let mut out = Vec::new();
     for (k, word) in mask.rsplit(',').enumerate() {
-        let Ok(w) = u32::from_str_radix(word.trim(), 16) else { return Vec::new() };
+        let Ok(w) = u32::from_str_radix(word.trim(), 16) else {
+            return Vec::new();
+        };
         out.extend((0..32).filter(|b| w & (1 << b) != 0).map(|b| k * 32 + b));
     }
     out.sort_unstable();

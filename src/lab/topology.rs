@@ -21,7 +21,12 @@ pub struct Wire {
 
 impl Default for Wire {
     fn default() -> Self {
-        Wire { rate: None, delay: None, loss: None, segment: true }
+        Wire {
+            rate: None,
+            delay: None,
+            loss: None,
+            segment: true,
+        }
     }
 }
 
@@ -95,14 +100,22 @@ impl Topology {
             ));
         }
         if !(576..=9000).contains(&self.mtu) {
-            return Err(format!("--mtu {}: use 576 to 9000 (1500 or 9000 as in the papers)", self.mtu));
+            return Err(format!(
+                "--mtu {}: use 576 to 9000 (1500 or 9000 as in the papers)",
+                self.mtu
+            ));
         }
         match (self.mode, &self.pf) {
             (Mode::Sriov, None) => {
-                return Err("mode sriov needs --pf IFACE, the SR-IOV physical function to take VFs from".into())
+                return Err(
+                    "mode sriov needs --pf IFACE, the SR-IOV physical function to take VFs from"
+                        .into(),
+                )
             }
             (Mode::Sriov, Some(_)) => {}
-            (_, Some(_)) => return Err("--pf is only for mode sriov: drop it or use --mode sriov".into()),
+            (_, Some(_)) => {
+                return Err("--pf is only for mode sriov: drop it or use --mode sriov".into())
+            }
             _ => {}
         }
         if self.lro && self.mode != Mode::Paravirt {
@@ -151,7 +164,9 @@ impl FromStr for LroPlace {
         match s {
             "guest" => Ok(LroPlace(true)),
             "off" => Ok(LroPlace(false)),
-            "host" => Err("--lro host: LRO on the physical side is the host's GRO: use --gro host".into()),
+            "host" => {
+                Err("--lro host: LRO on the physical side is the host's GRO: use --gro host".into())
+            }
             _ => Err(format!("unknown lro setting '{s}': use guest or off")),
         }
     }
@@ -247,8 +262,6 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 mod tests {
     use super::*;
 
-
-
     #[test]
     fn toml_topology_parses_with_defaults() {
         let t = TopologyFile::parse(
@@ -274,11 +287,20 @@ mod tests {
         assert!(e.starts_with("lab.toml:2:1:"), "{e}");
         assert!(e.contains("unknown field `gest`"), "{e}");
         let e = TopologyFile::parse("mode = \"hub\"\n", "lab.toml").unwrap_err();
-        assert!(e.starts_with("lab.toml:1:8:") && e.contains("bridge, nat"), "{e}");
+        assert!(
+            e.starts_with("lab.toml:1:8:") && e.contains("bridge, nat"),
+            "{e}"
+        );
         let e = TopologyFile::parse("guests = \"two\"\n", "x.toml").unwrap_err();
-        assert!(e.starts_with("x.toml:1:10:") && e.contains("invalid type"), "{e}");
+        assert!(
+            e.starts_with("x.toml:1:10:") && e.contains("invalid type"),
+            "{e}"
+        );
         let e = TopologyFile::parse("[wire]\nrate = \"fast\"\n", "x.toml").unwrap_err();
-        assert!(e.starts_with("x.toml:2:8:") && e.contains("bad rate"), "{e}");
+        assert!(
+            e.starts_with("x.toml:2:8:") && e.contains("bad rate"),
+            "{e}"
+        );
         let e = TopologyFile::parse("[wire]\njitter = \"1ms\"\n", "x.toml").unwrap_err();
         assert!(e.starts_with("x.toml:2:1:"), "{e}");
         let e = TopologyFile::parse("guests = 2\nguests = 3\n", "x.toml").unwrap_err();
@@ -287,18 +309,33 @@ mod tests {
 
     #[test]
     fn validation_refuses_impossible_labs() {
-        let mut t = Topology { guests: 0, ..Default::default() };
+        let mut t = Topology {
+            guests: 0,
+            ..Default::default()
+        };
         assert!(t.validate().unwrap_err().contains("at least 1"));
         t.guests = 300;
         t.subnet = "10.213.0.0/24".parse().unwrap();
         assert!(t.validate().unwrap_err().contains("holds at most"));
-        t = Topology { mode: Mode::Sriov, ..Default::default() };
+        t = Topology {
+            mode: Mode::Sriov,
+            ..Default::default()
+        };
         assert!(t.validate().unwrap_err().contains("--pf"));
-        t = Topology { pf: Some("eth9".into()), ..Default::default() };
+        t = Topology {
+            pf: Some("eth9".into()),
+            ..Default::default()
+        };
         assert!(t.validate().unwrap_err().contains("only for mode sriov"));
-        t = Topology { mtu: 100, ..Default::default() };
+        t = Topology {
+            mtu: 100,
+            ..Default::default()
+        };
         assert!(t.validate().is_err());
-        t = Topology { name: "Bad-Name".into(), ..Default::default() };
+        t = Topology {
+            name: "Bad-Name".into(),
+            ..Default::default()
+        };
         assert!(t.validate().is_err());
     }
 }

@@ -25,7 +25,10 @@ pub fn read(dir: &Path, ticks_per_s: f64) -> Result<f64, String> {
             return parse(f, &t, ticks_per_s);
         }
     }
-    Err(format!("{}: no cpuacct.stat or cpu.stat (is the lab still up?)", dir.display()))
+    Err(format!(
+        "{}: no cpuacct.stat or cpu.stat (is the lab still up?)",
+        dir.display()
+    ))
 }
 
 /// CPU seconds per CPU of a cgroup v1 cpuacct folder (`cpuacct.usage_percpu`, nanoseconds of
@@ -35,7 +38,10 @@ pub fn read_percpu(dir: &Path) -> Option<Vec<f64>> {
 }
 
 pub fn parse_percpu(text: &str) -> Option<Vec<f64>> {
-    let v: Option<Vec<f64>> = text.split_whitespace().map(|x| x.parse::<u64>().ok().map(|ns| ns as f64 / 1e9)).collect();
+    let v: Option<Vec<f64>> = text
+        .split_whitespace()
+        .map(|x| x.parse::<u64>().ok().map(|ns| ns as f64 / 1e9))
+        .collect();
     v.filter(|v| !v.is_empty() && v.len() <= 4096)
 }
 
@@ -65,7 +71,10 @@ mod tests {
 
     #[test]
     fn v1_usage_percpu_fixture() {
-        assert_eq!(parse_percpu("1500000000 500000000 \n").unwrap(), vec![1.5, 0.5]);
+        assert_eq!(
+            parse_percpu("1500000000 500000000 \n").unwrap(),
+            vec![1.5, 0.5]
+        );
         assert!(parse_percpu("12 x").is_none());
         assert!(parse_percpu("").is_none());
     }

@@ -8,7 +8,10 @@ pub fn parse_softirqs(text: &str) -> BTreeMap<String, u64> {
     let mut m = BTreeMap::new();
     for line in text.lines().skip(1) {
         if let Some((name, rest)) = line.split_once(':') {
-            let n: u64 = rest.split_whitespace().filter_map(|v| v.parse::<u64>().ok()).sum();
+            let n: u64 = rest
+                .split_whitespace()
+                .filter_map(|v| v.parse::<u64>().ok())
+                .sum();
             m.insert(name.trim().to_string(), n);
         }
     }
@@ -18,10 +21,18 @@ pub fn parse_softirqs(text: &str) -> BTreeMap<String, u64> {
 /// All interrupts (summed over lines and CPUs; the text after the counts is ignored).
 pub fn parse_interrupts(text: &str) -> u64 {
     let mut lines = text.lines();
-    let ncpu = lines.next().map(|h| h.split_whitespace().count()).unwrap_or(0);
+    let ncpu = lines
+        .next()
+        .map(|h| h.split_whitespace().count())
+        .unwrap_or(0);
     lines
         .filter_map(|l| l.split_once(':'))
-        .map(|(_, rest)| rest.split_whitespace().take(ncpu).filter_map(|v| v.parse::<u64>().ok()).sum::<u64>())
+        .map(|(_, rest)| {
+            rest.split_whitespace()
+                .take(ncpu)
+                .filter_map(|v| v.parse::<u64>().ok())
+                .sum::<u64>()
+        })
         .sum()
 }
 
@@ -34,7 +45,9 @@ pub struct Counts {
 pub fn read() -> Counts {
     Counts {
         softirqs: parse_softirqs(&std::fs::read_to_string("/proc/softirqs").unwrap_or_default()),
-        interrupts: parse_interrupts(&std::fs::read_to_string("/proc/interrupts").unwrap_or_default()),
+        interrupts: parse_interrupts(
+            &std::fs::read_to_string("/proc/interrupts").unwrap_or_default(),
+        ),
     }
 }
 

@@ -12,8 +12,8 @@ pub mod procs;
 pub mod procstat;
 pub mod report;
 
-use serde::Serialize;
 pub use crate::vocab::Side;
+use serde::Serialize;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
@@ -112,11 +112,20 @@ pub fn ticks_per_s() -> f64 {
 
 fn read_part(p: &Part, hz: f64) -> PartTime {
     if let (Some(pid), true) = (p.pid, p.cgroups.is_empty()) {
-        return PartTime { total: procs::read(pid, hz).map(|t| t.cpu_s).unwrap_or(0.0), per_cpu: None };
+        return PartTime {
+            total: procs::read(pid, hz).map(|t| t.cpu_s).unwrap_or(0.0),
+            per_cpu: None,
+        };
     }
     match p.cgroups.iter().find_map(|d| cgroupstat::read_percpu(d)) {
-        Some(v) => PartTime { total: v.iter().sum(), per_cpu: Some(v) },
-        None => PartTime { total: cgroupstat::read_any(&p.cgroups, hz).unwrap_or(0.0), per_cpu: None },
+        Some(v) => PartTime {
+            total: v.iter().sum(),
+            per_cpu: Some(v),
+        },
+        None => PartTime {
+            total: cgroupstat::read_any(&p.cgroups, hz).unwrap_or(0.0),
+            per_cpu: None,
+        },
     }
 }
 
@@ -127,7 +136,12 @@ fn read_light(setup: &Setup, hz: f64) -> Light {
     let stat = procstat::read().unwrap_or_default();
     let root = setup.root.as_deref().and_then(cgroupstat::read_percpu);
     let parts = setup.parts.iter().map(|p| read_part(p, hz)).collect();
-    Light { at, stat, parts, root }
+    Light {
+        at,
+        stat,
+        parts,
+        root,
+    }
 }
 
 impl Meter {
@@ -144,9 +158,18 @@ impl Meter {
                 let t0 = Instant::now();
                 let v2: Vec<(String, Option<std::path::PathBuf>)> = parts
                     .iter()
-                    .map(|p| (p.name.clone(), p.cgroups.iter().find(|d| d.join("cpu.stat").exists()).cloned()))
+                    .map(|p| {
+                        (
+                            p.name.clone(),
+                            p.cgroups
+                                .iter()
+                                .find(|d| d.join("cpu.stat").exists())
+                                .cloned(),
+                        )
+                    })
                     .collect();
-                let v2_refs: Vec<(String, Option<&std::path::Path>)> = v2.iter().map(|(n, d)| (n.clone(), d.as_deref())).collect();
+                let v2_refs: Vec<(String, Option<&std::path::Path>)> =
+                    v2.iter().map(|(n, d)| (n.clone(), d.as_deref())).collect();
                 let (counters, unsupported) = match counters::Counters::start(&v2_refs, ncpu) {
                     Ok(c) => (Some(c), None),
                     Err(e) => (None, Some(e)),
@@ -166,7 +189,11 @@ impl Meter {
                 let mut next_tick = Instant::now();
                 let mut marks: Vec<Instant> = Vec::new();
                 loop {
-                    let next = marks.first().copied().filter(|m| *m < next_tick).unwrap_or(next_tick);
+                    let next = marks
+                        .first()
+                        .copied()
+                        .filter(|m| *m < next_tick)
+                        .unwrap_or(next_tick);
                     let wait = next.saturating_duration_since(Instant::now());
                     match rx.recv_timeout(wait) {
                         Ok(Msg::Window(a, b)) => {
@@ -180,7 +207,12 @@ impl Meter {
                     if marks.first().is_some_and(|m| *m <= now) {
                         marks.remove(0);
                         let light = read_light(&setup, hz);
-                        let mut exclude: HashSet<u32> = procs::pids_in(&parts.iter().flat_map(|p| p.cgroups.clone()).collect::<Vec<_>>());
+                        let mut exclude: HashSet<u32> = procs::pids_in(
+                            &parts
+                                .iter()
+                                .flat_map(|p| p.cgroups.clone())
+                                .collect::<Vec<_>>(),
+                        );
                         exclude.extend(parts.iter().filter_map(|p| p.pid));
                         data.edges.push(Full {
                             light,
@@ -200,9 +232,19 @@ impl Meter {
                 // A window still open at stop (a fixed-size transfer ended early) closes now.
                 if data.edges.len() == 1 {
                     let light = read_light(&setup, hz);
-                    let mut exclude: HashSet<u32> = procs::pids_in(&parts.iter().flat_map(|p| p.cgroups.clone()).collect::<Vec<_>>());
+                    let mut exclude: HashSet<u32> = procs::pids_in(
+                        &parts
+                            .iter()
+                            .flat_map(|p| p.cgroups.clone())
+                            .collect::<Vec<_>>(),
+                    );
                     exclude.extend(parts.iter().filter_map(|p| p.pid));
-                    data.edges.push(Full { light, scan: procs::scan(&exclude, hz), irq: irqstat::read(), counters: counters.as_ref().map(|c| c.read()) });
+                    data.edges.push(Full {
+                        light,
+                        scan: procs::scan(&exclude, hz),
+                        irq: irqstat::read(),
+                        counters: counters.as_ref().map(|c| c.read()),
+                    });
                 }
                 if let Some(c) = &counters {
                     data.counter_notes = c.read().notes;

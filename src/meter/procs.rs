@@ -21,11 +21,17 @@ pub fn parse_stat(text: &str, ticks_per_s: f64) -> Option<ProcTimes> {
     let flags: u64 = f.get(6)?.parse().ok()?;
     let utime: u64 = f.get(11)?.parse().ok()?;
     let stime: u64 = f.get(12)?.parse().ok()?;
-    Some(ProcTimes { cpu_s: (utime + stime) as f64 / ticks_per_s, kthread: flags & PF_KTHREAD != 0 })
+    Some(ProcTimes {
+        cpu_s: (utime + stime) as f64 / ticks_per_s,
+        kthread: flags & PF_KTHREAD != 0,
+    })
 }
 
 pub fn read(pid: u32, ticks_per_s: f64) -> Option<ProcTimes> {
-    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?, ticks_per_s)
+    parse_stat(
+        &std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?,
+        ticks_per_s,
+    )
 }
 
 /// CPU seconds of every process outside `exclude`, split into kernel threads and user processes,
@@ -39,7 +45,9 @@ pub struct Scan {
 pub fn scan(exclude: &HashSet<u32>, ticks_per_s: f64) -> Scan {
     let mut per_pid = Vec::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
         if exclude.contains(&pid) {
             continue;
         }
@@ -47,16 +55,23 @@ pub fn scan(exclude: &HashSet<u32>, ticks_per_s: f64) -> Scan {
             per_pid.push((pid, t));
         }
     }
-    let cpus = per_pid.iter().filter_map(|(pid, _)| Some((*pid, crate::sys::affinity(*pid as i32).ok()?))).collect();
+    let cpus = per_pid
+        .iter()
+        .filter_map(|(pid, _)| Some((*pid, crate::sys::affinity(*pid as i32).ok()?)))
+        .collect();
     Scan { per_pid, cpus }
 }
 
 /// Seconds used between two scans by processes confined to `cores`: (kernel threads, others).
 pub fn confined_delta(a: &Scan, b: &Scan, cores: &[usize]) -> (f64, f64) {
-    let before: std::collections::HashMap<u32, f64> = a.per_pid.iter().map(|(p, t)| (*p, t.cpu_s)).collect();
+    let before: std::collections::HashMap<u32, f64> =
+        a.per_pid.iter().map(|(p, t)| (*p, t.cpu_s)).collect();
     let (mut k, mut u) = (0.0, 0.0);
     for (pid, t) in &b.per_pid {
-        let inside = b.cpus.get(pid).is_some_and(|c| !c.is_empty() && c.iter().all(|x| cores.contains(x)));
+        let inside = b
+            .cpus
+            .get(pid)
+            .is_some_and(|c| !c.is_empty() && c.iter().all(|x| cores.contains(x)));
         if !inside {
             continue;
         }
@@ -73,7 +88,8 @@ pub fn confined_delta(a: &Scan, b: &Scan, cores: &[usize]) -> (f64, f64) {
 /// Seconds used between two scans by (kernel threads, user processes); processes that ended in
 /// between are lost (their time is not counted), new ones count from zero.
 pub fn scan_delta(a: &Scan, b: &Scan) -> (f64, f64) {
-    let before: std::collections::HashMap<u32, f64> = a.per_pid.iter().map(|(p, t)| (*p, t.cpu_s)).collect();
+    let before: std::collections::HashMap<u32, f64> =
+        a.per_pid.iter().map(|(p, t)| (*p, t.cpu_s)).collect();
     let (mut k, mut u) = (0.0, 0.0);
     for (pid, t) in &b.per_pid {
         let d = (t.cpu_s - before.get(pid).copied().unwrap_or(0.0)).max(0.0);
@@ -90,7 +106,11 @@ pub fn scan_delta(a: &Scan, b: &Scan) -> (f64, f64) {
 pub fn pids_in(dirs: &[std::path::PathBuf]) -> HashSet<u32> {
     dirs.iter()
         .filter_map(|d| std::fs::read_to_string(d.join("cgroup.procs")).ok())
-        .flat_map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect::<Vec<u32>>())
+        .flat_map(|t| {
+            t.lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect::<Vec<u32>>()
+        })
         .collect()
 }
 
@@ -100,7 +120,8 @@ mod tests {
 
     #[test]
     fn stat_fixture_with_a_hard_name() {
-        let t = "4242 (my (odd) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3 0 5 0 0";
+        let t =
+            "4242 (my (odd) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3 0 5 0 0";
         let p = parse_stat(t, 100.0).unwrap();
         assert_eq!(p.cpu_s, 3.0);
         assert!(!p.kthread);
@@ -113,12 +134,23 @@ mod tests {
 
     #[test]
     fn scan_delta_splits_kernel_and_user() {
-        let t = |c: f64, k: bool| ProcTimes { cpu_s: c, kthread: k };
-        let a = Scan { per_pid: vec![(1, t(1.0, false)), (2, t(5.0, true)), (3, t(2.0, false))], ..Default::default() };
-        let mut b = Scan { per_pid: vec![(1, t(1.5, false)), (2, t(5.25, true)), (4, t(0.5, false))], ..Default::default() };
+        let t = |c: f64, k: bool| ProcTimes {
+            cpu_s: c,
+            kthread: k,
+        };
+        let a = Scan {
+            per_pid: vec![(1, t(1.0, false)), (2, t(5.0, true)), (3, t(2.0, false))],
+            ..Default::default()
+        };
+        let mut b = Scan {
+            per_pid: vec![(1, t(1.5, false)), (2, t(5.25, true)), (4, t(0.5, false))],
+            ..Default::default()
+        };
         assert_eq!(scan_delta(&a, &b), (0.25, 1.0));
         // Only the per-CPU kernel thread (2, on CPU 0) and process 4 (CPU 1) are confined.
-        b.cpus = [(1, vec![0, 1]), (2, vec![0]), (4, vec![1])].into_iter().collect();
+        b.cpus = [(1, vec![0, 1]), (2, vec![0]), (4, vec![1])]
+            .into_iter()
+            .collect();
         assert_eq!(confined_delta(&a, &b, &[0]), (0.25, 0.0));
         assert_eq!(confined_delta(&a, &b, &[1]), (0.0, 0.5));
     }

@@ -21,7 +21,14 @@ pub struct CpuTimes {
 impl CpuTimes {
     /// All time, counting guest time once (it is part of user/nice).
     pub fn total(&self) -> u64 {
-        self.user + self.nice + self.system + self.idle + self.iowait + self.irq + self.softirq + self.steal
+        self.user
+            + self.nice
+            + self.system
+            + self.idle
+            + self.iowait
+            + self.irq
+            + self.softirq
+            + self.steal
     }
     pub fn idle_all(&self) -> u64 {
         self.idle + self.iowait
@@ -59,7 +66,10 @@ pub struct Snapshot {
 impl Snapshot {
     /// The times of CPU `id`, if it is online.
     pub fn core(&self, id: usize) -> Option<&CpuTimes> {
-        self.ids.iter().position(|&i| i == id).map(|k| &self.cores[k])
+        self.ids
+            .iter()
+            .position(|&i| i == id)
+            .map(|k| &self.cores[k])
     }
 }
 
@@ -93,7 +103,9 @@ pub fn parse(text: &str) -> Result<Snapshot, String> {
             s.total = t;
             saw_total = true;
         } else {
-            let id = name[3..].parse::<usize>().map_err(|_| format!("/proc/stat: bad CPU line '{}'", crate::text::clip(line)))?;
+            let id = name[3..]
+                .parse::<usize>()
+                .map_err(|_| format!("/proc/stat: bad CPU line '{}'", crate::text::clip(line)))?;
             s.cores.push(t);
             s.ids.push(id);
         }
@@ -105,7 +117,8 @@ pub fn parse(text: &str) -> Result<Snapshot, String> {
 }
 
 pub fn read() -> Result<Snapshot, String> {
-    let mut s = parse(&std::fs::read_to_string("/proc/stat").map_err(|e| format!("/proc/stat: {e}"))?)?;
+    let mut s =
+        parse(&std::fs::read_to_string("/proc/stat").map_err(|e| format!("/proc/stat: {e}"))?)?;
     s.idle_us = s.ids.iter().map(|&c| cpuidle_us(c)).collect();
     Ok(s)
 }
@@ -116,8 +129,15 @@ fn cpuidle_us(c: usize) -> Option<u64> {
     let mut total = 0u64;
     let mut any = false;
     for e in dir.flatten() {
-        if e.file_name().to_str().is_some_and(|n| n.starts_with("state")) {
-            total += std::fs::read_to_string(e.path().join("time")).ok()?.trim().parse::<u64>().ok()?;
+        if e.file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with("state"))
+        {
+            total += std::fs::read_to_string(e.path().join("time"))
+                .ok()?
+                .trim()
+                .parse::<u64>()
+                .ok()?;
             any = true;
         }
     }
@@ -147,7 +167,12 @@ pub struct CoreTime {
 /// window less idle and steal. /proc/stat's busy columns are tick samples, which a virtual machine
 /// under-counts; its idle (NO_HZ idle tracking) is exact, refined to cpuidle's microseconds. The
 /// one definition of busy the meter and the benches use.
-pub fn core_times(a: &Snapshot, b: &Snapshot, window_s: f64, ticks_per_s: f64) -> std::collections::BTreeMap<usize, CoreTime> {
+pub fn core_times(
+    a: &Snapshot,
+    b: &Snapshot,
+    window_s: f64,
+    ticks_per_s: f64,
+) -> std::collections::BTreeMap<usize, CoreTime> {
     b.ids
         .iter()
         .zip(&b.cores)
@@ -155,12 +180,16 @@ pub fn core_times(a: &Snapshot, b: &Snapshot, window_s: f64, ticks_per_s: f64) -
         .filter_map(|(k, (&id, y))| {
             let ka = a.ids.iter().position(|&i| i == id)?;
             let d = y.delta(&a.cores[ka]);
-            let us = match (a.idle_us.get(ka).copied().flatten(), b.idle_us.get(k).copied().flatten()) {
+            let us = match (
+                a.idle_us.get(ka).copied().flatten(),
+                b.idle_us.get(k).copied().flatten(),
+            ) {
                 (Some(x), Some(y)) => Some(y.saturating_sub(x)),
                 _ => None,
             };
             let steal_s = (d.steal as f64 / ticks_per_s).min(window_s);
-            let busy_s = (window_s - idle_s(d.idle + d.iowait, ticks_per_s, us) - steal_s).clamp(0.0, window_s);
+            let busy_s = (window_s - idle_s(d.idle + d.iowait, ticks_per_s, us) - steal_s)
+                .clamp(0.0, window_s);
             Some((id, CoreTime { busy_s, steal_s }))
         })
         .collect()
@@ -193,7 +222,10 @@ mod tests {
         let c = parse("cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0\n").unwrap();
         let d = parse("cpu  80 0 0 50 0 0 0 20 0 0\ncpu0 80 0 0 50 0 0 0 20\n").unwrap();
         let t = core_times(&c, &d, 1.5, 100.0);
-        assert!((t[&0].busy_s - 0.8).abs() < 1e-9 && (t[&0].steal_s - 0.2).abs() < 1e-9, "{t:?}");
+        assert!(
+            (t[&0].busy_s - 0.8).abs() < 1e-9 && (t[&0].steal_s - 0.2).abs() < 1e-9,
+            "{t:?}"
+        );
         // cpuidle's microseconds refine the 10 ms ticks when they agree, and are ignored otherwise.
         assert_eq!(idle_s(100, 100.0, Some(1_004_321)), 1.004321);
         assert_eq!(idle_s(100, 100.0, Some(600_000)), 1.0);

@@ -129,19 +129,33 @@ pub struct Traffic<'a> {
 fn split(p: &Part, a: &PartTime, b: &PartTime, host: &[usize], client: &[usize]) -> (f64, f64) {
     match (&a.per_cpu, &b.per_cpu) {
         (Some(x), Some(y)) => {
-            let on = |cores: &[usize]| cores.iter().map(|&c| (y.get(c).unwrap_or(&0.0) - x.get(c).unwrap_or(&0.0)).max(0.0)).sum();
+            let on = |cores: &[usize]| {
+                cores
+                    .iter()
+                    .map(|&c| (y.get(c).unwrap_or(&0.0) - x.get(c).unwrap_or(&0.0)).max(0.0))
+                    .sum()
+            };
             (on(host), on(client))
         }
         _ => {
             let d = (b.total - a.total).max(0.0);
-            if p.side == Side::Host { (d, 0.0) } else { (0.0, d) }
+            if p.side == Side::Host {
+                (d, 0.0)
+            } else {
+                (0.0, d)
+            }
         }
     }
 }
 
 fn sum_on(v: &Option<Vec<f64>>, w: &Option<Vec<f64>>, cores: &[usize]) -> Option<f64> {
     let (x, y) = (v.as_ref()?, w.as_ref()?);
-    Some(cores.iter().map(|&c| (y.get(c).unwrap_or(&0.0) - x.get(c).unwrap_or(&0.0)).max(0.0)).sum())
+    Some(
+        cores
+            .iter()
+            .map(|&c| (y.get(c).unwrap_or(&0.0) - x.get(c).unwrap_or(&0.0)).max(0.0))
+            .sum(),
+    )
 }
 
 /// The parts of each side, their seconds adding up to the side's busy seconds.
@@ -151,7 +165,14 @@ struct Sided {
     attribution: &'static str,
 }
 
-fn sided(d: &MeterData, a: &Full, b: &Full, host: &[usize], client: &[usize], busy: [f64; 2]) -> Sided {
+fn sided(
+    d: &MeterData,
+    a: &Full,
+    b: &Full,
+    host: &[usize],
+    client: &[usize],
+    busy: [f64; 2],
+) -> Sided {
     let mut parts = Vec::new();
     let mut on = [0.0f64; 2]; // parts' seconds on host cores, on client cores
     let mut leak = 0.0;
@@ -167,44 +188,120 @@ fn sided(d: &MeterData, a: &Full, b: &Full, host: &[usize], client: &[usize], bu
             }
         }
     }
-    let per_cpu = d.parts.iter().enumerate().all(|(i, p)| p.pid.is_some() || a.light.parts[i].per_cpu.is_some());
-    let root = [sum_on(&a.light.root, &b.light.root, host), sum_on(&a.light.root, &b.light.root, client)];
-    for (k, (side, cores)) in [(Side::Host, host), (Side::Client, client)].into_iter().enumerate() {
+    let per_cpu = d
+        .parts
+        .iter()
+        .enumerate()
+        .all(|(i, p)| p.pid.is_some() || a.light.parts[i].per_cpu.is_some());
+    let root = [
+        sum_on(&a.light.root, &b.light.root, host),
+        sum_on(&a.light.root, &b.light.root, client),
+    ];
+    for (k, (side, cores)) in [(Side::Host, host), (Side::Client, client)]
+        .into_iter()
+        .enumerate()
+    {
         // Outside the lab: tasks confined to this side (per-CPU kernel threads such as ksoftirqd
         // and kworkers, pinned processes) by name, the rest of the side's charged time as tasks
         // that may run anywhere, and what no task was charged for.
         let (kthreads, procs) = procs::confined_delta(&a.scan, &b.scan, cores);
-        parts.push(("kernel threads on these cores".into(), PartKind::Kernel, side, kthreads));
-        parts.push(("processes confined to these cores".into(), PartKind::Process, side, procs));
+        parts.push((
+            "kernel threads on these cores".into(),
+            PartKind::Kernel,
+            side,
+            kthreads,
+        ));
+        parts.push((
+            "processes confined to these cores".into(),
+            PartKind::Process,
+            side,
+            procs,
+        ));
         let known = on[k] + kthreads + procs;
         match root[k] {
             Some(r) => {
-                parts.push(("unconfined tasks".into(), PartKind::Process, side, r - known));
-                parts.push(("kernel (unattributed)".into(), PartKind::Kernel, side, busy[k] - r));
+                parts.push((
+                    "unconfined tasks".into(),
+                    PartKind::Process,
+                    side,
+                    r - known,
+                ));
+                parts.push((
+                    "kernel (unattributed)".into(),
+                    PartKind::Kernel,
+                    side,
+                    busy[k] - r,
+                ));
             }
-            None => parts.push(("kernel and unconfined tasks".into(), PartKind::Kernel, side, busy[k] - known)),
+            None => parts.push((
+                "kernel and unconfined tasks".into(),
+                PartKind::Kernel,
+                side,
+                busy[k] - known,
+            )),
         }
     }
     let by_cpu = per_cpu && root[0].is_some();
-    Sided { parts, leak_s: by_cpu.then_some(leak), attribution: if by_cpu { "per CPU (cgroup v1 cpuacct)" } else { "by placement" } }
+    Sided {
+        parts,
+        leak_s: by_cpu.then_some(leak),
+        attribution: if by_cpu {
+            "per CPU (cgroup v1 cpuacct)"
+        } else {
+            "by placement"
+        },
+    }
 }
 
 /// Unplaced: the host is the machine less the client's parts (the old, sender-dependent view).
-fn unplaced(d: &MeterData, a: &Full, b: &Full, machine_s: f64) -> Vec<(String, PartKind, Side, f64)> {
-    let mut parts: Vec<(String, PartKind, Side, f64)> =
-        d.parts.iter().enumerate().map(|(i, p)| (p.name.clone(), p.kind, p.side, (b.light.parts[i].total - a.light.parts[i].total).max(0.0))).collect();
+fn unplaced(
+    d: &MeterData,
+    a: &Full,
+    b: &Full,
+    machine_s: f64,
+) -> Vec<(String, PartKind, Side, f64)> {
+    let mut parts: Vec<(String, PartKind, Side, f64)> = d
+        .parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            (
+                p.name.clone(),
+                p.kind,
+                p.side,
+                (b.light.parts[i].total - a.light.parts[i].total).max(0.0),
+            )
+        })
+        .collect();
     let (kthreads, others) = procs::scan_delta(&a.scan, &b.scan);
-    parts.push(("other processes".into(), PartKind::Process, Side::Host, others));
-    parts.push(("kernel threads".into(), PartKind::Kernel, Side::Host, kthreads));
+    parts.push((
+        "other processes".into(),
+        PartKind::Process,
+        Side::Host,
+        others,
+    ));
+    parts.push((
+        "kernel threads".into(),
+        PartKind::Kernel,
+        Side::Host,
+        kthreads,
+    ));
     let attributed: f64 = parts.iter().map(|p| p.3).sum();
-    parts.push(("kernel (unattributed)".into(), PartKind::Kernel, Side::Host, machine_s - attributed));
+    parts.push((
+        "kernel (unattributed)".into(),
+        PartKind::Kernel,
+        Side::Host,
+        machine_s - attributed,
+    ));
     parts
 }
 
 pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
     let [a, b] = match d.edges.as_slice() {
         [a, b, ..] => [a, b],
-        _ => return Err("the meter has no window (the test ended before its window closed)".into()),
+        _ => {
+            return Err("the meter has no window (the test ended before its window closed)".into())
+        }
     };
     let window_s = b.light.at.duration_since(a.light.at).as_secs_f64();
     let times = procstat::core_times(&a.light.stat, &b.light.stat, window_s, d.ticks_per_s);
@@ -216,7 +313,12 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
         Some(s) => (s.host.clone(), s.client.clone()),
         None => (busy.keys().copied().collect(), Vec::new()),
     };
-    let side_s = |cores: &[usize]| cores.iter().map(|c| busy.get(c).copied().unwrap_or(0.0)).sum::<f64>();
+    let side_s = |cores: &[usize]| {
+        cores
+            .iter()
+            .map(|c| busy.get(c).copied().unwrap_or(0.0))
+            .sum::<f64>()
+    };
     let (host_s, client_s, raw, leak_s, attribution) = match &d.sides {
         Some(_) => {
             let busy2 = [side_s(&host), side_s(&client)];
@@ -225,18 +327,47 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
         }
         None => {
             let parts = unplaced(d, a, b, machine_s);
-            let client: f64 = parts.iter().filter(|p| p.1 == PartKind::Client).map(|p| p.3).sum();
-            (machine_s - client, None, parts, None, "unplaced: the machine less the client's parts")
+            let client: f64 = parts
+                .iter()
+                .filter(|p| p.1 == PartKind::Client)
+                .map(|p| p.3)
+                .sum();
+            (
+                machine_s - client,
+                None,
+                parts,
+                None,
+                "unplaced: the machine less the client's parts",
+            )
         }
     };
-    let cap = |side: Side| window_s * if d.sides.is_some() && side == Side::Client { client.len() } else { host.len() }.max(1) as f64;
+    let cap = |side: Side| {
+        window_s
+            * if d.sides.is_some() && side == Side::Client {
+                client.len()
+            } else {
+                host.len()
+            }
+            .max(1) as f64
+    };
     let parts: Vec<PartCpu> = raw
         .into_iter()
-        .map(|(name, kind, side, s)| PartCpu { name, kind, side, busy_pct: 100.0 * s / cap(side), cores: s / window_s, task_clock_ms: s * 1e3 })
+        .map(|(name, kind, side, s)| PartCpu {
+            name,
+            kind,
+            side,
+            busy_pct: 100.0 * s / cap(side),
+            cores: s / window_s,
+            task_clock_ms: s * 1e3,
+        })
         .collect();
     let host_busy_pct = 100.0 * host_s / cap(Side::Host);
     let host_busy_cores = host_s / window_s;
-    let unattributed: f64 = parts.iter().filter(|p| p.side == Side::Host && p.name == "kernel (unattributed)").map(|p| p.busy_pct).sum();
+    let unattributed: f64 = parts
+        .iter()
+        .filter(|p| p.side == Side::Host && p.name == "kernel (unattributed)")
+        .map(|p| p.busy_pct)
+        .sum();
     let ds = b.light.stat.total.delta(&a.light.stat.total);
     let busy_ticks = ds.busy().max(1) as f64;
     // A busy column's share of the tick samples, scaled to the precise busy time; idle is precise.
@@ -252,12 +383,33 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), share(v)))
-    .chain(std::iter::once(("idle".to_string(), 100.0 - machine_busy_pct)))
+    .chain(std::iter::once((
+        "idle".to_string(),
+        100.0 - machine_busy_pct,
+    )))
     .collect();
-    let per_core_busy_pct = busy.iter().map(|(&c, &s)| (c, 100.0 * s / window_s)).collect();
-    let per_core_steal_pct = times.iter().map(|(&c, t)| (c, 100.0 * t.steal_s / window_s)).collect();
-    let host_steal_pct = 100.0 * host.iter().filter_map(|c| times.get(c)).map(|t| t.steal_s).sum::<f64>() / cap(Side::Host);
-    let cores_of = |names: &[String]| parts.iter().filter(|p| names.contains(&p.name)).map(|p| p.cores).sum::<f64>();
+    let per_core_busy_pct = busy
+        .iter()
+        .map(|(&c, &s)| (c, 100.0 * s / window_s))
+        .collect();
+    let per_core_steal_pct = times
+        .iter()
+        .map(|(&c, t)| (c, 100.0 * t.steal_s / window_s))
+        .collect();
+    let host_steal_pct = 100.0
+        * host
+            .iter()
+            .filter_map(|c| times.get(c))
+            .map(|t| t.steal_s)
+            .sum::<f64>()
+        / cap(Side::Host);
+    let cores_of = |names: &[String]| {
+        parts
+            .iter()
+            .filter(|p| names.contains(&p.name))
+            .map(|p| p.cores)
+            .sum::<f64>()
+    };
     let demand = |per_unit_per_s: f64| Demand {
         host: host_busy_cores * 1e6 / per_unit_per_s,
         send: cores_of(t.send_parts) * 1e6 / per_unit_per_s,
@@ -266,15 +418,40 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
     let tps = t.transactions_per_s.filter(|x| *x > 0.0);
     let gbps = t.gbps.filter(|g| *g > 0.0 && tps.is_none());
     let kb_per_s = gbps.map(|g| g * 1e9 / 8.0 / 1024.0);
-    let per_s = |k: &str| (b.irq.softirqs.get(k).copied().unwrap_or(0).saturating_sub(a.irq.softirqs.get(k).copied().unwrap_or(0))) as f64 / window_s;
-    let softirq_per_s: BTreeMap<String, f64> = b.irq.softirqs.keys().map(|k| (k.clone(), per_s(k))).collect();
+    let per_s = |k: &str| {
+        (b.irq
+            .softirqs
+            .get(k)
+            .copied()
+            .unwrap_or(0)
+            .saturating_sub(a.irq.softirqs.get(k).copied().unwrap_or(0))) as f64
+            / window_s
+    };
+    let softirq_per_s: BTreeMap<String, f64> = b
+        .irq
+        .softirqs
+        .keys()
+        .map(|k| (k.clone(), per_s(k)))
+        .collect();
     let counters = match (&d.counters_unsupported, &a.counters, &b.counters) {
-        (Some(why), _, _) => HwCounters::Missing(format!("not supported: {why}; task_clock_ms per part is given instead")),
+        (Some(why), _, _) => HwCounters::Missing(format!(
+            "not supported: {why}; task_clock_ms per part is given instead"
+        )),
         (None, Some(x), Some(y)) => HwCounters::Read(counters::delta(x, y)),
         _ => HwCounters::Missing("not read".into()),
     };
-    let own = if d.own_wall_s > 0.0 { 100.0 * d.own_cpu_s / d.own_wall_s } else { 0.0 };
-    let leak_pct = leak_s.map(|l| if host_s > 0.0 { 100.0 * l / host_s } else { 0.0 });
+    let own = if d.own_wall_s > 0.0 {
+        100.0 * d.own_cpu_s / d.own_wall_s
+    } else {
+        0.0
+    };
+    let leak_pct = leak_s.map(|l| {
+        if host_s > 0.0 {
+            100.0 * l / host_s
+        } else {
+            0.0
+        }
+    });
     Ok(CpuReport {
         window_s,
         ncpu,
@@ -301,7 +478,11 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
         softirq_per_s,
         interrupts_per_s: b.irq.interrupts.saturating_sub(a.irq.interrupts) as f64 / window_s,
         counters,
-        meter: MeterInfo { hz: super::HZ, own_cpu_pct_of_core: own, counter_notes: d.counter_notes.clone() },
+        meter: MeterInfo {
+            hz: super::HZ,
+            own_cpu_pct_of_core: own,
+            counter_notes: d.counter_notes.clone(),
+        },
         check: Check {
             attributed_pct: host_busy_pct - unattributed,
             unattributed_kernel_pct: unattributed,
@@ -316,21 +497,38 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
 /// Host busy per sample inside the window: the host's cores (placed), else the machine less the
 /// client's parts.
 fn series(d: &MeterData, a: &Full, b: &Full, host: &[usize]) -> Vec<(f64, f64)> {
-    let client_idx: Vec<usize> = d.parts.iter().enumerate().filter(|(_, p)| p.kind == PartKind::Client).map(|(i, _)| i).collect();
+    let client_idx: Vec<usize> = d
+        .parts
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.kind == PartKind::Client)
+        .map(|(i, _)| i)
+        .collect();
     d.series
         .windows(2)
         .filter(|w| w[1].at > a.light.at && w[1].at <= b.light.at)
         .map(|w| {
             let dt = w[1].at.duration_since(w[0].at).as_secs_f64();
             let times = procstat::core_times(&w[0].stat, &w[1].stat, dt, d.ticks_per_s);
-            let host_s: f64 = host.iter().filter_map(|c| times.get(c)).map(|t| t.busy_s).sum();
+            let host_s: f64 = host
+                .iter()
+                .filter_map(|c| times.get(c))
+                .map(|t| t.busy_s)
+                .sum();
             let host_s = if d.sides.is_some() {
                 host_s
             } else {
-                host_s - client_idx.iter().map(|&i| (w[1].parts[i].total - w[0].parts[i].total).max(0.0)).sum::<f64>()
+                host_s
+                    - client_idx
+                        .iter()
+                        .map(|&i| (w[1].parts[i].total - w[0].parts[i].total).max(0.0))
+                        .sum::<f64>()
             };
             let pct = 100.0 * host_s / (dt * host.len().max(1) as f64);
-            (w[1].at.duration_since(a.light.at).as_secs_f64(), pct.max(0.0))
+            (
+                w[1].at.duration_since(a.light.at).as_secs_f64(),
+                pct.max(0.0),
+            )
         })
         .collect()
 }
@@ -341,18 +539,40 @@ mod tests {
     use crate::meter::{irqstat::Counts, procstat, Full, Light, MeterData, Part, PartTime, Sides};
     use std::time::{Duration, Instant};
 
-    fn full(at: Instant, stat: &str, parts: Vec<PartTime>, root: Option<Vec<f64>>, netrx: u64) -> Full {
+    fn full(
+        at: Instant,
+        stat: &str,
+        parts: Vec<PartTime>,
+        root: Option<Vec<f64>>,
+        netrx: u64,
+    ) -> Full {
         let mut irq = Counts::default();
         irq.softirqs.insert("NET_RX".into(), netrx);
-        Full { light: Light { at, stat: procstat::parse(stat).unwrap(), parts, root }, scan: Default::default(), irq, counters: None }
+        Full {
+            light: Light {
+                at,
+                stat: procstat::parse(stat).unwrap(),
+                parts,
+                root,
+            },
+            scan: Default::default(),
+            irq,
+            counters: None,
+        }
     }
 
     fn total(t: f64) -> PartTime {
-        PartTime { total: t, per_cpu: None }
+        PartTime {
+            total: t,
+            per_cpu: None,
+        }
     }
 
     fn percpu(v: &[f64]) -> PartTime {
-        PartTime { total: v.iter().sum(), per_cpu: Some(v.to_vec()) }
+        PartTime {
+            total: v.iter().sum(),
+            per_cpu: Some(v.to_vec()),
+        }
     }
 
     fn data(parts: Vec<Part>, sides: Option<Sides>, edges: Vec<Full>) -> MeterData {
@@ -370,26 +590,73 @@ mod tests {
     }
 
     fn part(name: &str, kind: PartKind, side: Side) -> Part {
-        Part { name: name.into(), kind, side, cgroups: vec![], pid: None }
+        Part {
+            name: name.into(),
+            kind,
+            side,
+            cgroups: vec![],
+            pid: None,
+        }
     }
 
     const ZERO: &str = "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 0 0 0 0\ncpu1 0 0 0 0\n";
     // 2 cores, 2 s: CPU 0 idle 0.5 s (busy 1.5 s), CPU 1 idle 1.5 s (busy 0.5 s).
-    const AFTER: &str = "cpu  100 0 60 200 0 0 40 0 0 0\ncpu0 100 0 30 50 0 0 20 0\ncpu1 0 0 30 150 0 0 20 0\n";
+    const AFTER: &str =
+        "cpu  100 0 60 200 0 0 40 0 0 0\ncpu0 100 0 30 50 0 0 20 0\ncpu1 0 0 30 150 0 0 20 0\n";
 
     #[test]
     fn host_cpu_is_the_host_cores_and_the_leak_is_measured() {
         let t0 = Instant::now();
-        let parts = vec![part("g1", PartKind::Guest, Side::Host), part("client", PartKind::Client, Side::Client)];
-        let a = full(t0, ZERO, vec![percpu(&[0.0, 0.0]), percpu(&[0.0, 0.0])], Some(vec![0.0, 0.0]), 0);
+        let parts = vec![
+            part("g1", PartKind::Guest, Side::Host),
+            part("client", PartKind::Client, Side::Client),
+        ];
+        let a = full(
+            t0,
+            ZERO,
+            vec![percpu(&[0.0, 0.0]), percpu(&[0.0, 0.0])],
+            Some(vec![0.0, 0.0]),
+            0,
+        );
         // g1 1 s on CPU 0; the client 0.3 s on its CPU 1 and 0.1 s on the host's CPU 0 (a leak).
-        let b = full(t0 + Duration::from_secs(2), AFTER, vec![percpu(&[1.0, 0.0]), percpu(&[0.1, 0.3])], Some(vec![1.3, 0.35]), 2000);
-        let d = data(parts, Some(Sides { host: vec![0], client: vec![1] }), vec![a, b]);
+        let b = full(
+            t0 + Duration::from_secs(2),
+            AFTER,
+            vec![percpu(&[1.0, 0.0]), percpu(&[0.1, 0.3])],
+            Some(vec![1.3, 0.35]),
+            2000,
+        );
+        let d = data(
+            parts,
+            Some(Sides {
+                host: vec![0],
+                client: vec![1],
+            }),
+            vec![a, b],
+        );
         let send = vec!["g1".to_string()];
         let recv = vec!["client".to_string()];
-        let r = build(&d, &Traffic { gbps: Some(2.0), transactions_per_s: None, send_parts: &send, recv_parts: &recv }).unwrap();
-        assert_eq!((r.machine_busy_pct, r.host_busy_pct, r.client_busy_pct), (50.0, 75.0, Some(25.0)));
-        let get = |n: &str, side: Side| r.parts.iter().find(|p| p.name == n && p.side == side).unwrap_or_else(|| panic!("{n}: {:?}", r.parts)).busy_pct;
+        let r = build(
+            &d,
+            &Traffic {
+                gbps: Some(2.0),
+                transactions_per_s: None,
+                send_parts: &send,
+                recv_parts: &recv,
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            (r.machine_busy_pct, r.host_busy_pct, r.client_busy_pct),
+            (50.0, 75.0, Some(25.0))
+        );
+        let get = |n: &str, side: Side| {
+            r.parts
+                .iter()
+                .find(|p| p.name == n && p.side == side)
+                .unwrap_or_else(|| panic!("{n}: {:?}", r.parts))
+                .busy_pct
+        };
         assert_eq!(get("g1", Side::Host), 50.0);
         assert_eq!(get("client (leak)", Side::Host), 5.0);
         assert!((get("unconfined tasks", Side::Host) - 10.0).abs() < 1e-9);
@@ -398,7 +665,12 @@ mod tests {
         assert!((get("kernel (unattributed)", Side::Client) - 7.5).abs() < 1e-9);
         // Each side's parts add up to its busy share.
         for (side, want) in [(Side::Host, 75.0), (Side::Client, 25.0)] {
-            let sum: f64 = r.parts.iter().filter(|p| p.side == side).map(|p| p.busy_pct).sum();
+            let sum: f64 = r
+                .parts
+                .iter()
+                .filter(|p| p.side == side)
+                .map(|p| p.busy_pct)
+                .sum();
             assert!((sum - want).abs() < 1e-9, "{side:?}: {sum}");
         }
         assert!((r.leak_pct.unwrap() - 100.0 * 0.1 / 1.5).abs() < 1e-9);
@@ -418,15 +690,36 @@ mod tests {
     #[test]
     fn unplaced_the_host_is_the_machine_less_the_client() {
         let t0 = Instant::now();
-        let parts = vec![part("g1", PartKind::Guest, Side::Host), part("client", PartKind::Client, Side::Client)];
+        let parts = vec![
+            part("g1", PartKind::Guest, Side::Host),
+            part("client", PartKind::Client, Side::Client),
+        ];
         let a = full(t0, ZERO, vec![total(0.0), total(0.0)], None, 0);
-        let b = full(t0 + Duration::from_secs(2), AFTER, vec![total(1.0), total(0.4)], None, 2000);
-        let r = build(&data(parts, None, vec![a, b]), &Traffic { gbps: Some(2.0), transactions_per_s: None, send_parts: &[], recv_parts: &[] }).unwrap();
+        let b = full(
+            t0 + Duration::from_secs(2),
+            AFTER,
+            vec![total(1.0), total(0.4)],
+            None,
+            2000,
+        );
+        let r = build(
+            &data(parts, None, vec![a, b]),
+            &Traffic {
+                gbps: Some(2.0),
+                transactions_per_s: None,
+                send_parts: &[],
+                recv_parts: &[],
+            },
+        )
+        .unwrap();
         assert!(!r.placed && r.leak_pct.is_none() && r.client_busy_pct.is_none());
         assert_eq!(r.machine_busy_pct, 50.0);
         assert!((r.host_busy_pct - 40.0).abs() < 1e-9);
         let g1 = r.parts.iter().find(|p| p.name == "g1").unwrap();
-        assert_eq!((g1.busy_pct, g1.cores, g1.task_clock_ms), (25.0, 0.5, 1000.0));
+        assert_eq!(
+            (g1.busy_pct, g1.cores, g1.task_clock_ms),
+            (25.0, 0.5, 1000.0)
+        );
         assert!((r.check.unattributed_kernel_pct - 15.0).abs() < 1e-9);
         assert!((r.normalized_pct_per_gbps.unwrap() - 20.0).abs() < 1e-9);
         assert_eq!(r.split_pct["softirq"], 10.0);
@@ -435,11 +728,32 @@ mod tests {
     #[test]
     fn rr_gets_service_demand_per_transaction() {
         let t0 = Instant::now();
-        let a = full(t0, "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 0 0 0 0\n", vec![], None, 0);
-        let b = full(t0 + Duration::from_secs(1), "cpu  50 0 0 50 0 0 0 0 0 0\ncpu0 50 0 0 50\n", vec![], None, 0);
+        let a = full(
+            t0,
+            "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 0 0 0 0\n",
+            vec![],
+            None,
+            0,
+        );
+        let b = full(
+            t0 + Duration::from_secs(1),
+            "cpu  50 0 0 50 0 0 0 0 0 0\ncpu0 50 0 0 50\n",
+            vec![],
+            None,
+            0,
+        );
         let mut d = data(vec![], None, vec![a, b]);
         d.own_wall_s = 1.0;
-        let r = build(&d, &Traffic { gbps: Some(0.01), transactions_per_s: Some(10_000.0), send_parts: &[], recv_parts: &[] }).unwrap();
+        let r = build(
+            &d,
+            &Traffic {
+                gbps: Some(0.01),
+                transactions_per_s: Some(10_000.0),
+                send_parts: &[],
+                recv_parts: &[],
+            },
+        )
+        .unwrap();
         // 0.5 cores for 10 000 transactions/s = 50 µs each.
         assert!((r.service_demand_us_per_tran.unwrap().host - 50.0).abs() < 1e-9);
         assert!(r.service_demand_us_per_kb.is_none());

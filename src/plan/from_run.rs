@@ -32,16 +32,30 @@ pub struct Pick {
 }
 
 fn describe(p: &PointRecord) -> String {
-    let load = p.key.load_bps.map(|r| format!(" at {}", crate::units::Rate(r))).unwrap_or_else(|| " at max".into());
-    format!("point {} ({} {}, {} B{load})", p.seq, p.key.mode, p.key.direction, p.key.message_bytes)
+    let load = p
+        .key
+        .load_bps
+        .map(|r| format!(" at {}", crate::units::Rate(r)))
+        .unwrap_or_else(|| " at max".into());
+    format!(
+        "point {} ({} {}, {} B{load})",
+        p.seq, p.key.mode, p.key.direction, p.key.message_bytes
+    )
 }
 
 /// The point of one series to take, with the reasons others were passed over.
-fn pick<'a>(pts: &[&'a PointRecord], how: Pick, skipped: &mut Vec<String>) -> Option<&'a PointRecord> {
+fn pick<'a>(
+    pts: &[&'a PointRecord],
+    how: Pick,
+    skipped: &mut Vec<String>,
+) -> Option<&'a PointRecord> {
     let mut ok: Vec<&PointRecord> = Vec::new();
     for &p in pts {
         match &p.bound_by {
-            Some(b) if !how.allow_bound => skipped.push(format!("skipped {}: bound by {b} (pass --allow-bound to use it)", describe(p))),
+            Some(b) if !how.allow_bound => skipped.push(format!(
+                "skipped {}: bound by {b} (pass --allow-bound to use it)",
+                describe(p)
+            )),
             _ => ok.push(p),
         }
     }
@@ -54,12 +68,18 @@ fn pick<'a>(pts: &[&'a PointRecord], how: Pick, skipped: &mut Vec<String>) -> Op
     }
     match how.size {
         Some(s) => ok.into_iter().find(|p| p.key.message_bytes == s),
-        None => ok.iter().copied().find(|p| p.key.message_bytes == 8192).or_else(|| ok.iter().copied().max_by_key(|p| p.key.message_bytes)),
+        None => ok
+            .iter()
+            .copied()
+            .find(|p| p.key.message_bytes == 8192)
+            .or_else(|| ok.iter().copied().max_by_key(|p| p.key.message_bytes)),
     }
 }
 
 fn usable(p: &PointRecord) -> bool {
-    p.error.is_none() && p.key.test == TestKind::TcpStream && p.normalized_pct_per_gbps.is_some_and(|v| v > 0.0)
+    p.error.is_none()
+        && p.key.test == TestKind::TcpStream
+        && p.normalized_pct_per_gbps.is_some_and(|v| v > 0.0)
 }
 
 fn cost(p: &PointRecord) -> f64 {
@@ -67,15 +87,39 @@ fn cost(p: &PointRecord) -> f64 {
 }
 
 /// `vdi_required`: fail without host → client points (plan), or leave the VDI cost at 0 (report).
-pub fn costs(run: &RunRow, points: &[PointRecord], how: Pick, vdi_offload: bool, vdi_required: bool) -> Result<Costs, String> {
-    let vm: Vec<&PointRecord> = points.iter().filter(|p| usable(p) && matches!(p.key.direction, Direction::GuestToClient | Direction::GuestsToClient)).collect();
+pub fn costs(
+    run: &RunRow,
+    points: &[PointRecord],
+    how: Pick,
+    vdi_offload: bool,
+    vdi_required: bool,
+) -> Result<Costs, String> {
+    let vm: Vec<&PointRecord> = points
+        .iter()
+        .filter(|p| {
+            usable(p)
+                && matches!(
+                    p.key.direction,
+                    Direction::GuestToClient | Direction::GuestsToClient
+                )
+        })
+        .collect();
     if vm.is_empty() {
         return Err(format!("run {} has no guest-to-client TCP_STREAM points (the VM network): run an experiment with that direction, e.g. experiments/icsnc2013.toml", run.id));
     }
-    let host: Vec<&PointRecord> = points.iter().filter(|p| usable(p) && p.key.direction == Direction::HostToClient && p.key.tso == vdi_offload).collect();
+    let host: Vec<&PointRecord> = points
+        .iter()
+        .filter(|p| {
+            usable(p) && p.key.direction == Direction::HostToClient && p.key.tso == vdi_offload
+        })
+        .collect();
     let mut used = Vec::new();
     let mut notes = Vec::new();
-    let unbound = if how.allow_bound { "" } else { " nothing bound" };
+    let unbound = if how.allow_bound {
+        ""
+    } else {
+        " nothing bound"
+    };
     let vdi = match pick(&host, how, &mut notes) {
         Some(p) => {
             used.push(format!("VDI network: {}, offloads {}: {:.4} % per Gb/s", describe(p), if p.key.tso { "on" } else { "off" }, cost(p)));
@@ -104,14 +148,27 @@ pub fn costs(run: &RunRow, points: &[PointRecord], how: Pick, vdi_offload: bool,
     for m in modes {
         let series: Vec<&PointRecord> = vm.iter().copied().filter(|p| p.key.mode == m).collect();
         let Some(p) = pick(&series, how, &mut notes) else {
-            notes.push(format!("{m}: no VM network point{unbound} to take a cost from"));
+            notes.push(format!(
+                "{m}: no VM network point{unbound} to take a cost from"
+            ));
             continue;
         };
-        used.push(format!("VM network {m}: {}: {:.4} % per Gb/s", describe(p), cost(p)));
+        used.push(format!(
+            "VM network {m}: {}: {:.4} % per Gb/s",
+            describe(p),
+            cost(p)
+        ));
         if p.placed == Some(false) {
-            notes.push(format!("{m}: {} ran unplaced: the client's receive work may be counted as host CPU", describe(p)));
+            notes.push(format!(
+                "{m}: {} ran unplaced: the client's receive work may be counted as host CPU",
+                describe(p)
+            ));
         }
-        datapaths.push(Datapath { name: m.to_string(), vdi_net_pct_per_gbps: vdi, vm_net_pct_per_gbps: cost(p) });
+        datapaths.push(Datapath {
+            name: m.to_string(),
+            vdi_net_pct_per_gbps: vdi,
+            vm_net_pct_per_gbps: cost(p),
+        });
     }
     if datapaths.is_empty() {
         return Err(format!(
@@ -122,8 +179,18 @@ pub fn costs(run: &RunRow, points: &[PointRecord], how: Pick, vdi_offload: bool,
     }
     // Cheapest first: the rows' differences are then what it saves against the dearest.
     datapaths.sort_by(|a, b| a.vm_net_pct_per_gbps.total_cmp(&b.vm_net_pct_per_gbps));
-    let host_cores = vm.iter().find_map(|p| p.host_cpus.as_deref().and_then(|c| c.parse::<crate::units::CpuList>().ok()).map(|l| l.len()));
-    Ok(Costs { datapaths, used, notes, host_cores })
+    let host_cores = vm.iter().find_map(|p| {
+        p.host_cpus
+            .as_deref()
+            .and_then(|c| c.parse::<crate::units::CpuList>().ok())
+            .map(|l| l.len())
+    });
+    Ok(Costs {
+        datapaths,
+        used,
+        notes,
+        host_cores,
+    })
 }
 
 #[cfg(test)]
@@ -148,10 +215,23 @@ mod tests {
         }
     }
 
-    fn pt(seq: u32, mode: &str, dir: &str, load: Option<u64>, cost: f64, bound: Option<&str>) -> PointRecord {
+    fn pt(
+        seq: u32,
+        mode: &str,
+        dir: &str,
+        load: Option<u64>,
+        cost: f64,
+        bound: Option<&str>,
+    ) -> PointRecord {
         PointRecord {
             seq,
-            key: PointKey { mode: mode.parse().unwrap(), direction: dir.parse().unwrap(), message_bytes: 8192, load_bps: load, ..Default::default() },
+            key: PointKey {
+                mode: mode.parse().unwrap(),
+                direction: dir.parse().unwrap(),
+                message_bytes: 8192,
+                load_bps: load,
+                ..Default::default()
+            },
             normalized_pct_per_gbps: Some(cost),
             bound_by: bound.map(|b| b.parse().unwrap()),
             host_cpus: Some("0".into()),
@@ -164,18 +244,61 @@ mod tests {
     fn only_points_nothing_bound_give_costs_unless_allowed() {
         let pts = vec![
             pt(1, "bridge", "guest-to-client", None, 10.0, Some("host")),
-            pt(2, "bridge", "guest-to-client", Some(500_000_000), 14.0, None),
+            pt(
+                2,
+                "bridge",
+                "guest-to-client",
+                Some(500_000_000),
+                14.0,
+                None,
+            ),
             pt(3, "macvlan", "guest-to-client", None, 8.0, Some("host")),
             pt(4, "bridge", "host-to-client", Some(500_000_000), 6.0, None),
         ];
         let c = costs(&run(), &pts, Pick::default(), true, true).unwrap();
         assert_eq!(c.datapaths.len(), 1, "macvlan has only a bound point");
-        assert_eq!((c.datapaths[0].name.as_str(), c.datapaths[0].vm_net_pct_per_gbps, c.datapaths[0].vdi_net_pct_per_gbps), ("bridge", 14.0, 6.0));
-        assert!(c.used.iter().any(|u| u.contains("point 2") && u.contains("500mbit")), "{:?}", c.used);
-        assert!(c.notes.iter().any(|n| n.contains("skipped point 1") && n.contains("bound by host")), "{:?}", c.notes);
-        assert!(c.notes.iter().any(|n| n.contains("macvlan: no VM network point nothing bound")), "{:?}", c.notes);
+        assert_eq!(
+            (
+                c.datapaths[0].name.as_str(),
+                c.datapaths[0].vm_net_pct_per_gbps,
+                c.datapaths[0].vdi_net_pct_per_gbps
+            ),
+            ("bridge", 14.0, 6.0)
+        );
+        assert!(
+            c.used
+                .iter()
+                .any(|u| u.contains("point 2") && u.contains("500mbit")),
+            "{:?}",
+            c.used
+        );
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.contains("skipped point 1") && n.contains("bound by host")),
+            "{:?}",
+            c.notes
+        );
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.contains("macvlan: no VM network point nothing bound")),
+            "{:?}",
+            c.notes
+        );
         assert_eq!(c.host_cores, Some(1));
-        let all = costs(&run(), &pts, Pick { allow_bound: true, load: None, size: None }, true, true).unwrap();
+        let all = costs(
+            &run(),
+            &pts,
+            Pick {
+                allow_bound: true,
+                load: None,
+                size: None,
+            },
+            true,
+            true,
+        )
+        .unwrap();
         assert_eq!(all.datapaths.len(), 2);
         // Only bound points: refused, naming the way out.
         let e = costs(&run(), &pts[..1], Pick::default(), true, false).unwrap_err();
@@ -185,15 +308,49 @@ mod tests {
     #[test]
     fn the_largest_paced_load_is_preferred_or_the_one_asked_for() {
         let pts = vec![
-            pt(1, "bridge", "guest-to-client", Some(100_000_000), 20.0, None),
-            pt(2, "bridge", "guest-to-client", Some(500_000_000), 14.0, None),
+            pt(
+                1,
+                "bridge",
+                "guest-to-client",
+                Some(100_000_000),
+                20.0,
+                None,
+            ),
+            pt(
+                2,
+                "bridge",
+                "guest-to-client",
+                Some(500_000_000),
+                14.0,
+                None,
+            ),
             pt(3, "bridge", "guest-to-client", None, 10.0, None),
         ];
         let c = costs(&run(), &pts, Pick::default(), true, false).unwrap();
         assert_eq!(c.datapaths[0].vm_net_pct_per_gbps, 14.0);
-        let c = costs(&run(), &pts, Pick { load: Some(Some(100_000_000)), ..Default::default() }, true, false).unwrap();
+        let c = costs(
+            &run(),
+            &pts,
+            Pick {
+                load: Some(Some(100_000_000)),
+                ..Default::default()
+            },
+            true,
+            false,
+        )
+        .unwrap();
         assert_eq!(c.datapaths[0].vm_net_pct_per_gbps, 20.0);
-        let c = costs(&run(), &pts, Pick { load: Some(None), ..Default::default() }, true, false).unwrap();
+        let c = costs(
+            &run(),
+            &pts,
+            Pick {
+                load: Some(None),
+                ..Default::default()
+            },
+            true,
+            false,
+        )
+        .unwrap();
         assert_eq!(c.datapaths[0].vm_net_pct_per_gbps, 10.0);
     }
 }

@@ -5,8 +5,8 @@ pub mod from_run;
 pub mod model;
 pub mod preset;
 
-use crate::report::html::Section;
 use crate::records::{PointRecord, RunRow};
+use crate::report::html::Section;
 
 /// The screen stream of paper 1's scenario, per desktop: 11.1 Gbit over 253 s.
 pub const SCREEN_GBPS: f64 = 11.1 / 253.0;
@@ -18,15 +18,33 @@ pub fn report_sections(run: &RunRow, points: &[PointRecord]) -> Vec<Section> {
     let c = match from_run::costs(run, points, from_run::Pick::default(), true, false) {
         Ok(c) => c,
         // A run with VM network points but none to take costs from says why, rather than nothing.
-        Err(e) if points.iter().any(|p| p.key.direction == crate::vocab::Direction::GuestToClient) => {
-            return vec![(title, format!("<p class=\"muted\">No plan from this run: {}</p>", e.replace('<', "&lt;")))];
+        Err(e)
+            if points
+                .iter()
+                .any(|p| p.key.direction == crate::vocab::Direction::GuestToClient) =>
+        {
+            return vec![(
+                title,
+                format!(
+                    "<p class=\"muted\">No plan from this run: {}</p>",
+                    e.replace('<', "&lt;")
+                ),
+            )];
         }
         Err(_) => return Vec::new(),
     };
-    let Ok(d) = model::density(&c.datapaths, 2.5, 0.1, SCREEN_GBPS) else { return Vec::new() };
+    let Ok(d) = model::density(&c.datapaths, 2.5, 0.1, SCREEN_GBPS) else {
+        return Vec::new();
+    };
     let cats: Vec<String> = d.datapaths.iter().map(|r| r.name.clone()).collect();
     let vals: Vec<f64> = d.datapaths.iter().map(|r| r.max_desktops as f64).collect();
-    let chart = crate::report::charts::stacked_bars("Desktops per server", "desktops", &cats, &[("max desktops".into(), vals)]).unwrap_or_default();
+    let chart = crate::report::charts::stacked_bars(
+        "Desktops per server",
+        "desktops",
+        &cats,
+        &[("max desktops".into(), vals)],
+    )
+    .unwrap_or_default();
     let mut h = String::from("<div class=\"figs\"><figure data-chart=\"Desktops per server\">");
     h += &chart;
     h += "</figure></div><p class=\"muted\">Paper 1's per-desktop load: 2.5 % of the host for the desktop itself, 100 Mb/s through \

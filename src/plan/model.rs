@@ -48,8 +48,14 @@ pub struct Cell {
 /// What a plan that does not fit says: how much host it would need at these costs.
 pub fn does_not_fit(total_pct: f64, host_cores: Option<usize>) -> String {
     match host_cores {
-        Some(n) => format!("does not fit on this host: needs {:.1} cores at these costs (this host has {n})", total_pct / 100.0 * n as f64),
-        None => format!("does not fit on this host: needs {:.2}× its CPU at these costs", total_pct / 100.0),
+        Some(n) => format!(
+            "does not fit on this host: needs {:.1} cores at these costs (this host has {n})",
+            total_pct / 100.0 * n as f64
+        ),
+        None => format!(
+            "does not fit on this host: needs {:.2}× its CPU at these costs",
+            total_pct / 100.0
+        ),
     }
 }
 
@@ -67,12 +73,21 @@ pub struct Row {
 impl Scenario {
     pub fn validate(&self) -> Result<(), String> {
         if self.datapaths.is_empty() {
-            return Err("no datapaths to plan: give --datapath NAME:VDI_1G:VM_1G, a --preset or --from-run".into());
+            return Err(
+                "no datapaths to plan: give --datapath NAME:VDI_1G:VM_1G, a --preset or --from-run"
+                    .into(),
+            );
         }
         if !(1..=MAX_VMS).contains(&self.vms) {
-            return Err(format!("--vms {}: plan for 1 to {MAX_VMS} desktops", self.vms));
+            return Err(format!(
+                "--vms {}: plan for 1 to {MAX_VMS} desktops",
+                self.vms
+            ));
         }
-        for (v, what) in [(self.vm_net_gbit, "--vm-net-gbit"), (self.vdi_net_gbit, "--vdi-net-gbit")] {
+        for (v, what) in [
+            (self.vm_net_gbit, "--vm-net-gbit"),
+            (self.vdi_net_gbit, "--vdi-net-gbit"),
+        ] {
             if !(0.0..=MAX_GBIT).contains(&v) {
                 return Err(format!("{what} {v:?}: a size in Gbit, 0 to {MAX_GBIT}"));
             }
@@ -83,15 +98,26 @@ impl Scenario {
         if self.buffer_s.is_empty() || self.buffer_s.len() > 1000 {
             return Err("--buffer: give 1 to 1000 buffering times".into());
         }
-        if let Some(b) = self.buffer_s.iter().find(|b| !(**b > 0.0 && **b <= MAX_SECONDS)) {
-            return Err(format!("--buffer {b:?}: buffering takes more than 0 and at most {MAX_SECONDS} seconds"));
+        if let Some(b) = self
+            .buffer_s
+            .iter()
+            .find(|b| !(**b > 0.0 && **b <= MAX_SECONDS))
+        {
+            return Err(format!(
+                "--buffer {b:?}: buffering takes more than 0 and at most {MAX_SECONDS} seconds"
+            ));
         }
         if self.datapaths.len() > 100 {
             return Err("at most 100 datapaths in one plan".into());
         }
         for d in &self.datapaths {
-            if !((0.0..=MAX_COST).contains(&d.vdi_net_pct_per_gbps) && (0.0..=MAX_COST).contains(&d.vm_net_pct_per_gbps)) {
-                return Err(format!("datapath {}: per-Gbit costs must be 0 to {MAX_COST} % per Gb/s", crate::text::clip(&d.name)));
+            if !((0.0..=MAX_COST).contains(&d.vdi_net_pct_per_gbps)
+                && (0.0..=MAX_COST).contains(&d.vm_net_pct_per_gbps))
+            {
+                return Err(format!(
+                    "datapath {}: per-Gbit costs must be 0 to {MAX_COST} % per Gb/s",
+                    crate::text::clip(&d.name)
+                ));
             }
         }
         Ok(())
@@ -102,7 +128,11 @@ impl Scenario {
         let n = self.vms as f64;
         let vm_net_pct = n * d.vm_net_pct_per_gbps * self.vm_net_gbit / t_buffer;
         let vdi_net_pct = n * d.vdi_net_pct_per_gbps * self.vdi_net_gbit / self.play_s;
-        Cell { vm_net_pct, vdi_net_pct, fits: vm_net_pct + vdi_net_pct <= 100.0 }
+        Cell {
+            vm_net_pct,
+            vdi_net_pct,
+            fits: vm_net_pct + vdi_net_pct <= 100.0,
+        }
     }
 
     pub fn rows(&self) -> Vec<Row> {
@@ -121,7 +151,8 @@ impl Scenario {
                         .collect(),
                     vm_net_diff_pct: last.vm_net_pct - first.vm_net_pct,
                     vdi_net_diff_pct: last.vdi_net_pct - first.vdi_net_pct,
-                    saving_pct: (last.vm_net_pct + last.vdi_net_pct) - (first.vm_net_pct + first.vdi_net_pct),
+                    saving_pct: (last.vm_net_pct + last.vdi_net_pct)
+                        - (first.vm_net_pct + first.vdi_net_pct),
                 }
             })
             .collect()
@@ -136,7 +167,12 @@ fn r2(x: f64) -> f64 {
 /// cells, and the saving the sum of the rounded differences (so 24.07 − 8.70 = 15.37).
 pub fn paper_rounding(r: &Row, first: &str, last: &str) -> [f64; 7] {
     let g = |n: &str, k: &str| r2(r.datapaths[n][k].as_f64().unwrap_or(0.0));
-    let (vm_a, vm_b, vdi_a, vdi_b) = (g(first, "vm_net_pct"), g(last, "vm_net_pct"), g(first, "vdi_net_pct"), g(last, "vdi_net_pct"));
+    let (vm_a, vm_b, vdi_a, vdi_b) = (
+        g(first, "vm_net_pct"),
+        g(last, "vm_net_pct"),
+        g(first, "vdi_net_pct"),
+        g(last, "vdi_net_pct"),
+    );
     let (dvm, dvdi) = (r2(vm_b - vm_a), r2(vdi_b - vdi_a));
     [vm_a, vm_b, dvm, vdi_a, vdi_b, dvdi, r2(dvm + dvdi)]
 }
@@ -171,9 +207,16 @@ pub fn desktops_bought(saving_pct: f64, desktop_share_pct: f64) -> u32 {
     (saving_pct / desktop_share_pct + 1e-9).floor() as u32
 }
 
-pub fn density(datapaths: &[Datapath], desktop_share_pct: f64, vm_gbps: f64, vdi_gbps: f64) -> Result<Density, String> {
+pub fn density(
+    datapaths: &[Datapath],
+    desktop_share_pct: f64,
+    vm_gbps: f64,
+    vdi_gbps: f64,
+) -> Result<Density, String> {
     if !(0.01..=100.0).contains(&desktop_share_pct) {
-        return Err(format!("--desktop-share {desktop_share_pct:?}: a desktop's own host CPU share, 0.01 to 100 %"));
+        return Err(format!(
+            "--desktop-share {desktop_share_pct:?}: a desktop's own host CPU share, 0.01 to 100 %"
+        ));
     }
     if !((0.0..=MAX_GBIT).contains(&vm_gbps) && (0.0..=MAX_GBIT).contains(&vdi_gbps)) {
         return Err(format!("per-desktop traffic must be 0 to {MAX_GBIT} Gb/s"));
@@ -182,7 +225,11 @@ pub fn density(datapaths: &[Datapath], desktop_share_pct: f64, vm_gbps: f64, vdi
         .iter()
         .map(|d| {
             let net = d.vm_net_pct_per_gbps * vm_gbps + d.vdi_net_pct_per_gbps * vdi_gbps;
-            (d.name.clone(), net, (100.0 / (desktop_share_pct + net) + 1e-9).floor() as u32)
+            (
+                d.name.clone(),
+                net,
+                (100.0 / (desktop_share_pct + net) + 1e-9).floor() as u32,
+            )
         })
         .collect();
     let last = rows.last().map(|r| r.2).unwrap_or(0) as i64;
@@ -190,7 +237,15 @@ pub fn density(datapaths: &[Datapath], desktop_share_pct: f64, vm_gbps: f64, vdi
         desktop_share_pct,
         vm_net_gbps_per_desktop: vm_gbps,
         vdi_net_gbps_per_desktop: vdi_gbps,
-        datapaths: rows.into_iter().map(|(name, net, max)| DensityRow { name, network_pct_per_desktop: net, max_desktops: max, more_than_last: max as i64 - last }).collect(),
+        datapaths: rows
+            .into_iter()
+            .map(|(name, net, max)| DensityRow {
+                name,
+                network_pct_per_desktop: net,
+                max_desktops: max,
+                more_than_last: max as i64 - last,
+            })
+            .collect(),
     })
 }
 
@@ -226,7 +281,10 @@ mod tests {
             assert_eq!(r.t_buffer_s, *t);
             let got = paper_rounding(r, "CHELSIO_SRIOV", "GNIC");
             for (g, w) in got.iter().zip(want) {
-                assert!((g - w).abs() < 1e-9, "T_buffer {t}: {got:?} vs the paper's {want:?}");
+                assert!(
+                    (g - w).abs() < 1e-9,
+                    "T_buffer {t}: {got:?} vs the paper's {want:?}"
+                );
             }
         }
     }
@@ -247,7 +305,10 @@ mod tests {
         let mut z = s.clone();
         z.vm_net_gbit = 0.0;
         z.vdi_net_gbit = 0.0;
-        assert!(z.rows().iter().all(|r| r.saving_pct == 0.0 && r.datapaths.values().all(|c| c["vm_net_pct"] == 0.0)));
+        assert!(z
+            .rows()
+            .iter()
+            .all(|r| r.saving_pct == 0.0 && r.datapaths.values().all(|c| c["vm_net_pct"] == 0.0)));
     }
 
     #[test]

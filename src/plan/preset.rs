@@ -13,10 +13,21 @@ pub fn get(name: &str) -> Result<Scenario, String> {
             vm_net_gbit: 1.6,
             vdi_net_gbit: 11.1,
             play_s: 253.0,
-            buffer_s: vec![16.0, 20.0, 40.0, 60.0, 80.0, 100.0, 120.0, 140.0, 160.0, 180.0, 200.0, 220.0, 240.0, 253.0],
+            buffer_s: vec![
+                16.0, 20.0, 40.0, 60.0, 80.0, 100.0, 120.0, 140.0, 160.0, 180.0, 200.0, 220.0,
+                240.0, 253.0,
+            ],
             datapaths: vec![
-                Datapath { name: "CHELSIO_SRIOV".into(), vdi_net_pct_per_gbps: 0.22727, vm_net_pct_per_gbps: 2.176 },
-                Datapath { name: "GNIC".into(), vdi_net_pct_per_gbps: 0.54701, vm_net_pct_per_gbps: 6.017 },
+                Datapath {
+                    name: "CHELSIO_SRIOV".into(),
+                    vdi_net_pct_per_gbps: 0.22727,
+                    vm_net_pct_per_gbps: 2.176,
+                },
+                Datapath {
+                    name: "GNIC".into(),
+                    vdi_net_pct_per_gbps: 0.54701,
+                    vm_net_pct_per_gbps: 6.017,
+                },
             ],
         }),
         _ => Err(format!("unknown preset '{name}': use {PRESETS}")),

@@ -44,12 +44,31 @@ fn size_label(x: &f64) -> String {
 }
 
 /// One figure against message size (log scale), one line per series.
-pub fn lines(title: &str, y_desc: &str, series: &[(String, Vec<(f64, f64)>)]) -> Result<String, String> {
+pub fn lines(
+    title: &str,
+    y_desc: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Result<String, String> {
     let e = |e: &dyn std::fmt::Display| format!("chart '{title}': {e}");
-    let xs: Vec<f64> = series.iter().flat_map(|(_, v)| v.iter().map(|p| p.0)).collect();
-    let ys: Vec<f64> = series.iter().flat_map(|(_, v)| v.iter().map(|p| p.1)).filter(|y| y.is_finite()).collect();
-    let (xmin, xmax) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
-    let (xmin, xmax) = if xs.is_empty() { (1.0, 2.0) } else if xmin == xmax { (xmin / 2.0, xmax * 2.0) } else { (xmin / 1.3, xmax * 1.3) };
+    let xs: Vec<f64> = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().map(|p| p.0))
+        .collect();
+    let ys: Vec<f64> = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().map(|p| p.1))
+        .filter(|y| y.is_finite())
+        .collect();
+    let (xmin, xmax) = xs
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+    let (xmin, xmax) = if xs.is_empty() {
+        (1.0, 2.0)
+    } else if xmin == xmax {
+        (xmin / 2.0, xmax * 2.0)
+    } else {
+        (xmin / 1.3, xmax * 1.3)
+    };
     let ymax = nice_max(ys.iter().cloned().fold(0.0, f64::max) * 1.05);
     let mut s = String::new();
     {
@@ -75,8 +94,11 @@ pub fn lines(title: &str, y_desc: &str, series: &[(String, Vec<(f64, f64)>)]) ->
             c.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
                 .map_err(|x| e(&x))?
                 .label(name.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
-            c.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled()))).map_err(|x| e(&x))?;
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                });
+            c.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                .map_err(|x| e(&x))?;
         }
         c.configure_series_labels()
             .position(SeriesLabelPosition::UpperLeft)
@@ -90,10 +112,22 @@ pub fn lines(title: &str, y_desc: &str, series: &[(String, Vec<(f64, f64)>)]) ->
 }
 
 /// Stacked bars: one bar per category, one colour per stack (e.g. CPU part).
-pub fn stacked_bars(title: &str, y_desc: &str, categories: &[String], stacks: &[(String, Vec<f64>)]) -> Result<String, String> {
+pub fn stacked_bars(
+    title: &str,
+    y_desc: &str,
+    categories: &[String],
+    stacks: &[(String, Vec<f64>)],
+) -> Result<String, String> {
     let e = |e: &dyn std::fmt::Display| format!("chart '{title}': {e}");
     let n = categories.len().max(1);
-    let totals: Vec<f64> = (0..n).map(|i| stacks.iter().map(|(_, v)| v.get(i).copied().unwrap_or(0.0).max(0.0)).sum()).collect();
+    let totals: Vec<f64> = (0..n)
+        .map(|i| {
+            stacks
+                .iter()
+                .map(|(_, v)| v.get(i).copied().unwrap_or(0.0).max(0.0))
+                .sum()
+        })
+        .collect();
     let ymax = nice_max(totals.iter().cloned().fold(0.0, f64::max) * 1.05);
     let mut s = String::new();
     {
@@ -112,7 +146,11 @@ pub fn stacked_bars(title: &str, y_desc: &str, categories: &[String], stacks: &[
             .x_labels(n)
             .x_label_formatter(&move |x: &f64| {
                 let i = x.round();
-                if (x - i).abs() < 1e-6 && i >= 0.0 { cats.get(i as usize).cloned().unwrap_or_default() } else { String::new() }
+                if (x - i).abs() < 1e-6 && i >= 0.0 {
+                    cats.get(i as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
             })
             .y_desc(y_desc)
             .light_line_style(RGBColor(235, 235, 235))
@@ -124,7 +162,10 @@ pub fn stacked_bars(title: &str, y_desc: &str, categories: &[String], stacks: &[
             let rects: Vec<Rectangle<(f64, f64)>> = (0..n)
                 .map(|i| {
                     let v = vals.get(i).copied().unwrap_or(0.0).max(0.0);
-                    let r = Rectangle::new([(i as f64 - 0.32, base[i]), (i as f64 + 0.32, base[i] + v)], color.filled());
+                    let r = Rectangle::new(
+                        [(i as f64 - 0.32, base[i]), (i as f64 + 0.32, base[i] + v)],
+                        color.filled(),
+                    );
                     base[i] += v;
                     r
                 })
@@ -132,7 +173,9 @@ pub fn stacked_bars(title: &str, y_desc: &str, categories: &[String], stacks: &[
             c.draw_series(rects)
                 .map_err(|x| e(&x))?
                 .label(name.clone())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
+                });
         }
         c.configure_series_labels()
             .position(SeriesLabelPosition::UpperRight)
@@ -151,10 +194,32 @@ mod tests {
 
     #[test]
     fn charts_are_svg_with_their_series() {
-        let s = lines("Bandwidth", "Gb/s", &[("bridge".into(), vec![(64.0, 0.5), (65536.0, 9.0)]), ("nat".into(), vec![(64.0, 0.4)])]).unwrap();
-        assert!(s.starts_with("<svg") && s.contains("bridge") && s.contains("nat") && s.contains("<polyline"));
+        let s = lines(
+            "Bandwidth",
+            "Gb/s",
+            &[
+                ("bridge".into(), vec![(64.0, 0.5), (65536.0, 9.0)]),
+                ("nat".into(), vec![(64.0, 0.4)]),
+            ],
+        )
+        .unwrap();
+        assert!(
+            s.starts_with("<svg")
+                && s.contains("bridge")
+                && s.contains("nat")
+                && s.contains("<polyline")
+        );
         assert!(s.contains(">64K<") || s.contains("64K"));
-        let b = stacked_bars("CPU", "%", &["bridge".into(), "nat".into()], &[("g1".into(), vec![10.0, 12.0]), ("kernel".into(), vec![5.0, 6.0])]).unwrap();
+        let b = stacked_bars(
+            "CPU",
+            "%",
+            &["bridge".into(), "nat".into()],
+            &[
+                ("g1".into(), vec![10.0, 12.0]),
+                ("kernel".into(), vec![5.0, 6.0]),
+            ],
+        )
+        .unwrap();
         assert!(b.contains("<rect") && b.contains("kernel"));
         assert_eq!(nice_max(7.3), 8.0);
         assert_eq!(size_label(&1024.0), "1K");

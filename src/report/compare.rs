@@ -30,21 +30,36 @@ fn value(p: &PointRecord) -> Option<f64> {
 /// [min, max] of the point's throughput (or tps) over its repetitions.
 fn range(p: &PointRecord) -> Option<[f64; 2]> {
     if p.repeats.len() > 1 {
-        let v: Vec<f64> = p.repeats.iter().map(|r| r.transactions_per_s.unwrap_or(r.throughput_gbps)).collect();
-        return Some([v.iter().cloned().fold(f64::MAX, f64::min), v.iter().cloned().fold(f64::MIN, f64::max)]);
+        let v: Vec<f64> = p
+            .repeats
+            .iter()
+            .map(|r| r.transactions_per_s.unwrap_or(r.throughput_gbps))
+            .collect();
+        return Some([
+            v.iter().cloned().fold(f64::MAX, f64::min),
+            v.iter().cloned().fold(f64::MIN, f64::max),
+        ]);
     }
     let s = p.spread.as_ref()?;
-    let t = if p.transactions_per_s.is_some() { s.transactions_per_s.as_ref()? } else { &s.throughput_gbps };
+    let t = if p.transactions_per_s.is_some() {
+        s.transactions_per_s.as_ref()?
+    } else {
+        &s.throughput_gbps
+    };
     Some([t.min, t.max])
 }
 
 pub fn compare(a: &[PointRecord], b: &[PointRecord]) -> Vec<Row> {
     let mut out = Vec::new();
     for pa in a.iter().filter(|p| p.error.is_none()) {
-        let Some(pb) = b.iter().find(|q| q.error.is_none() && q.key == pa.key) else { continue };
+        let Some(pb) = b.iter().find(|q| q.error.is_none() && q.key == pa.key) else {
+            continue;
+        };
         let (va, vb) = (value(pa), value(pb));
         let significant = match (range(pa), range(pb), va, vb) {
-            (Some([alo, ahi]), Some([blo, bhi]), Some(x), Some(y)) => Some((y < alo || y > ahi) && (x < blo || x > bhi)),
+            (Some([alo, ahi]), Some([blo, bhi]), Some(x), Some(y)) => {
+                Some((y < alo || y > ahi) && (x < blo || x > bhi))
+            }
             _ => None,
         };
         let ratio = |x: Option<f64>, y: Option<f64>| match (x, y) {
@@ -75,10 +90,19 @@ mod tests {
     fn pt(g: f64, lo: f64, hi: f64) -> PointRecord {
         use crate::records::{PointKey, Repeat};
         PointRecord {
-            key: PointKey { message_bytes: 1024, ..Default::default() },
+            key: PointKey {
+                message_bytes: 1024,
+                ..Default::default()
+            },
             throughput_gbps: Some(g),
             normalized_pct_per_gbps: Some(10.0),
-            repeats: [lo, g, hi].iter().map(|&t| Repeat { throughput_gbps: t, ..Default::default() }).collect(),
+            repeats: [lo, g, hi]
+                .iter()
+                .map(|&t| Repeat {
+                    throughput_gbps: t,
+                    ..Default::default()
+                })
+                .collect(),
             ..Default::default()
         }
     }

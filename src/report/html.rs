@@ -7,11 +7,15 @@ use crate::records::{IfaceFacts, PointRecord, RunRow};
 use crate::vocab::PartKind;
 
 pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 fn f(v: Option<f64>, prec: usize) -> String {
-    v.map(|x| format!("{x:.prec$}")).unwrap_or_else(|| "–".into())
+    v.map(|x| format!("{x:.prec$}"))
+        .unwrap_or_else(|| "–".into())
 }
 
 /// Extra sections (e.g. the capacity plan) a caller adds to the page: (title, HTML).
@@ -75,7 +79,13 @@ fn intro(run: &RunRow, ok: &[&PointRecord]) -> String {
         esc(&run.experiment_hash[..run.experiment_hash.len().min(12)])
     );
     let placed: Vec<&&PointRecord> = ok.iter().filter(|p| p.placed == Some(true)).collect();
-    let cpus = placed.first().map(|p| format!("host cores {}, client cores {}", p.host_cpus.as_deref().unwrap_or("?"), p.client_cpus.as_deref().unwrap_or("?")));
+    let cpus = placed.first().map(|p| {
+        format!(
+            "host cores {}, client cores {}",
+            p.host_cpus.as_deref().unwrap_or("?"),
+            p.client_cpus.as_deref().unwrap_or("?")
+        )
+    });
     h += &format!(
         "<p class=\"muted\">Host CPU is the busy time of the host's cores{} (the client's cores stand for another machine; receive \
           processing on each end of the wire is steered to its side's cores). Normalized CPU is host CPU % per Gb/s delivered, as in \
@@ -89,21 +99,67 @@ fn intro(run: &RunRow, ok: &[&PointRecord]) -> String {
 
 /// The run's charts: paper 1's three panels, RR latency and the host's CPU by part.
 fn figures(ok: &[&PointRecord]) -> Result<Vec<(String, String)>, String> {
-    let streams: Vec<&PointRecord> = ok.iter().copied().filter(|p| p.transactions_per_s.is_none()).collect();
-    let rrs: Vec<&PointRecord> = ok.iter().copied().filter(|p| p.transactions_per_s.is_some()).collect();
+    let streams: Vec<&PointRecord> = ok
+        .iter()
+        .copied()
+        .filter(|p| p.transactions_per_s.is_none())
+        .collect();
+    let rrs: Vec<&PointRecord> = ok
+        .iter()
+        .copied()
+        .filter(|p| p.transactions_per_s.is_some())
+        .collect();
     let mut figures: Vec<(String, String)> = Vec::new();
     if !streams.is_empty() {
-        figures.push(("Bandwidth".into(), charts::lines("Bandwidth vs message size", "Gb/s", &series_of(&streams, |p| p.throughput_gbps))?));
-        figures.push(("Host CPU".into(), charts::lines("Host CPU vs message size", "host CPU %", &series_of(&streams, |p| p.host_busy_pct))?));
+        figures.push((
+            "Bandwidth".into(),
+            charts::lines(
+                "Bandwidth vs message size",
+                "Gb/s",
+                &series_of(&streams, |p| p.throughput_gbps),
+            )?,
+        ));
+        figures.push((
+            "Host CPU".into(),
+            charts::lines(
+                "Host CPU vs message size",
+                "host CPU %",
+                &series_of(&streams, |p| p.host_busy_pct),
+            )?,
+        ));
         let norm = series_of(&streams, |p| p.normalized_pct_per_gbps);
-        figures.push(("Host CPU per Gb/s".into(), charts::lines("Host CPU per Gb/s vs message size", "host CPU % per Gb/s", &norm)?));
+        figures.push((
+            "Host CPU per Gb/s".into(),
+            charts::lines(
+                "Host CPU per Gb/s vs message size",
+                "host CPU % per Gb/s",
+                &norm,
+            )?,
+        ));
     }
     if !rrs.is_empty() {
         let rl = Labeler::new(&rrs);
-        let cats: Vec<String> = rrs.iter().map(|p| format!("{} {}B", rl.label(p), p.key.message_bytes)).collect();
-        let p50: Vec<f64> = rrs.iter().map(|p| p.latency_p50_us.unwrap_or(0.0)).collect();
-        let tail: Vec<f64> = rrs.iter().map(|p| (p.latency_p99_us.unwrap_or(0.0) - p.latency_p50_us.unwrap_or(0.0)).max(0.0)).collect();
-        figures.push(("RR latency".into(), charts::stacked_bars("Request/response latency", "µs", &cats, &[("p50".into(), p50), ("p50 → p99".into(), tail)])?));
+        let cats: Vec<String> = rrs
+            .iter()
+            .map(|p| format!("{} {}B", rl.label(p), p.key.message_bytes))
+            .collect();
+        let p50: Vec<f64> = rrs
+            .iter()
+            .map(|p| p.latency_p50_us.unwrap_or(0.0))
+            .collect();
+        let tail: Vec<f64> = rrs
+            .iter()
+            .map(|p| (p.latency_p99_us.unwrap_or(0.0) - p.latency_p50_us.unwrap_or(0.0)).max(0.0))
+            .collect();
+        figures.push((
+            "RR latency".into(),
+            charts::stacked_bars(
+                "Request/response latency",
+                "µs",
+                &cats,
+                &[("p50".into(), p50), ("p50 → p99".into(), tail)],
+            )?,
+        ));
     }
     if let Some(parts) = parts_chart(ok)? {
         figures.push(("CPU parts".into(), parts));
@@ -126,7 +182,10 @@ fn parts_chart(ok: &[&PointRecord]) -> Result<Option<String>, String> {
     if !pick.iter().any(|(_, p)| !p.parts.is_empty()) {
         return Ok(None);
     }
-    let cats: Vec<String> = pick.iter().map(|(l, p)| format!("{l} {}B", p.key.message_bytes)).collect();
+    let cats: Vec<String> = pick
+        .iter()
+        .map(|(l, p)| format!("{l} {}B", p.key.message_bytes))
+        .collect();
     let mut groups: Vec<String> = Vec::new();
     for (n, kind, _, _) in pick.iter().flat_map(|(_, p)| &p.parts) {
         let g = part_group(n);
@@ -137,21 +196,43 @@ fn parts_chart(ok: &[&PointRecord]) -> Result<Option<String>, String> {
     let stacks: Vec<(String, Vec<f64>)> = groups
         .iter()
         .map(|g| {
-            let vals = pick.iter().map(|(_, p)| p.parts.iter().filter(|(n, k, _, _)| *k != PartKind::Client && part_group(n) == *g).map(|x| x.2).sum()).collect();
+            let vals = pick
+                .iter()
+                .map(|(_, p)| {
+                    p.parts
+                        .iter()
+                        .filter(|(n, k, _, _)| *k != PartKind::Client && part_group(n) == *g)
+                        .map(|x| x.2)
+                        .sum()
+                })
+                .collect();
             (g.clone(), vals)
         })
         .collect();
-    charts::stacked_bars("Host CPU by part (client excluded)", "% of the host", &cats, &stacks).map(Some)
+    charts::stacked_bars(
+        "Host CPU by part (client excluded)",
+        "% of the host",
+        &cats,
+        &stacks,
+    )
+    .map(Some)
 }
 
 fn range(v: &[f64], prec: usize) -> Option<String> {
-    let (lo, hi) = (v.iter().cloned().reduce(f64::min)?, v.iter().cloned().reduce(f64::max)?);
+    let (lo, hi) = (
+        v.iter().cloned().reduce(f64::min)?,
+        v.iter().cloned().reduce(f64::max)?,
+    );
     (v.len() > 1).then(|| format!("{lo:.prec$}–{hi:.prec$}"))
 }
 
 /// What bound a point, and its warnings (unstable, unplaced, stolen CPU), as HTML.
 fn bound_cell(p: &PointRecord) -> String {
-    let mut bound = esc(&p.bound_by.as_ref().map(|b| b.to_string()).unwrap_or_else(|| "nothing".into()));
+    let mut bound = esc(&p
+        .bound_by
+        .as_ref()
+        .map(|b| b.to_string())
+        .unwrap_or_else(|| "nothing".into()));
     if p.unstable == Some(true) {
         bound += " <span class=\"bad\">unstable</span>";
     }
@@ -182,15 +263,31 @@ fn points_table(points: &[PointRecord]) -> String {
             p.key.message_bytes
         );
         if let Some(e) = &p.error {
-            h += &format!("{lead}<td class=\"l bad\" colspan=\"13\">failed: {}</td></tr>", esc(e));
+            h += &format!(
+                "{lead}<td class=\"l bad\" colspan=\"13\">failed: {}</td></tr>",
+                esc(e)
+            );
             continue;
         }
         let gbps: Vec<f64> = p.repeats.iter().map(|r| r.throughput_gbps).collect();
-        let norm: Vec<f64> = p.repeats.iter().filter_map(|r| r.normalized_pct_per_gbps).collect();
+        let norm: Vec<f64> = p
+            .repeats
+            .iter()
+            .filter_map(|r| r.normalized_pct_per_gbps)
+            .collect();
         let cells = [
-            p.key.load_bps.map(|r| crate::units::Rate(r).to_string()).unwrap_or_else(|| "max".into()),
-            if p.transactions_per_s.is_some() { "–".into() } else { f(p.throughput_gbps, 3) },
-            range(&gbps, 3).map(|r| format!("{r} (n={})", gbps.len())).unwrap_or_else(|| "one run".into()),
+            p.key
+                .load_bps
+                .map(|r| crate::units::Rate(r).to_string())
+                .unwrap_or_else(|| "max".into()),
+            if p.transactions_per_s.is_some() {
+                "–".into()
+            } else {
+                f(p.throughput_gbps, 3)
+            },
+            range(&gbps, 3)
+                .map(|r| format!("{r} (n={})", gbps.len()))
+                .unwrap_or_else(|| "one run".into()),
             f(p.transactions_per_s, 0),
             f(p.latency_p50_us, 1),
             f(p.latency_p99_us, 1),
@@ -203,7 +300,17 @@ fn points_table(points: &[PointRecord]) -> String {
             f(p.sd_recv, 3),
         ];
         let left = [0, 9];
-        let tds: String = cells.iter().enumerate().map(|(i, c)| if left.contains(&i) { format!("<td class=\"l\">{c}</td>") } else { format!("<td>{c}</td>") }).collect();
+        let tds: String = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if left.contains(&i) {
+                    format!("<td class=\"l\">{c}</td>")
+                } else {
+                    format!("<td>{c}</td>")
+                }
+            })
+            .collect();
         h += &format!("{lead}{tds}</tr>");
     }
     h + "</table>"
@@ -212,7 +319,10 @@ fn points_table(points: &[PointRecord]) -> String {
 fn host_table(run: &RunRow) -> String {
     let mut h = String::from("<h2>Host</h2><table>");
     for (k, v) in run.host_facts.rows() {
-        h += &format!("<tr><th class=\"l\">{k}</th><td class=\"l\">{}</td></tr>", esc(&v));
+        h += &format!(
+            "<tr><th class=\"l\">{k}</th><td class=\"l\">{}</td></tr>",
+            esc(&v)
+        );
     }
     h + "</table>"
 }

@@ -17,13 +17,37 @@ const AXES: [Axis; 11] = [
     ("", |q| q.key.test.to_string()),
     ("guests ", |q| q.key.guests.to_string()),
     ("gro ", |q| q.key.gro.name().to_string()),
-    ("tso ", |q| if q.key.tso { "on".into() } else { "off".into() }),
-    ("lro ", |q| if q.key.lro { "guest".into() } else { "off".into() }),
+    (
+        "tso ",
+        |q| if q.key.tso { "on".into() } else { "off".into() },
+    ),
+    ("lro ", |q| {
+        if q.key.lro {
+            "guest".into()
+        } else {
+            "off".into()
+        }
+    }),
     ("mtu ", |q| q.key.mtu.to_string()),
-    ("wire ", |q| q.key.wire_rate.map(|r| format!("{}M", r / 1_000_000)).unwrap_or("unshaped".into())),
-    ("buf ", |q| q.key.socket_buffer.map(|b| b.to_string()).unwrap_or("default".into())),
+    ("wire ", |q| {
+        q.key
+            .wire_rate
+            .map(|r| format!("{}M", r / 1_000_000))
+            .unwrap_or("unshaped".into())
+    }),
+    ("buf ", |q| {
+        q.key
+            .socket_buffer
+            .map(|b| b.to_string())
+            .unwrap_or("default".into())
+    }),
     ("P", |q| q.key.parallel.to_string()),
-    ("at ", |q| q.key.load_bps.map(|r| crate::units::Rate(r).to_string()).unwrap_or("max".into())),
+    ("at ", |q| {
+        q.key
+            .load_bps
+            .map(|r| crate::units::Rate(r).to_string())
+            .unwrap_or("max".into())
+    }),
 ];
 
 /// Names a point's line on a chart: its mode plus the axes that vary within the run, found once.
@@ -35,7 +59,13 @@ impl Labeler {
     pub fn new(all: &[&PointRecord]) -> Labeler {
         let varying = AXES
             .iter()
-            .filter(|(_, f)| all.iter().map(|q| f(q)).collect::<std::collections::BTreeSet<_>>().len() > 1)
+            .filter(|(_, f)| {
+                all.iter()
+                    .map(|q| f(q))
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .len()
+                    > 1
+            })
             .copied()
             .collect();
         Labeler { varying }
@@ -51,7 +81,10 @@ impl Labeler {
 }
 
 /// Lines for one figure: per series, (message size, value) sorted by size.
-pub fn series_of(points: &[&PointRecord], value: impl Fn(&PointRecord) -> Option<f64>) -> Vec<(String, Vec<(f64, f64)>)> {
+pub fn series_of(
+    points: &[&PointRecord],
+    value: impl Fn(&PointRecord) -> Option<f64>,
+) -> Vec<(String, Vec<(f64, f64)>)> {
     let labeler = Labeler::new(points);
     let mut out: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
@@ -72,7 +105,10 @@ pub fn series_of(points: &[&PointRecord], value: impl Fn(&PointRecord) -> Option
 
 /// CPU part names folded for charts: guests together, backends together.
 pub fn part_group(name: &str) -> String {
-    if name.parse::<crate::vocab::Role>().is_ok_and(|r| r.is_guest()) {
+    if name
+        .parse::<crate::vocab::Role>()
+        .is_ok_and(|r| r.is_guest())
+    {
         "guests".into()
     } else if name.starts_with("vNIC backend") {
         "vNIC backends".into()

@@ -6,13 +6,20 @@ use crate::records::{PointRecord, RunRow};
 pub const STEAL_WARN: f64 = 5.0;
 
 fn opt(v: Option<f64>, prec: usize) -> String {
-    v.map(|x| format!("{x:.prec$}")).unwrap_or_else(|| "-".into())
+    v.map(|x| format!("{x:.prec$}"))
+        .unwrap_or_else(|| "-".into())
 }
 
 /// `median (min–max)` of a figure over a point's repeats, or the figure alone.
 fn with_range(v: Option<f64>, reps: &[f64], prec: usize) -> String {
-    match (v, reps.iter().cloned().reduce(f64::min), reps.iter().cloned().reduce(f64::max)) {
-        (Some(x), Some(lo), Some(hi)) if reps.len() > 1 => format!("{x:.prec$} ({lo:.prec$}–{hi:.prec$})"),
+    match (
+        v,
+        reps.iter().cloned().reduce(f64::min),
+        reps.iter().cloned().reduce(f64::max),
+    ) {
+        (Some(x), Some(lo), Some(hi)) if reps.len() > 1 => {
+            format!("{x:.prec$} ({lo:.prec$}–{hi:.prec$})")
+        }
         _ => opt(v, prec),
     }
 }
@@ -22,16 +29,35 @@ pub fn summary(points: &[PointRecord]) -> String {
     let labeler = super::Labeler::new(&refs);
     let mut s = format!(
         "{:<28} {:>8} {:>22} {:>10} {:>10} {:>24} {:>9}  {}\n",
-        "datapath", "size", "Gb/s (min–max)", "trans/s", "host CPU%", "CPU%/Gb/s (min–max)", "p50 µs", "bound by"
+        "datapath",
+        "size",
+        "Gb/s (min–max)",
+        "trans/s",
+        "host CPU%",
+        "CPU%/Gb/s (min–max)",
+        "p50 µs",
+        "bound by"
     );
     for p in points {
         if let Some(e) = &p.error {
-            s += &format!("{:<28} {:>8} FAILED: {}\n", labeler.label(p), p.key.message_bytes, e);
+            s += &format!(
+                "{:<28} {:>8} FAILED: {}\n",
+                labeler.label(p),
+                p.key.message_bytes,
+                e
+            );
             continue;
         }
         let gbps: Vec<f64> = p.repeats.iter().map(|r| r.throughput_gbps).collect();
-        let norm: Vec<f64> = p.repeats.iter().filter_map(|r| r.normalized_pct_per_gbps).collect();
-        let mut bound = p.bound_by.as_ref().map_or_else(|| "-".to_string(), |b| b.to_string());
+        let norm: Vec<f64> = p
+            .repeats
+            .iter()
+            .filter_map(|r| r.normalized_pct_per_gbps)
+            .collect();
+        let mut bound = p
+            .bound_by
+            .as_ref()
+            .map_or_else(|| "-".to_string(), |b| b.to_string());
         if p.unstable == Some(true) {
             bound += " UNSTABLE";
         }
@@ -45,7 +71,11 @@ pub fn summary(points: &[PointRecord]) -> String {
             "{:<28} {:>8} {:>22} {:>10} {:>10} {:>24} {:>9}  {}\n",
             labeler.label(p),
             p.key.message_bytes,
-            if p.transactions_per_s.is_some() { "-".into() } else { with_range(p.throughput_gbps, &gbps, 3) },
+            if p.transactions_per_s.is_some() {
+                "-".into()
+            } else {
+                with_range(p.throughput_gbps, &gbps, 3)
+            },
             opt(p.transactions_per_s, 0),
             opt(p.host_busy_pct, 2),
             with_range(p.normalized_pct_per_gbps, &norm, 3),
@@ -57,7 +87,10 @@ pub fn summary(points: &[PointRecord]) -> String {
 }
 
 pub fn runs(rows: &[RunRow]) -> String {
-    let mut s = format!("{:>4}  {:<14} {:<12} {:>7}  {:<21} {}\n", "run", "name", "status", "points", "started", "description");
+    let mut s = format!(
+        "{:>4}  {:<14} {:<12} {:>7}  {:<21} {}\n",
+        "run", "name", "status", "points", "started", "description"
+    );
     for r in rows {
         s += &format!(
             "{:>4}  {:<14} {:<12} {:>3}/{:<3}  {:<21} {}\n",
@@ -70,14 +103,51 @@ pub fn runs(rows: &[RunRow]) -> String {
 /// CSV of a run's points, for pandas and spreadsheets.
 pub fn csv(run: &RunRow, points: &[PointRecord]) -> String {
     let cols = [
-        "run", "seq", "mode", "guests", "direction", "test", "message_bytes", "socket_buffer", "gro", "tso", "lro", "mtu", "wire_rate_bps",
-        "parallel", "duration_s", "repeat", "throughput_gbps", "transactions_per_s", "latency_p50_us", "latency_p99_us",
-        "host_busy_pct", "machine_busy_pct", "normalized_pct_per_gbps", "sd_host", "sd_send", "sd_recv", "error",
-        "load_bps", "client_busy_pct", "bound_by", "leak_pct", "placed", "host_cpus", "client_cpus", "unstable",
+        "run",
+        "seq",
+        "mode",
+        "guests",
+        "direction",
+        "test",
+        "message_bytes",
+        "socket_buffer",
+        "gro",
+        "tso",
+        "lro",
+        "mtu",
+        "wire_rate_bps",
+        "parallel",
+        "duration_s",
+        "repeat",
+        "throughput_gbps",
+        "transactions_per_s",
+        "latency_p50_us",
+        "latency_p99_us",
+        "host_busy_pct",
+        "machine_busy_pct",
+        "normalized_pct_per_gbps",
+        "sd_host",
+        "sd_send",
+        "sd_recv",
+        "error",
+        "load_bps",
+        "client_busy_pct",
+        "bound_by",
+        "leak_pct",
+        "placed",
+        "host_cpus",
+        "client_cpus",
+        "unstable",
     ];
     let mut s = cols.join(",") + "\n";
     let f = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
-    let q = |t: &str| if t.contains([',', '"', '\n']) { format!("\"{}\"", t.replace('"', "\"\"")) } else { t.to_string() };
+    let q = |t: &str| {
+        if t.contains([',', '"', '\n']) {
+            format!("\"{}\"", t.replace('"', "\"\""))
+        } else {
+            t.to_string()
+        }
+    };
     for p in points {
         let row = [
             run.id.to_string(),
@@ -87,7 +157,10 @@ pub fn csv(run: &RunRow, points: &[PointRecord]) -> String {
             q(p.key.direction.name()),
             q(&p.key.test.to_string()),
             p.key.message_bytes.to_string(),
-            p.key.socket_buffer.map(|v| v.to_string()).unwrap_or_default(),
+            p.key
+                .socket_buffer
+                .map(|v| v.to_string())
+                .unwrap_or_default(),
             q(p.key.gro.name()),
             p.key.tso.to_string(),
             p.key.lro.to_string(),
@@ -109,7 +182,10 @@ pub fn csv(run: &RunRow, points: &[PointRecord]) -> String {
             q(p.error.as_deref().unwrap_or("")),
             p.key.load_bps.map(|v| v.to_string()).unwrap_or_default(),
             f(p.client_busy_pct),
-            q(&p.bound_by.as_ref().map(|b| b.to_string()).unwrap_or_default()),
+            q(&p.bound_by
+                .as_ref()
+                .map(|b| b.to_string())
+                .unwrap_or_default()),
             f(p.leak_pct),
             p.placed.map(|v| v.to_string()).unwrap_or_default(),
             q(p.host_cpus.as_deref().unwrap_or("")),
@@ -141,7 +217,16 @@ mod tests {
             host_facts: Default::default(),
             experiment_text: String::new(),
         };
-        let p = PointRecord { seq: 1, key: crate::records::PointKey { mode: crate::vocab::Mode::Bridge, ..Default::default() }, throughput_gbps: Some(1.5), error: Some("a, \"b\"".into()), ..Default::default() };
+        let p = PointRecord {
+            seq: 1,
+            key: crate::records::PointKey {
+                mode: crate::vocab::Mode::Bridge,
+                ..Default::default()
+            },
+            throughput_gbps: Some(1.5),
+            error: Some("a, \"b\"".into()),
+            ..Default::default()
+        };
         let c = csv(&run, &[p]);
         let lines: Vec<&str> = c.lines().collect();
         assert!(lines[0].starts_with("run,seq,mode"));

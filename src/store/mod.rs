@@ -29,19 +29,38 @@ pub enum Error {
     #[error("{0} holds no store yet: `vnetlab run` makes one")]
     Empty(String),
     #[error("{path} was written by an older vnetlab (schema {found} of {known}): `vnetlab migrate --db {path}` brings it up to date")]
-    Older { path: String, found: usize, known: usize },
+    Older {
+        path: String,
+        found: usize,
+        known: usize,
+    },
     #[error("{path} was written by a newer vnetlab (schema {found}, this one knows {known}): use that vnetlab")]
-    Newer { path: String, found: usize, known: usize },
+    Newer {
+        path: String,
+        found: usize,
+        known: usize,
+    },
     #[error("{0}")]
     BadRunRef(String),
     #[error("{0} holds no runs yet: `vnetlab run experiments/quick.toml` makes one")]
     NoRuns(String),
     #[error("no run '{which}' in {path} (it holds runs {first}…{last}; see `vnetlab runs`)")]
-    NoSuchRun { which: RunRef, path: String, first: i64, last: i64 },
+    NoSuchRun {
+        which: RunRef,
+        path: String,
+        first: i64,
+        last: i64,
+    },
     #[error("--db {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{path}: {source}")]
-    Sql { path: String, source: rusqlite::Error },
+    Sql {
+        path: String,
+        source: rusqlite::Error,
+    },
 }
 
 impl Error {
@@ -60,11 +79,19 @@ pub struct Store {
 }
 
 fn now() -> String {
-    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs() as i64;
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs() as i64;
     // UTC, ISO 8601, without a date crate.
     let (days, secs) = (t.div_euclid(86400), t.rem_euclid(86400));
     let (y, m, d) = civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", secs / 3600, secs / 60 % 60, secs % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
 }
 
 /// Days since 1970-01-01 to a calendar date (Howard Hinnant's algorithm).
@@ -107,7 +134,12 @@ fn check_path(path: &Path) -> Result<bool> {
     }
     let mut head = [0u8; 16];
     use std::io::Read;
-    let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)).map_err(|source| Error::Io { path: name.clone(), source })?;
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .map_err(|source| Error::Io {
+            path: name.clone(),
+            source,
+        })?;
     if n < 16 || &head != b"SQLite format 3\0" {
         return Err(Error::NotOurs(name));
     }
@@ -116,21 +148,35 @@ fn check_path(path: &Path) -> Result<bool> {
 
 impl Store {
     fn sql(&self) -> impl Fn(rusqlite::Error) -> Error + '_ {
-        move |source| Error::Sql { path: shown(&self.path), source }
+        move |source| Error::Sql {
+            path: shown(&self.path),
+            source,
+        }
     }
 
     /// Opens (or creates) a store for writing, migrating it. A file that exists but is not a
     /// vnetlab database is refused and never written.
     pub fn open(path: &Path) -> Result<Store> {
         let exists = check_path(path)?;
-        let sql = |source| Error::Sql { path: shown(path), source };
+        let sql = |source| Error::Sql {
+            path: shown(path),
+            source,
+        };
         let conn = Connection::open(path).map_err(sql)?;
-        conn.busy_timeout(std::time::Duration::from_secs(30)).map_err(sql)?;
-        let s = Store { conn, path: path.to_path_buf() };
+        conn.busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(sql)?;
+        let s = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
         if exists && s.app().as_deref() != Some(APP) {
             return Err(Error::NotOurs(shown(path)));
         }
-        s.conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;").map_err(sql)?;
+        s.conn
+            .execute_batch(
+                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
+            )
+            .map_err(sql)?;
         s.migrate()?;
         s.mark_dead_runs()?;
         Ok(s)
@@ -146,8 +192,14 @@ impl Store {
         let ro = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let try_open = |c: Connection| -> std::result::Result<Store, rusqlite::Error> {
             c.busy_timeout(std::time::Duration::from_secs(30))?;
-            let s = Store { conn: c, path: path.to_path_buf() };
-            s.conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0))?;
+            let s = Store {
+                conn: c,
+                path: path.to_path_buf(),
+            };
+            s.conn
+                .query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| {
+                    r.get::<_, i64>(0)
+                })?;
             Ok(s)
         };
         // Without write access to the folder, SQLite cannot share the WAL index: read the file as
@@ -158,25 +210,46 @@ impl Store {
                 let uri = format!("file:{}?immutable=1", path.display());
                 Connection::open_with_flags(uri, ro | OpenFlags::SQLITE_OPEN_URI).and_then(try_open)
             })
-            .map_err(|source| Error::Sql { path: shown(path), source })?;
+            .map_err(|source| Error::Sql {
+                path: shown(path),
+                source,
+            })?;
         if s.app().as_deref() != Some(APP) {
             return Err(Error::NotOurs(shown(path)));
         }
         let (found, known) = (s.schema_version()?, MIGRATIONS.len());
         match found.cmp(&known) {
-            std::cmp::Ordering::Less => Err(Error::Older { path: shown(path), found, known }),
-            std::cmp::Ordering::Greater => Err(Error::Newer { path: shown(path), found, known }),
+            std::cmp::Ordering::Less => Err(Error::Older {
+                path: shown(path),
+                found,
+                known,
+            }),
+            std::cmp::Ordering::Greater => Err(Error::Newer {
+                path: shown(path),
+                found,
+                known,
+            }),
             std::cmp::Ordering::Equal => Ok(s),
         }
     }
 
     fn app(&self) -> Option<String> {
-        self.conn.query_row("SELECT value FROM meta WHERE key = 'app'", [], |r| r.get(0)).optional().unwrap_or(None)
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = 'app'", [], |r| r.get(0))
+            .optional()
+            .unwrap_or(None)
     }
 
     fn schema_version(&self) -> Result<usize> {
-        let v: Option<String> =
-            self.conn.query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0)).optional().map_err(self.sql())?;
+        let v: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'schema_version'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(self.sql())?;
         Ok(v.and_then(|v| v.parse().ok()).unwrap_or(0))
     }
 
@@ -186,18 +259,37 @@ impl Store {
     fn migrate(&self) -> Result<()> {
         let e = self.sql();
         loop {
-            let tx = rusqlite::Transaction::new_unchecked(&self.conn, rusqlite::TransactionBehavior::Immediate).map_err(&e)?;
-            tx.execute_batch("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);").map_err(&e)?;
-            tx.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('app', ?1)", [APP]).map_err(&e)?;
+            let tx = rusqlite::Transaction::new_unchecked(
+                &self.conn,
+                rusqlite::TransactionBehavior::Immediate,
+            )
+            .map_err(&e)?;
+            tx.execute_batch(
+                "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+            )
+            .map_err(&e)?;
+            tx.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('app', ?1)",
+                [APP],
+            )
+            .map_err(&e)?;
             let (found, known) = (self.schema_version()?, MIGRATIONS.len());
             if found > known {
-                return Err(Error::Newer { path: shown(&self.path), found, known });
+                return Err(Error::Newer {
+                    path: shown(&self.path),
+                    found,
+                    known,
+                });
             }
             if found == known {
                 return tx.commit().map_err(&e);
             }
             tx.execute_batch(MIGRATIONS[found]).map_err(&e)?;
-            tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?1)", [(found + 1).to_string()]).map_err(&e)?;
+            tx.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?1)",
+                [(found + 1).to_string()],
+            )
+            .map_err(&e)?;
             tx.commit().map_err(&e)?;
         }
     }
@@ -205,7 +297,10 @@ impl Store {
     /// Runs whose process is gone while they say "running" were killed: mark them incomplete.
     fn mark_dead_runs(&self) -> Result<()> {
         let e = self.sql();
-        let mut st = self.conn.prepare("SELECT id, pid FROM runs WHERE status = 'running'").map_err(&e)?;
+        let mut st = self
+            .conn
+            .prepare("SELECT id, pid FROM runs WHERE status = 'running'")
+            .map_err(&e)?;
         let dead: Vec<i64> = st
             .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
             .map_err(&e)?
@@ -214,12 +309,25 @@ impl Store {
             .map(|(id, _)| id)
             .collect();
         for id in dead {
-            self.conn.execute("UPDATE runs SET status = ?1 WHERE id = ?2", params![RunStatus::Incomplete.name(), id]).map_err(&e)?;
+            self.conn
+                .execute(
+                    "UPDATE runs SET status = ?1 WHERE id = ?2",
+                    params![RunStatus::Incomplete.name(), id],
+                )
+                .map_err(&e)?;
         }
         Ok(())
     }
 
-    pub fn begin_run(&self, name: &str, description: &str, text: &str, hash: &str, facts: &HostFacts, planned: u32) -> Result<i64> {
+    pub fn begin_run(
+        &self,
+        name: &str,
+        description: &str,
+        text: &str,
+        hash: &str,
+        facts: &HostFacts,
+        planned: u32,
+    ) -> Result<i64> {
         let facts = serde_json::to_string(facts).unwrap_or_default();
         self.conn
             .execute(
@@ -233,17 +341,26 @@ impl Store {
 
     pub fn finish_run(&self, run: i64, status: RunStatus) -> Result<()> {
         self.conn
-            .execute("UPDATE runs SET status = ?1, finished_at = ?2 WHERE id = ?3", params![status.name(), now(), run])
+            .execute(
+                "UPDATE runs SET status = ?1, finished_at = ?2 WHERE id = ?3",
+                params![status.name(), now(), run],
+            )
             .map_err(self.sql())?;
         Ok(())
     }
 
     fn run_from(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
-        let text = |i: usize, e: String| rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, e.into());
+        let text = |i: usize, e: String| {
+            rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, e.into())
+        };
         // A run whose process is gone while it says "running" was killed (a reader sees it so
         // without writing; a writer records it).
         let status: RunStatus = r.get::<_, String>(7)?.parse().map_err(|e| text(7, e))?;
-        let status = if status == RunStatus::Running && !alive(r.get(12)?) { RunStatus::Incomplete } else { status };
+        let status = if status == RunStatus::Running && !alive(r.get(12)?) {
+            RunStatus::Incomplete
+        } else {
+            status
+        };
         Ok(RunRow {
             id: r.get(0)?,
             name: r.get(1)?,
@@ -264,9 +381,16 @@ impl Store {
         r.planned_points, r.host_facts, (SELECT COUNT(*) FROM points p WHERE p.run_id = r.id), r.experiment_text, r.pid";
 
     pub fn runs(&self) -> Result<Vec<RunRow>> {
-        let mut st = self.conn.prepare(&format!("SELECT {} FROM runs r ORDER BY r.id", Self::RUN_COLS)).map_err(self.sql())?;
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT {} FROM runs r ORDER BY r.id",
+                Self::RUN_COLS
+            ))
+            .map_err(self.sql())?;
         let rows = st.query_map([], Self::run_from).map_err(self.sql())?;
-        rows.collect::<std::result::Result<_, _>>().map_err(self.sql())
+        rows.collect::<std::result::Result<_, _>>()
+            .map_err(self.sql())
     }
 
     /// A run by id, or the latest.
@@ -278,7 +402,12 @@ impl Store {
         };
         found.ok_or_else(|| match runs.as_slice() {
             [] => Error::NoRuns(shown(&self.path)),
-            [first, .., last] | [first @ last] => Error::NoSuchRun { which, path: shown(&self.path), first: first.id, last: last.id },
+            [first, .., last] | [first @ last] => Error::NoSuchRun {
+                which,
+                path: shown(&self.path),
+                first: first.id,
+                last: last.id,
+            },
         })
     }
 }

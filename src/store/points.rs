@@ -22,7 +22,8 @@ fn parsed<T: std::str::FromStr<Err = String>>(r: &Row, i: usize) -> rusqlite::Re
 }
 
 fn json<T: serde::de::DeserializeOwned>(r: &Row, i: usize) -> rusqlite::Result<Option<T>> {
-    Ok(r.get::<_, Option<String>>(i)?.and_then(|s| serde_json::from_str(&s).ok()))
+    Ok(r.get::<_, Option<String>>(i)?
+        .and_then(|s| serde_json::from_str(&s).ok()))
 }
 
 fn u64_of(v: Option<i64>) -> Option<u64> {
@@ -72,7 +73,9 @@ fn point_from(r: &Row) -> rusqlite::Result<(i64, PointRecord)> {
         samples: vec![],
         parts: vec![],
         client_busy_pct: r.get(30)?,
-        bound_by: bound.map(|b| b.parse().map_err(|e| bad(31, e))).transpose()?,
+        bound_by: bound
+            .map(|b| b.parse().map_err(|e| bad(31, e)))
+            .transpose()?,
         leak_pct: r.get(32)?,
         placed: r.get(33)?,
         host_cpus: r.get(34)?,
@@ -88,21 +91,70 @@ impl Store {
     /// Stores one point with its repeats, samples and CPU parts, in one transaction.
     pub fn add_point(&self, run: i64, p: &PointRecord) -> Result<i64> {
         let e = self.sql();
-        let tx = rusqlite::Transaction::new_unchecked(&self.conn, rusqlite::TransactionBehavior::Immediate).map_err(&e)?;
+        let tx = rusqlite::Transaction::new_unchecked(
+            &self.conn,
+            rusqlite::TransactionBehavior::Immediate,
+        )
+        .map_err(&e)?;
         // The repeats have a table of their own: the spread column holds only the summary.
-        let spread = p.spread.as_ref().map(|s| serde_json::to_string(&Repeats { each: vec![], ..s.clone() }).unwrap_or_default());
-        let lab_facts = p.lab_facts.as_ref().map(|f| serde_json::to_string(f).unwrap_or_default());
+        let spread = p.spread.as_ref().map(|s| {
+            serde_json::to_string(&Repeats {
+                each: vec![],
+                ..s.clone()
+            })
+            .unwrap_or_default()
+        });
+        let lab_facts = p
+            .lab_facts
+            .as_ref()
+            .map(|f| serde_json::to_string(f).unwrap_or_default());
         let k = &p.key;
         let placeholders: Vec<String> = (1..=39).map(|i| format!("?{i}")).collect();
         tx.execute(
-            &format!("INSERT INTO points (run_id, {POINT_COLS}) VALUES ({})", placeholders.join(", ")),
+            &format!(
+                "INSERT INTO points (run_id, {POINT_COLS}) VALUES ({})",
+                placeholders.join(", ")
+            ),
             params![
-                run, p.seq, k.mode.to_string(), k.guests, k.direction.name(), k.test.to_string(), k.message_bytes as i64,
-                k.socket_buffer.map(|v| v as i64), k.gro.name(), k.tso, k.mtu, k.wire_rate.map(|v| v as i64), k.parallel,
-                p.duration_s, p.repeat, p.throughput_gbps, p.transactions_per_s, p.latency_p50_us, p.latency_p99_us,
-                p.host_busy_pct, p.machine_busy_pct, p.normalized_pct_per_gbps, p.sd_host, p.sd_send, p.sd_recv, spread,
-                lab_facts, p.result, p.error, k.lro, p.client_busy_pct, p.bound_by.as_ref().map(|b| b.to_string()), p.leak_pct,
-                p.placed, p.host_cpus, p.client_cpus, k.load_bps.map(|v| v as i64), p.unstable, p.host_steal_pct
+                run,
+                p.seq,
+                k.mode.to_string(),
+                k.guests,
+                k.direction.name(),
+                k.test.to_string(),
+                k.message_bytes as i64,
+                k.socket_buffer.map(|v| v as i64),
+                k.gro.name(),
+                k.tso,
+                k.mtu,
+                k.wire_rate.map(|v| v as i64),
+                k.parallel,
+                p.duration_s,
+                p.repeat,
+                p.throughput_gbps,
+                p.transactions_per_s,
+                p.latency_p50_us,
+                p.latency_p99_us,
+                p.host_busy_pct,
+                p.machine_busy_pct,
+                p.normalized_pct_per_gbps,
+                p.sd_host,
+                p.sd_send,
+                p.sd_recv,
+                spread,
+                lab_facts,
+                p.result,
+                p.error,
+                k.lro,
+                p.client_busy_pct,
+                p.bound_by.as_ref().map(|b| b.to_string()),
+                p.leak_pct,
+                p.placed,
+                p.host_cpus,
+                p.client_cpus,
+                k.load_bps.map(|v| v as i64),
+                p.unstable,
+                p.host_steal_pct
             ],
         )
         .map_err(&e)?;
@@ -113,7 +165,11 @@ impl Store {
     }
 
     /// A point's repeats, samples and CPU parts, inside the point's transaction.
-    fn add_point_rows(tx: &rusqlite::Transaction, id: i64, p: &PointRecord) -> rusqlite::Result<()> {
+    fn add_point_rows(
+        tx: &rusqlite::Transaction,
+        id: i64,
+        p: &PointRecord,
+    ) -> rusqlite::Result<()> {
         let mut st = tx
 .prepare_cached(
                 "INSERT INTO repeats (point_id, rep, throughput_gbps, transactions_per_s, host_busy_pct, normalized_pct_per_gbps, bound_by, leak_pct, host_steal_pct)
@@ -121,15 +177,34 @@ impl Store {
         )?;
         for (n, r) in p.repeats.iter().enumerate() {
             let bound = r.bound_by.as_ref().map(|b| b.to_string());
-            st.execute(params![id, n as i64 + 1, r.throughput_gbps, r.transactions_per_s, r.host_busy_pct, r.normalized_pct_per_gbps, bound, r.leak_pct, r.host_steal_pct])?;
+            st.execute(params![
+                id,
+                n as i64 + 1,
+                r.throughput_gbps,
+                r.transactions_per_s,
+                r.host_busy_pct,
+                r.normalized_pct_per_gbps,
+                bound,
+                r.leak_pct,
+                r.host_steal_pct
+            ])?;
         }
-        let mut st = tx.prepare_cached("INSERT INTO samples (point_id, t, gbps) VALUES (?1, ?2, ?3)")?;
+        let mut st =
+            tx.prepare_cached("INSERT INTO samples (point_id, t, gbps) VALUES (?1, ?2, ?3)")?;
         for (t, g) in &p.samples {
             st.execute(params![id, t, g])?;
         }
         let mut st = tx.prepare_cached("INSERT INTO cpu_parts (point_id, name, kind, busy_pct, cores) VALUES (?1, ?2, ?3, ?4, ?5)")?;
         for (n, kind, b, c) in &p.parts {
-            st.execute(params![id, n, serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_string)), b, c])?;
+            st.execute(params![
+                id,
+                n,
+                serde_json::to_value(kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string)),
+                b,
+                c
+            ])?;
         }
         Ok(())
     }
@@ -137,16 +212,30 @@ impl Store {
     /// A run's points by sequence, each with its repeats, samples and CPU parts.
     pub fn points(&self, run: i64) -> Result<Vec<(i64, PointRecord)>> {
         let e = self.sql();
-        let mut st = self.conn.prepare(&format!("SELECT id, {POINT_COLS} FROM points WHERE run_id = ?1 ORDER BY seq")).map_err(&e)?;
-        let mut pts: Vec<(i64, PointRecord)> = st.query_map([run], point_from).map_err(&e)?.collect::<rusqlite::Result<_>>().map_err(&e)?;
-        let index: std::collections::HashMap<i64, usize> = pts.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect();
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT id, {POINT_COLS} FROM points WHERE run_id = ?1 ORDER BY seq"
+            ))
+            .map_err(&e)?;
+        let mut pts: Vec<(i64, PointRecord)> = st
+            .query_map([run], point_from)
+            .map_err(&e)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(&e)?;
+        let index: std::collections::HashMap<i64, usize> = pts
+            .iter()
+            .enumerate()
+            .map(|(i, (id, _))| (*id, i))
+            .collect();
         // Parts, samples and repeats in one query each for the whole run, not one per point.
         let mut st = self
             .conn
             .prepare("SELECT c.point_id, c.name, c.kind, c.busy_pct, c.cores FROM cpu_parts c JOIN points p ON p.id = c.point_id WHERE p.run_id = ?1")
             .map_err(&e)?;
         let parts = st.query_map([run], |r| {
-            let kind: PartKind = serde_json::from_value(serde_json::Value::String(r.get(2)?)).map_err(|x| bad(2, x.to_string()))?;
+            let kind: PartKind = serde_json::from_value(serde_json::Value::String(r.get(2)?))
+                .map_err(|x| bad(2, x.to_string()))?;
             Ok((r.get::<_, i64>(0)?, (r.get(1)?, kind, r.get(3)?, r.get(4)?)))
         });
         for (id, part) in parts.map_err(&e)?.flatten() {
@@ -158,7 +247,17 @@ impl Store {
             .conn
             .prepare("SELECT s.point_id, s.t, s.gbps FROM samples s JOIN points p ON p.id = s.point_id WHERE p.run_id = ?1 ORDER BY s.rowid")
             .map_err(&e)?;
-        for (id, t, g) in st.query_map([run], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?, r.get::<_, f64>(2)?))).map_err(&e)?.flatten() {
+        for (id, t, g) in st
+            .query_map([run], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, f64>(1)?,
+                    r.get::<_, f64>(2)?,
+                ))
+            })
+            .map_err(&e)?
+            .flatten()
+        {
             if let Some(&i) = index.get(&id) {
                 pts[i].1.samples.push((t, g));
             }
@@ -189,7 +288,9 @@ impl Store {
                     transactions_per_s: r.get(2)?,
                     host_busy_pct: r.get(3)?,
                     normalized_pct_per_gbps: r.get(4)?,
-                    bound_by: bound.map(|b| b.parse().map_err(|x| bad(5, x))).transpose()?,
+                    bound_by: bound
+                        .map(|b| b.parse().map_err(|x| bad(5, x)))
+                        .transpose()?,
                     leak_pct: r.get(6)?,
                     host_steal_pct: r.get(7)?,
                 },
@@ -201,6 +302,10 @@ impl Store {
 
     /// The stored full result of one point (the test's --json), as stored.
     pub fn point_result(&self, point_id: i64) -> Result<Option<String>> {
-        self.conn.query_row("SELECT result FROM points WHERE id = ?1", [point_id], |r| r.get(0)).map_err(self.sql())
+        self.conn
+            .query_row("SELECT result FROM points WHERE id = ?1", [point_id], |r| {
+                r.get(0)
+            })
+            .map_err(self.sql())
     }
 }

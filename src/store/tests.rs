@@ -6,7 +6,10 @@ use crate::records::{PointKey, PointRecord, Repeat, Repeats};
 use crate::vocab::{Bound, Mode, PartKind, TestKind};
 
 fn tmp(name: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("vnetlab-store-{name}-{}.sqlite", std::process::id()));
+    let p = std::env::temp_dir().join(format!(
+        "vnetlab-store-{name}-{}.sqlite",
+        std::process::id()
+    ));
     for s in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{s}", p.display()));
     }
@@ -17,18 +20,42 @@ fn tmp(name: &str) -> PathBuf {
 fn round_trip_of_runs_points_samples_and_parts() {
     let p = tmp("rt");
     let s = Store::open(&p).unwrap();
-    let facts = HostFacts { kernel: "6".into(), ..Default::default() };
-    let run = s.begin_run("quick", "d", "name = \"quick\"", "abc", &facts, 2).unwrap();
-    let rep = |g: f64| Repeat { throughput_gbps: g, bound_by: Some(Bound::HostCore(0)), ..Default::default() };
+    let facts = HostFacts {
+        kernel: "6".into(),
+        ..Default::default()
+    };
+    let run = s
+        .begin_run("quick", "d", "name = \"quick\"", "abc", &facts, 2)
+        .unwrap();
+    let rep = |g: f64| Repeat {
+        throughput_gbps: g,
+        bound_by: Some(Bound::HostCore(0)),
+        ..Default::default()
+    };
     let spread = crate::stats::spread(&[9.4, 9.5, 9.6], 95);
     let pt = PointRecord {
         seq: 1,
-        key: PointKey { mode: Mode::Bridge, test: TestKind::TcpStream, load_bps: Some(500_000_000), ..Default::default() },
+        key: PointKey {
+            mode: Mode::Bridge,
+            test: TestKind::TcpStream,
+            load_bps: Some(500_000_000),
+            ..Default::default()
+        },
         throughput_gbps: Some(9.5),
         bound_by: Some(Bound::Host),
         samples: vec![(0.5, 9.4), (1.0, 9.6)],
         parts: vec![("g1".into(), PartKind::Guest, 20.0, 0.4)],
-        spread: Some(Repeats { runs: 3, confidence_level: 95, confidence_met: None, throughput_gbps: spread, transactions_per_s: None, host_busy_pct: None, normalized_pct_per_gbps: None, unstable: false, each: vec![] }),
+        spread: Some(Repeats {
+            runs: 3,
+            confidence_level: 95,
+            confidence_met: None,
+            throughput_gbps: spread,
+            transactions_per_s: None,
+            host_busy_pct: None,
+            normalized_pct_per_gbps: None,
+            unstable: false,
+            each: vec![],
+        }),
         repeats: vec![rep(9.4), rep(9.5), rep(9.6)],
         ..Default::default()
     };
@@ -37,33 +64,53 @@ fn round_trip_of_runs_points_samples_and_parts() {
     drop(s);
     let s = Store::open_read(&p).unwrap();
     let r = s.run(RunRef::Latest).unwrap();
-    assert_eq!((r.name.as_str(), r.status, r.points), ("quick", RunStatus::Complete, 1));
+    assert_eq!(
+        (r.name.as_str(), r.status, r.points),
+        ("quick", RunStatus::Complete, 1)
+    );
     assert_eq!(r.host_facts.kernel, "6");
     assert!(r.finished_at.unwrap().ends_with('Z'));
     let pts = s.points(run).unwrap();
     let back = &pts[0].1;
     assert_eq!(back.key, pt.key);
-    assert_eq!((back.bound_by.clone(), back.repeats.clone()), (pt.bound_by.clone(), pt.repeats.clone()));
+    assert_eq!(
+        (back.bound_by.clone(), back.repeats.clone()),
+        (pt.bound_by.clone(), pt.repeats.clone())
+    );
     assert_eq!(back.spread.as_ref().unwrap().throughput_gbps.median, 9.5);
     assert_eq!(back.samples, vec![(0.5, 9.4), (1.0, 9.6)]);
-    assert_eq!(back.parts[0], ("g1".to_string(), PartKind::Guest, 20.0, 0.4));
-    assert!(s.run(RunRef::Id(99)).unwrap_err().to_string().contains("no run '99'"));
+    assert_eq!(
+        back.parts[0],
+        ("g1".to_string(), PartKind::Guest, 20.0, 0.4)
+    );
+    assert!(s
+        .run(RunRef::Id(99))
+        .unwrap_err()
+        .to_string()
+        .contains("no run '99'"));
 }
 
 #[test]
 fn a_foreign_file_is_refused_and_left_alone() {
     let p = tmp("foreign");
     std::fs::write(&p, b"hello, not a database").unwrap();
-    assert!(Store::open(&p).unwrap_err().to_string().contains("not a vnetlab database"));
+    assert!(Store::open(&p)
+        .unwrap_err()
+        .to_string()
+        .contains("not a vnetlab database"));
     assert_eq!(std::fs::read(&p).unwrap(), b"hello, not a database");
     // An SQLite file of someone else's is refused too.
     let q = tmp("other-sqlite");
     {
         let c = Connection::open(&q).unwrap();
-        c.execute_batch("CREATE TABLE x (a); INSERT INTO x VALUES (1);").unwrap();
+        c.execute_batch("CREATE TABLE x (a); INSERT INTO x VALUES (1);")
+            .unwrap();
     }
     let before = std::fs::read(&q).unwrap();
-    assert!(Store::open(&q).unwrap_err().to_string().contains("not a vnetlab database"));
+    assert!(Store::open(&q)
+        .unwrap_err()
+        .to_string()
+        .contains("not a vnetlab database"));
     assert_eq!(std::fs::read(&q).unwrap(), before);
 }
 
@@ -71,8 +118,12 @@ fn a_foreign_file_is_refused_and_left_alone() {
 fn a_run_whose_process_died_is_incomplete() {
     let p = tmp("dead");
     let s = Store::open(&p).unwrap();
-    let run = s.begin_run("q", "", "", "", &HostFacts::default(), 3).unwrap();
-    s.conn.execute("UPDATE runs SET pid = 999999999 WHERE id = ?1", [run]).unwrap();
+    let run = s
+        .begin_run("q", "", "", "", &HostFacts::default(), 3)
+        .unwrap();
+    s.conn
+        .execute("UPDATE runs SET pid = 999999999 WHERE id = ?1", [run])
+        .unwrap();
     drop(s);
     let s = Store::open(&p).unwrap();
     assert_eq!(s.run(RunRef::Latest).unwrap().status, RunStatus::Incomplete);
@@ -92,14 +143,32 @@ fn an_older_store_is_migrated_with_its_points() {
                          VALUES (1, 1, 'bridge', 1, 'guest-to-client', 'TCP_STREAM', 1024, 'both', 1, 1500, 1, 1.0, 1, 3.5);").unwrap();
     }
     let s = Store::open(&p).unwrap();
-    let v: String = s.conn.query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0)).unwrap();
+    let v: String = s
+        .conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
     assert_eq!(v, MIGRATIONS.len().to_string());
     let pts = s.points(1).unwrap();
-    assert_eq!((pts[0].1.throughput_gbps, pts[0].1.key.lro), (Some(3.5), false));
+    assert_eq!(
+        (pts[0].1.throughput_gbps, pts[0].1.key.lro),
+        (Some(3.5), false)
+    );
     // A store from a newer vnetlab is refused, not downgraded.
-    s.conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'", []).unwrap();
+    s.conn
+        .execute(
+            "UPDATE meta SET value = '99' WHERE key = 'schema_version'",
+            [],
+        )
+        .unwrap();
     drop(s);
-    assert!(Store::open(&p).unwrap_err().to_string().contains("newer vnetlab"));
+    assert!(Store::open(&p)
+        .unwrap_err()
+        .to_string()
+        .contains("newer vnetlab"));
 }
 
 #[test]

@@ -11,7 +11,10 @@ fn cpu_set(cpus: &[usize]) -> io::Result<libc::cpu_set_t> {
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for &c in cpus {
         if c >= libc::CPU_SETSIZE as usize {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("CPU {c} is beyond CPU_SETSIZE")));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("CPU {c} is beyond CPU_SETSIZE"),
+            ));
         }
         // SAFETY: c < CPU_SETSIZE was checked above, so the bit is inside `set`.
         unsafe { libc::CPU_SET(c, &mut set) };
@@ -34,12 +37,15 @@ pub fn set_affinity(tid: i32, cpus: &[usize]) -> io::Result<()> {
 pub fn affinity(tid: i32) -> io::Result<Vec<usize>> {
     let mut set = cpu_set(&[])?;
     // SAFETY: the kernel writes at most size_of::<cpu_set_t>() bytes into `set`.
-    let r = unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    let r =
+        unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
     if r != 0 {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: every c is below CPU_SETSIZE, so each bit read is inside `set`.
-    Ok((0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect())
+    Ok((0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect())
 }
 
 /// The machine's online CPUs (/sys/devices/system/cpu/online), else this process's affinity.
@@ -48,7 +54,10 @@ pub fn online_cpus() -> Vec<usize> {
     let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
     match parse_cpu_list(text.trim()) {
         Some(v) if !v.is_empty() => v,
-        _ => affinity(0).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| vec![0]),
+        _ => affinity(0)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| vec![0]),
     }
 }
 
@@ -93,10 +102,14 @@ pub fn is_root() -> bool {
 /// Moves the calling thread into the network namespace `/run/netns/NS`.
 pub fn enter_netns(ns: &str) -> Result<(), String> {
     use std::os::fd::AsRawFd;
-    let f = std::fs::File::open(std::path::Path::new("/run/netns").join(ns)).map_err(|e| format!("namespace {ns}: {e}"))?;
+    let f = std::fs::File::open(std::path::Path::new("/run/netns").join(ns))
+        .map_err(|e| format!("namespace {ns}: {e}"))?;
     // SAFETY: `f` is an open namespace file that outlives the call; setns reads only the fd.
     if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(format!("cannot enter namespace {ns}: {}", io::Error::last_os_error()));
+        return Err(format!(
+            "cannot enter namespace {ns}: {}",
+            io::Error::last_os_error()
+        ));
     }
     Ok(())
 }
@@ -112,7 +125,10 @@ pub fn kill9(pid: i32) {
 
 /// CPU time the calling thread has used, seconds.
 pub fn thread_cpu_s() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a valid timespec the kernel writes into.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
@@ -147,7 +163,10 @@ impl Epoll {
     /// Watches `fd` for input, edge-triggered; events for it carry `tag`.
     pub fn add_input(&self, fd: std::os::fd::RawFd, tag: u64) -> io::Result<()> {
         use std::os::fd::AsRawFd;
-        let mut ev = libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLET) as u32, u64: tag };
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLET) as u32,
+            u64: tag,
+        };
         // SAFETY: both fds are open; `ev` is a valid epoll_event the kernel only reads.
         if unsafe { libc::epoll_ctl(self.0.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
             return Err(io::Error::last_os_error());
@@ -160,11 +179,22 @@ impl Epoll {
         use std::os::fd::AsRawFd;
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; 8];
         // SAFETY: the kernel writes at most events.len() entries into `events`.
-        let n = unsafe { libc::epoll_wait(self.0.as_raw_fd(), events.as_mut_ptr(), events.len() as i32, timeout_ms) };
+        let n = unsafe {
+            libc::epoll_wait(
+                self.0.as_raw_fd(),
+                events.as_mut_ptr(),
+                events.len() as i32,
+                timeout_ms,
+            )
+        };
         tags.clear();
         if n < 0 {
             let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted { Ok(()) } else { Err(e) };
+            return if e.kind() == io::ErrorKind::Interrupted {
+                Ok(())
+            } else {
+                Err(e)
+            };
         }
         tags.extend(events[..n as usize].iter().map(|e| e.u64));
         Ok(())

@@ -121,7 +121,9 @@ pub fn check_from_guest(pkt: &[u8], model: Model, mtu: usize) -> Result<bool, &'
             if !matches!(h.gso_type & 0x7f, GSO_NONE | GSO_TCPV4 | GSO_TCPV6) {
                 return Err("malformed");
             }
-            if h.flags & frame::F_NEEDS_CSUM != 0 && h.csum_start as usize + h.csum_offset as usize + 2 > f.len() {
+            if h.flags & frame::F_NEEDS_CSUM != 0
+                && h.csum_start as usize + h.csum_offset as usize + 2 > f.len()
+            {
                 return Err("malformed");
             }
             if h.gso_type != GSO_NONE && (h.gso_size == 0 || h.hdr_len as usize > f.len()) {
@@ -151,14 +153,23 @@ pub fn run(cfg: Config) -> Result<(), String> {
     let guest = Tap::attach(&cfg.guest_tap, vnet)?;
     crate::sys::enter_netns(&cfg.host_ns)?;
     let host = Tap::attach(&cfg.host_tap, vnet)?;
-    let offload = if vnet { tap::TUN_F_CSUM | tap::TUN_F_TSO4 | tap::TUN_F_TSO6 } else { 0 };
+    let offload = if vnet {
+        tap::TUN_F_CSUM | tap::TUN_F_TSO4 | tap::TUN_F_TSO6
+    } else {
+        0
+    };
     guest.set_offload(offload)?;
     host.set_offload(offload)?;
     let ep = crate::sys::Epoll::new().map_err(|e| format!("epoll: {e}"))?;
     for (i, t) in [&guest, &host].iter().enumerate() {
-        ep.add_input(t.as_raw_fd(), i as u64).map_err(|e| format!("epoll_ctl: {e}"))?;
+        ep.add_input(t.as_raw_fd(), i as u64)
+            .map_err(|e| format!("epoll_ctl: {e}"))?;
     }
-    let mut st = Stats { model: Some(cfg.model), pid: std::process::id(), ..Default::default() };
+    let mut st = Stats {
+        model: Some(cfg.model),
+        pid: std::process::id(),
+        ..Default::default()
+    };
     let mut lro = (cfg.lro && vnet).then(Lro::default);
     write_stats(&cfg.stats, &st);
     let mut buf = vec![0u8; BUF];
@@ -169,7 +180,8 @@ pub fn run(cfg: Config) -> Result<(), String> {
     let mut tags = Vec::with_capacity(8);
     loop {
         if !ready[0] && !ready[1] {
-            ep.wait(250, &mut tags).map_err(|e| format!("epoll_wait: {e}"))?;
+            ep.wait(250, &mut tags)
+                .map_err(|e| format!("epoll_wait: {e}"))?;
             st.wakeups += 1;
             for &t in &tags {
                 ready[t as usize] = true;
@@ -177,19 +189,26 @@ pub fn run(cfg: Config) -> Result<(), String> {
         }
         // Guest → host.
         if ready[0] {
-            ready[0] = drain(&guest, &mut buf, |pkt| match check_from_guest(pkt, cfg.model, cfg.mtu) {
-                Ok(gso) => {
-                    st.from_guest.frames += 1;
-                    st.from_guest.bytes += pkt.len() as u64;
-                    st.from_guest.gso_frames += gso as u64;
-                    if host.write(pkt).is_err() {
-                        st.from_guest.write_errors += 1;
+            ready[0] = drain(&guest, &mut buf, |pkt| {
+                match check_from_guest(pkt, cfg.model, cfg.mtu) {
+                    Ok(gso) => {
+                        st.from_guest.frames += 1;
+                        st.from_guest.bytes += pkt.len() as u64;
+                        st.from_guest.gso_frames += gso as u64;
+                        if host.write(pkt).is_err() {
+                            st.from_guest.write_errors += 1;
+                        }
                     }
+                    Err("oversize") => st.from_guest.oversize += 1,
+                    Err(_) => st.from_guest.malformed += 1,
                 }
-                Err("oversize") => st.from_guest.oversize += 1,
-                Err(_) => st.from_guest.malformed += 1,
             })
-            .map_err(|e| format!("reading {}: {e} (the guest's link went away)", cfg.guest_tap))?;
+            .map_err(|e| {
+                format!(
+                    "reading {}: {e} (the guest's link went away)",
+                    cfg.guest_tap
+                )
+            })?;
         }
         // Host → guest (through LRO when on), written at the end of each batch.
         if ready[1] {
@@ -248,7 +267,11 @@ fn fill_lro(st: &mut Stats, l: &LroStats) {
     st.lro_buffers_out = l.buffers_out;
     st.lro = Some(LroTotals {
         merge_hist: l.merge_hist.clone(),
-        flush_reasons: l.flush_reasons.iter().map(|(k, v)| (k.name().to_string(), *v)).collect(),
+        flush_reasons: l
+            .flush_reasons
+            .iter()
+            .map(|(k, v)| (k.name().to_string(), *v))
+            .collect(),
         bad_checksum: l.bad_checksum,
     });
 }
@@ -268,14 +291,21 @@ pub fn delta(a: &Stats, b: &Stats) -> VnicDelta {
     let bufs = d(a.lro_buffers_out, b.lro_buffers_out);
     VnicDelta {
         model: b.model,
-        frames_in: d(a.from_guest.frames + a.to_guest.frames, b.from_guest.frames + b.to_guest.frames),
+        frames_in: d(
+            a.from_guest.frames + a.to_guest.frames,
+            b.from_guest.frames + b.to_guest.frames,
+        ),
         from_guest: dir(&a.from_guest, &b.from_guest),
         to_guest: dir(&a.to_guest, &b.to_guest),
         wakeups: d(a.wakeups, b.wakeups),
         lro: b.lro.as_ref().map(|l| LroDelta {
             frames_in: d(a.lro_frames_in, b.lro_frames_in),
             superframes_out: d(a.lro_superframes_out, b.lro_superframes_out),
-            lro_ratio: if bufs > 0 { seg as f64 / bufs as f64 } else { 0.0 },
+            lro_ratio: if bufs > 0 {
+                seg as f64 / bufs as f64
+            } else {
+                0.0
+            },
             totals: l.clone(),
         }),
     }
@@ -287,16 +317,50 @@ mod tests {
 
     #[test]
     fn guest_frames_are_checked() {
-        assert_eq!(check_from_guest(&[0u8; 10], Model::Emulated, 1500), Err("malformed"));
-        assert_eq!(check_from_guest(&vec![0u8; 1514], Model::Emulated, 1500), Ok(false));
-        assert_eq!(check_from_guest(&vec![0u8; 1600], Model::Emulated, 1500), Err("oversize"));
+        assert_eq!(
+            check_from_guest(&[0u8; 10], Model::Emulated, 1500),
+            Err("malformed")
+        );
+        assert_eq!(
+            check_from_guest(&vec![0u8; 1514], Model::Emulated, 1500),
+            Ok(false)
+        );
+        assert_eq!(
+            check_from_guest(&vec![0u8; 1600], Model::Emulated, 1500),
+            Err("oversize")
+        );
         let mut p = vec![0u8; VNET_HDR_LEN + 60000];
-        VnetHdr { gso_type: GSO_TCPV4, gso_size: 1448, hdr_len: 54, ..Default::default() }.write(&mut p);
+        VnetHdr {
+            gso_type: GSO_TCPV4,
+            gso_size: 1448,
+            hdr_len: 54,
+            ..Default::default()
+        }
+        .write(&mut p);
         assert_eq!(check_from_guest(&p, Model::Paravirt, 1500), Ok(true));
-        VnetHdr { gso_type: 9, ..Default::default() }.write(&mut p);
-        assert_eq!(check_from_guest(&p, Model::Paravirt, 1500), Err("malformed"));
-        VnetHdr { flags: frame::F_NEEDS_CSUM, csum_start: 60000, csum_offset: 16, ..Default::default() }.write(&mut p);
-        assert_eq!(check_from_guest(&p, Model::Paravirt, 1500), Err("malformed"));
-        assert_eq!(check_from_guest(&p[..5], Model::Paravirt, 1500), Err("malformed"));
+        VnetHdr {
+            gso_type: 9,
+            ..Default::default()
+        }
+        .write(&mut p);
+        assert_eq!(
+            check_from_guest(&p, Model::Paravirt, 1500),
+            Err("malformed")
+        );
+        VnetHdr {
+            flags: frame::F_NEEDS_CSUM,
+            csum_start: 60000,
+            csum_offset: 16,
+            ..Default::default()
+        }
+        .write(&mut p);
+        assert_eq!(
+            check_from_guest(&p, Model::Paravirt, 1500),
+            Err("malformed")
+        );
+        assert_eq!(
+            check_from_guest(&p[..5], Model::Paravirt, 1500),
+            Err("malformed")
+        );
     }
 }

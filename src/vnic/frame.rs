@@ -28,7 +28,15 @@ impl VnetHdr {
             return None;
         }
         let u = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
-        Some(VnetHdr { flags: b[0], gso_type: b[1], hdr_len: u(2), gso_size: u(4), csum_start: u(6), csum_offset: u(8), num_buffers: u(10) })
+        Some(VnetHdr {
+            flags: b[0],
+            gso_type: b[1],
+            hdr_len: u(2),
+            gso_size: u(4),
+            csum_start: u(6),
+            csum_offset: u(8),
+            num_buffers: u(10),
+        })
     }
     pub fn write(&self, out: &mut [u8]) {
         out[0] = self.flags;
@@ -114,9 +122,15 @@ impl TcpSeg {
     /// The IP source and destination address bytes.
     pub fn addrs<'a>(&self, f: &'a [u8]) -> (&'a [u8], &'a [u8]) {
         if self.v6 {
-            (&f[ETH_LEN + 8..ETH_LEN + 24], &f[ETH_LEN + 24..ETH_LEN + 40])
+            (
+                &f[ETH_LEN + 8..ETH_LEN + 24],
+                &f[ETH_LEN + 24..ETH_LEN + 40],
+            )
         } else {
-            (&f[ETH_LEN + 12..ETH_LEN + 16], &f[ETH_LEN + 16..ETH_LEN + 20])
+            (
+                &f[ETH_LEN + 12..ETH_LEN + 16],
+                &f[ETH_LEN + 16..ETH_LEN + 20],
+            )
         }
     }
     pub fn ports<'a>(&self, f: &'a [u8]) -> &'a [u8] {
@@ -156,7 +170,13 @@ pub fn parse_tcp(f: &[u8]) -> Result<TcpSeg, NotTcp> {
             if total < 40 || ETH_LEN + total > f.len() {
                 return Err(NotTcp::BadLength);
             }
-            (false, ETH_LEN + 20, ETH_LEN + total, u16::from_be_bytes([ip[4], ip[5]]), frag & 0x4000 != 0)
+            (
+                false,
+                ETH_LEN + 20,
+                ETH_LEN + total,
+                u16::from_be_bytes([ip[4], ip[5]]),
+                frag & 0x4000 != 0,
+            )
         }
         0x86dd => {
             if f.len() < ETH_LEN + 40 + 20 {
@@ -236,7 +256,17 @@ pub mod build {
 
     impl Default for Seg {
         fn default() -> Self {
-            Seg { v6: false, seq: 1000, ack: 77, flags: TCP_ACK, window: 500, options: vec![], payload: vec![0xab; 100], ip_id: 1, sport: 5001 }
+            Seg {
+                v6: false,
+                seq: 1000,
+                ack: 77,
+                flags: TCP_ACK,
+                window: 500,
+                options: vec![],
+                payload: vec![0xab; 100],
+                ip_id: 1,
+                sport: 5001,
+            }
         }
     }
 
@@ -291,12 +321,21 @@ mod tests {
 
     #[test]
     fn parses_ipv4_and_ipv6_tcp() {
-        let f = frame(&Seg { options: vec![1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2], ..Default::default() });
+        let f = frame(&Seg {
+            options: vec![1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2],
+            ..Default::default()
+        });
         let s = parse_tcp(&f).unwrap();
-        assert_eq!((s.v6, s.seq, s.ack, s.payload_len, s.window), (false, 1000, 77, 100, 500));
+        assert_eq!(
+            (s.v6, s.seq, s.ack, s.payload_len, s.window),
+            (false, 1000, 77, 100, 500)
+        );
         assert_eq!(s.tcp_options(&f).len(), 12);
         assert!(checksums_ok(&f, &s));
-        let f6 = frame(&Seg { v6: true, ..Default::default() });
+        let f6 = frame(&Seg {
+            v6: true,
+            ..Default::default()
+        });
         let s6 = parse_tcp(&f6).unwrap();
         assert!(s6.v6 && s6.payload_len == 100 && checksums_ok(&f6, &s6));
     }
@@ -329,7 +368,15 @@ mod tests {
 
     #[test]
     fn vnet_header_round_trips() {
-        let h = VnetHdr { flags: F_NEEDS_CSUM, gso_type: GSO_TCPV4, hdr_len: 54, gso_size: 1448, csum_start: 34, csum_offset: 16, num_buffers: 0 };
+        let h = VnetHdr {
+            flags: F_NEEDS_CSUM,
+            gso_type: GSO_TCPV4,
+            hdr_len: 54,
+            gso_size: 1448,
+            csum_start: 34,
+            csum_offset: 16,
+            num_buffers: 0,
+        };
         let mut b = [0u8; 12];
         h.write(&mut b);
         assert_eq!(VnetHdr::parse(&b), Some(h));

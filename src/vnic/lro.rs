@@ -10,7 +10,10 @@
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-use super::frame::{self, TcpSeg, VnetHdr, ETH_LEN, F_DATA_VALID, F_NEEDS_CSUM, GSO_NONE, GSO_TCPV4, GSO_TCPV6, VNET_HDR_LEN};
+use super::frame::{
+    self, TcpSeg, VnetHdr, ETH_LEN, F_DATA_VALID, F_NEEDS_CSUM, GSO_NONE, GSO_TCPV4, GSO_TCPV6,
+    VNET_HDR_LEN,
+};
 
 const MAX_FLOWS: usize = 8;
 /// The largest IP packet a super-frame may carry.
@@ -70,7 +73,11 @@ impl Flush {
 impl LroStats {
     /// Paper 2's LRO ratio: average segments merged per buffer.
     pub fn ratio(&self) -> f64 {
-        if self.buffers_out == 0 { 0.0 } else { self.segments_in as f64 / self.buffers_out as f64 }
+        if self.buffers_out == 0 {
+            0.0
+        } else {
+            self.segments_in as f64 / self.buffers_out as f64
+        }
     }
 }
 
@@ -119,7 +126,10 @@ fn key(f: &[u8], s: &TcpSeg) -> FlowKey {
 
 impl Default for Lro {
     fn default() -> Self {
-        Lro { held: Vec::with_capacity(MAX_FLOWS), stats: LroStats::default() }
+        Lro {
+            held: Vec::with_capacity(MAX_FLOWS),
+            stats: LroStats::default(),
+        }
     }
 }
 
@@ -171,7 +181,11 @@ impl Lro {
         }
         if seg.flags & frame::TCP_PSH != 0 {
             // Nothing to merge with and the sender wants it delivered now.
-            self.stats.flush_reasons.entry(Flush::Psh).and_modify(|c| *c += 1).or_insert(1);
+            self.stats
+                .flush_reasons
+                .entry(Flush::Psh)
+                .and_modify(|c| *c += 1)
+                .or_insert(1);
             return self.pass_data(pkt, out);
         }
         if self.held.len() == MAX_FLOWS {
@@ -179,7 +193,17 @@ impl Lro {
         }
         let mut buf = Vec::with_capacity(VNET_HDR_LEN + ETH_LEN + 40 + 60 + 65536);
         buf.extend_from_slice(pkt);
-        self.held.push(Held { buf, hdr, seg, key: k, next_seq: seg.seq.wrapping_add(seg.payload_len as u32), mss: seg.payload_len, count: 1, last_id: seg.ip_id, closed: false });
+        self.held.push(Held {
+            buf,
+            hdr,
+            seg,
+            key: k,
+            next_seq: seg.seq.wrapping_add(seg.payload_len as u32),
+            mss: seg.payload_len,
+            count: 1,
+            last_id: seg.ip_id,
+            closed: false,
+        });
     }
 
     fn can_merge(&self, i: usize, f: &[u8], s: &TcpSeg) -> Result<(), Flush> {
@@ -191,7 +215,11 @@ impl Lro {
         if h.closed {
             return Err(Flush::ShortSegment);
         }
-        if s.v6 != h.seg.v6 || s.ack != h.seg.ack || s.window != h.seg.window || s.tcp_options(f) != h.seg.tcp_options(hf) {
+        if s.v6 != h.seg.v6
+            || s.ack != h.seg.ack
+            || s.window != h.seg.window
+            || s.tcp_options(f) != h.seg.tcp_options(hf)
+        {
             return Err(Flush::Mismatch);
         }
         if !s.v6 {
@@ -216,7 +244,8 @@ impl Lro {
 
     fn append(&mut self, i: usize, f: &[u8], s: &TcpSeg) {
         let h = &mut self.held[i];
-        h.buf.extend_from_slice(&f[s.payload_off..s.payload_off + s.payload_len]);
+        h.buf
+            .extend_from_slice(&f[s.payload_off..s.payload_off + s.payload_len]);
         h.next_seq = h.next_seq.wrapping_add(s.payload_len as u32);
         h.count += 1;
         h.last_id = s.ip_id;
@@ -246,7 +275,11 @@ impl Lro {
         *self.stats.flush_reasons.entry(reason).or_insert(0) += 1;
         self.stats.buffers_out += 1;
         self.stats.frames_out += 1;
-        *self.stats.merge_hist.entry(bucket(h.count).into()).or_insert(0) += 1;
+        *self
+            .stats
+            .merge_hist
+            .entry(bucket(h.count).into())
+            .or_insert(0) += 1;
         if h.count == 1 {
             out.push(h.buf);
             return;
@@ -310,7 +343,15 @@ mod tests {
 
     fn train(v6: bool, n: u32, len: usize) -> Vec<Vec<u8>> {
         (0..n)
-            .map(|i| pkt(&Seg { v6, seq: 1000 + i * len as u32, ip_id: 1 + i as u16, payload: (0..len).map(|b| (b as u32 + i) as u8).collect(), ..Default::default() }))
+            .map(|i| {
+                pkt(&Seg {
+                    v6,
+                    seq: 1000 + i * len as u32,
+                    ip_id: 1 + i as u16,
+                    payload: (0..len).map(|b| (b as u32 + i) as u8).collect(),
+                    ..Default::default()
+                })
+            })
             .collect()
     }
 
@@ -322,7 +363,8 @@ mod tests {
         let sum = frame::csum_add(0, &f[start..]);
         let mut g = f.to_vec();
         let c = !frame::fold(sum);
-        g[start + h.csum_offset as usize..start + h.csum_offset as usize + 2].copy_from_slice(&c.to_be_bytes());
+        g[start + h.csum_offset as usize..start + h.csum_offset as usize + 2]
+            .copy_from_slice(&c.to_be_bytes());
         let s = frame::parse_tcp(&g).unwrap();
         frame::checksums_ok(&g, &s)
     }
@@ -344,7 +386,10 @@ mod tests {
             assert_eq!(out.len(), 1, "v6={v6}");
             let h = VnetHdr::parse(&out[0]).unwrap();
             assert_eq!(h.gso_type, if v6 { GSO_TCPV6 } else { GSO_TCPV4 });
-            assert_eq!((h.gso_size, h.flags, h.csum_offset), (1448, F_NEEDS_CSUM, 16));
+            assert_eq!(
+                (h.gso_size, h.flags, h.csum_offset),
+                (1448, F_NEEDS_CSUM, 16)
+            );
             let f = &out[0][VNET_HDR_LEN..];
             let s = frame::parse_tcp(f).unwrap();
             assert_eq!((s.seq, s.payload_len), (1000, 14480));
@@ -352,14 +397,19 @@ mod tests {
             assert_eq!(h.csum_start as usize, s.l4_off);
             // The IPv4 header checksum is right; the TCP field holds the pseudo-header sum.
             if !v6 {
-                assert_eq!(frame::fold(frame::csum_add(0, &f[ETH_LEN..ETH_LEN + 20])), 0xffff);
+                assert_eq!(
+                    frame::fold(frame::csum_add(0, &f[ETH_LEN..ETH_LEN + 20])),
+                    0xffff
+                );
             }
             let (src, dst) = s.addrs(f);
             let seed = frame::fold(frame::pseudo_sum(src, dst, f.len() - s.l4_off));
             assert_eq!(&f[s.l4_off + 16..s.l4_off + 18], &seed.to_be_bytes());
             assert!(completed_checksum_ok(&out[0]));
             // The payload is the ten segments' payloads in order.
-            let want: Vec<u8> = (0..10u32).flat_map(|i| (0..1448usize).map(move |b| (b as u32 + i) as u8)).collect();
+            let want: Vec<u8> = (0..10u32)
+                .flat_map(|i| (0..1448usize).map(move |b| (b as u32 + i) as u8))
+                .collect();
             assert_eq!(&f[s.payload_off..], &want[..]);
             assert_eq!(l.stats.ratio(), 10.0);
             assert_eq!(l.stats.flush_reasons[&Flush::BatchEnd], 1);
@@ -383,9 +433,21 @@ mod tests {
 
     #[test]
     fn control_flags_are_never_merged() {
-        for flag in [frame::TCP_SYN, frame::TCP_FIN, frame::TCP_RST, frame::TCP_URG, frame::TCP_CWR, frame::TCP_ECE] {
+        for flag in [
+            frame::TCP_SYN,
+            frame::TCP_FIN,
+            frame::TCP_RST,
+            frame::TCP_URG,
+            frame::TCP_CWR,
+            frame::TCP_ECE,
+        ] {
             let mut t = train(false, 3, 100);
-            t.push(pkt(&Seg { seq: 1300, ip_id: 4, flags: frame::TCP_ACK | flag, ..Default::default() }));
+            t.push(pkt(&Seg {
+                seq: 1300,
+                ip_id: 4,
+                flags: frame::TCP_ACK | flag,
+                ..Default::default()
+            }));
             let (l, out) = run(&t);
             assert_eq!(out.len(), 2, "flag {flag:#x}");
             assert_eq!(l.stats.flush_reasons[&Flush::Flags], 1);
@@ -397,8 +459,20 @@ mod tests {
     #[test]
     fn psh_ends_the_train_with_it() {
         let mut t = train(false, 3, 100);
-        t.push(pkt(&Seg { seq: 1300, ip_id: 4, flags: frame::TCP_ACK | frame::TCP_PSH, payload: vec![1; 100], ..Default::default() }));
-        t.extend(train(false, 1, 100).into_iter().map(|_| pkt(&Seg { seq: 1400, ip_id: 5, ..Default::default() })));
+        t.push(pkt(&Seg {
+            seq: 1300,
+            ip_id: 4,
+            flags: frame::TCP_ACK | frame::TCP_PSH,
+            payload: vec![1; 100],
+            ..Default::default()
+        }));
+        t.extend(train(false, 1, 100).into_iter().map(|_| {
+            pkt(&Seg {
+                seq: 1400,
+                ip_id: 5,
+                ..Default::default()
+            })
+        }));
         let (l, out) = run(&t);
         assert_eq!(out.len(), 2);
         let s = frame::parse_tcp(&out[0][VNET_HDR_LEN..]).unwrap();
@@ -411,7 +485,11 @@ mod tests {
     fn option_window_and_ack_changes_start_a_new_buffer() {
         for change in 0..3 {
             let mut t = train(false, 2, 100);
-            let mut s = Seg { seq: 1200, ip_id: 3, ..Default::default() };
+            let mut s = Seg {
+                seq: 1200,
+                ip_id: 3,
+                ..Default::default()
+            };
             match change {
                 0 => s.window = 501,
                 1 => s.ack = 78,
@@ -446,8 +524,18 @@ mod tests {
         }
         assert!(l.stats.flush_reasons[&Flush::SizeLimit] >= 1);
         let mut t = train(false, 2, 100);
-        t.push(pkt(&Seg { seq: 1200, ip_id: 3, payload: vec![7; 50], ..Default::default() }));
-        t.push(pkt(&Seg { seq: 1250, ip_id: 4, payload: vec![7; 100], ..Default::default() }));
+        t.push(pkt(&Seg {
+            seq: 1200,
+            ip_id: 3,
+            payload: vec![7; 50],
+            ..Default::default()
+        }));
+        t.push(pkt(&Seg {
+            seq: 1250,
+            ip_id: 4,
+            payload: vec![7; 100],
+            ..Default::default()
+        }));
         let (l, out) = run(&t);
         assert_eq!(out.len(), 2);
         assert_eq!(l.stats.flush_reasons[&Flush::ShortSegment], 1);
@@ -470,7 +558,12 @@ mod tests {
         let mut t = Vec::new();
         for i in 0..4u32 {
             for port in [5001u16, 5002] {
-                t.push(pkt(&Seg { seq: 1000 + i * 100, ip_id: 1 + i as u16, sport: port, ..Default::default() }));
+                t.push(pkt(&Seg {
+                    seq: 1000 + i * 100,
+                    ip_id: 1 + i as u16,
+                    sport: port,
+                    ..Default::default()
+                }));
             }
         }
         let (l, out) = run(&t);

@@ -3,7 +3,7 @@
 //! emulated e1000); `paravirt` uses virtio-net headers, offloads and super-frames, with optional
 //! software LRO toward the guest (virtio-net, Xen netfront/netback).
 
+pub mod backend;
 pub mod frame;
 pub mod lro;
-pub mod backend;
 pub mod tap;

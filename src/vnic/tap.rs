@@ -46,22 +46,43 @@ impl Tap {
     pub fn attach(name: &str, vnet_hdr: bool) -> Result<Tap, String> {
         let path = b"/dev/net/tun\0";
         // SAFETY: `path` is a NUL-terminated byte literal.
-        let fd = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC) };
+        let fd = unsafe {
+            libc::open(
+                path.as_ptr().cast(),
+                libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
+            )
+        };
         if fd < 0 {
-            return Err(format!("/dev/net/tun: {} (is the tun module loaded?)", std::io::Error::last_os_error()));
+            return Err(format!(
+                "/dev/net/tun: {} (is the tun module loaded?)",
+                std::io::Error::last_os_error()
+            ));
         }
         // SAFETY: open just returned this fd and nothing else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let mut req = IfReq { name: [0; 16], flags: IFF_TAP | IFF_NO_PI | if vnet_hdr { IFF_VNET_HDR } else { 0 }, _pad: [0; 22] };
+        let mut req = IfReq {
+            name: [0; 16],
+            flags: IFF_TAP | IFF_NO_PI | if vnet_hdr { IFF_VNET_HDR } else { 0 },
+            _pad: [0; 22],
+        };
         if name.len() > 15 {
             return Err(format!("tap name {name} is too long"));
         }
         req.name[..name.len()].copy_from_slice(name.as_bytes());
-        ioctl(fd.as_raw_fd(), TUNSETIFF, (&req as *const IfReq).cast()).map_err(|e| format!("attaching to tap {name}: {e}"))?;
-        let t = Tap { fd, name: name.into() };
+        ioctl(fd.as_raw_fd(), TUNSETIFF, (&req as *const IfReq).cast())
+            .map_err(|e| format!("attaching to tap {name}: {e}"))?;
+        let t = Tap {
+            fd,
+            name: name.into(),
+        };
         if vnet_hdr {
             let sz: libc::c_int = super::frame::VNET_HDR_LEN as libc::c_int;
-            ioctl(t.as_raw_fd(), TUNSETVNETHDRSZ, (&sz as *const libc::c_int).cast()).map_err(|e| format!("{name}: TUNSETVNETHDRSZ: {e}"))?;
+            ioctl(
+                t.as_raw_fd(),
+                TUNSETVNETHDRSZ,
+                (&sz as *const libc::c_int).cast(),
+            )
+            .map_err(|e| format!("{name}: TUNSETVNETHDRSZ: {e}"))?;
         }
         Ok(t)
     }
@@ -71,7 +92,11 @@ impl Tap {
         // TUNSETOFFLOAD takes the flags by value.
         // SAFETY: TUNSETOFFLOAD takes its flags by value; the fd is the tap's own.
         if unsafe { libc::ioctl(self.as_raw_fd(), TUNSETOFFLOAD, flags as libc::c_ulong) } < 0 {
-            return Err(format!("{}: TUNSETOFFLOAD: {}", self.name, std::io::Error::last_os_error()));
+            return Err(format!(
+                "{}: TUNSETOFFLOAD: {}",
+                self.name,
+                std::io::Error::last_os_error()
+            ));
         }
         Ok(())
     }
@@ -84,7 +109,11 @@ impl Tap {
             return Ok(Some(n as usize));
         }
         let e = std::io::Error::last_os_error();
-        if e.kind() == std::io::ErrorKind::WouldBlock { Ok(None) } else { Err(e) }
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            Ok(None)
+        } else {
+            Err(e)
+        }
     }
 
     pub fn write(&self, frame: &[u8]) -> std::io::Result<usize> {
@@ -96,4 +125,3 @@ impl Tap {
         Ok(n as usize)
     }
 }
-

@@ -26,7 +26,10 @@ pub fn ctx(name: &str) -> Ctx {
     let state = std::env::temp_dir().join(format!("vnetlab-test-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&state);
     std::fs::create_dir_all(&state).unwrap();
-    Ctx { state, _guard: guard }
+    Ctx {
+        state,
+        _guard: guard,
+    }
 }
 
 extern "C" {
