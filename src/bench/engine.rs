@@ -98,7 +98,7 @@ impl Drop for Server {
 }
 
 fn start_server(mut c: Command, wait_line: Option<&str>) -> Result<Server, String> {
-    hostcmd::die_with_parent(&mut c);
+    crate::sys::die_with_parent(&mut c);
     std::os::unix::process::CommandExt::process_group(&mut c, 0);
     let mut child = c
         .stdout(Stdio::null())

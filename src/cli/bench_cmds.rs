@@ -312,7 +312,7 @@ fn bench_store(a: StoreArgs) -> CmdResult {
     let html = running(crate::report::html::page(
         &r,
         &pts,
-        &crate::plan::report_sections(&r, &pts),
+        &crate::report::capacity::sections(&r, &pts),
     ))?;
     let report_s = t1.elapsed().as_secs_f64();
     drop(store);

@@ -199,7 +199,7 @@ pub fn write_report(
     pts: &[PointRecord],
     path: &Path,
 ) -> Result<(), String> {
-    let page = html::page(run, pts, &crate::plan::report_sections(run, pts))?;
+    let page = html::page(run, pts, &crate::report::capacity::sections(run, pts))?;
     std::fs::write(path, page).map_err(|e| {
         format!(
             "cannot write {}: {e}",

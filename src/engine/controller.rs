@@ -64,7 +64,7 @@ impl AgentConn {
     /// It runs in a process group of its own, so a terminal's Ctrl-C reaches the driver alone,
     /// which then stops it; it dies with the driver.
     pub fn spawn(name: &str, mut cmd: Command) -> Result<AgentConn, String> {
-        crate::lab::hostcmd::die_with_parent(&mut cmd);
+        crate::sys::die_with_parent(&mut cmd);
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let mut child = cmd
             .stdin(Stdio::piped())

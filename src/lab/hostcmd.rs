@@ -173,23 +173,11 @@ pub struct Output {
     pub stderr: String,
 }
 
-/// Makes a child die with the thread that spawns it (PR_SET_PDEATHSIG), so a killed vnetlab
-/// leaves no command still building and no agent running.
-pub fn die_with_parent(cmd: &mut Command) {
-    // SAFETY: the hook runs in the child between fork and exec and calls only prctl, which is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-}
-
 /// Runs a child with input, collecting output, killing it after `timeout`; it dies with vnetlab,
 /// and runs in its own process group, so a terminal's Ctrl-C never cuts a command in half.
 pub fn run(cmd: &mut Command, input: Option<&str>, timeout: Duration) -> Result<Output, String> {
     let name = cmd.get_program().to_string_lossy().into_owned();
-    die_with_parent(cmd);
+    crate::sys::die_with_parent(cmd);
     cmd.process_group(0);
     let mut child = cmd
         .stdin(if input.is_some() {

@@ -2,6 +2,7 @@
 //! point with its spread, host facts), CLI tables, CSV export and run comparison. Reads only the
 //! store's plain records.
 
+pub mod capacity;
 pub mod charts;
 pub mod compare;
 pub mod html;

@@ -201,6 +201,18 @@ impl Epoll {
     }
 }
 
+/// Makes a child die with the thread that spawns it (PR_SET_PDEATHSIG), so a killed vnetlab
+/// leaves no command still building and no agent running.
+pub fn die_with_parent(cmd: &mut std::process::Command) {
+    // SAFETY: the hook runs in the child between fork and exec and calls only prctl, which is async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(cmd, || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
