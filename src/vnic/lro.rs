@@ -46,8 +46,8 @@ pub struct LroStats {
     /// Buffers holding two or more segments.
     pub superframes_out: u64,
     pub bad_checksum: u64,
-    /// Segments per buffer: "1", "2", "3-4", "5-8", "9-16", "17-32", "33+".
-    pub merge_hist: BTreeMap<String, u64>,
+    /// Buffers by segments merged, counted per bucket of `BUCKETS` (no allocation per frame).
+    pub merge_hist: [u64; BUCKETS.len()],
     pub flush_reasons: BTreeMap<Flush, u64>,
 }
 
@@ -81,17 +81,37 @@ impl LroStats {
     }
 }
 
-fn bucket(n: u32) -> &'static str {
+/// Segments per buffer, as results name the histogram's buckets.
+pub const BUCKETS: [&str; 7] = ["1", "2", "3-4", "5-8", "9-16", "17-32", "33+"];
+
+fn bucket(n: u32) -> usize {
     match n {
-        0 | 1 => "1",
-        2 => "2",
-        3..=4 => "3-4",
-        5..=8 => "5-8",
-        9..=16 => "9-16",
-        17..=32 => "17-32",
-        _ => "33+",
+        0 | 1 => 0,
+        2 => 1,
+        3..=4 => 2,
+        5..=8 => 3,
+        9..=16 => 4,
+        17..=32 => 5,
+        _ => 6,
     }
 }
+
+impl LroStats {
+    /// The merge histogram by bucket name, for results.
+    pub fn merge_hist_named(&self) -> BTreeMap<String, u64> {
+        BUCKETS
+            .iter()
+            .zip(self.merge_hist)
+            .filter(|(_, n)| *n > 0)
+            .map(|(b, n)| (b.to_string(), n))
+            .collect()
+    }
+}
+
+/// The most spare buffers the pool keeps (the held flows and a batch's worth out).
+const POOL_MAX: usize = 2 * MAX_FLOWS + 64;
+/// A buffer's room: a vnet header, an Ethernet frame and a full 64 KB IP packet.
+const BUF_CAP: usize = VNET_HDR_LEN + ETH_LEN + 40 + 60 + 65536;
 
 struct Held {
     /// vnet header + Ethernet frame, payload appended as segments merge.
@@ -109,6 +129,8 @@ struct Held {
 
 pub struct Lro {
     held: Vec<Held>,
+    /// Buffers the backend has written and handed back: reused, so no frame allocates.
+    pool: Vec<Vec<u8>>,
     pub stats: LroStats,
 }
 
@@ -128,6 +150,7 @@ impl Default for Lro {
     fn default() -> Self {
         Lro {
             held: Vec::with_capacity(MAX_FLOWS),
+            pool: Vec::with_capacity(POOL_MAX),
             stats: LroStats::default(),
         }
     }
@@ -191,8 +214,7 @@ impl Lro {
         if self.held.len() == MAX_FLOWS {
             self.flush_slot(Some(0), Flush::TableFull, out);
         }
-        let mut buf = Vec::with_capacity(VNET_HDR_LEN + ETH_LEN + 40 + 60 + 65536);
-        buf.extend_from_slice(pkt);
+        let buf = self.buffer_with(pkt);
         self.held.push(Held {
             buf,
             hdr,
@@ -260,12 +282,31 @@ impl Lro {
 
     fn pass(&mut self, pkt: &[u8], out: &mut Vec<Vec<u8>>) {
         self.stats.frames_out += 1;
-        out.push(pkt.to_vec());
+        let b = self.buffer_with(pkt);
+        out.push(b);
+    }
+
+    /// A pooled buffer (or a new one while the pool fills) holding a copy of `pkt`.
+    fn buffer_with(&mut self, pkt: &[u8]) -> Vec<u8> {
+        let mut b = self
+            .pool
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(BUF_CAP));
+        b.clear();
+        b.extend_from_slice(pkt);
+        b
+    }
+
+    /// Hands a buffer from `out` back once it has been written, for reuse.
+    pub fn recycle(&mut self, buf: Vec<u8>) {
+        if self.pool.len() < POOL_MAX && buf.capacity() >= BUF_CAP {
+            self.pool.push(buf);
+        }
     }
 
     fn pass_data(&mut self, pkt: &[u8], out: &mut Vec<Vec<u8>>) {
         self.stats.buffers_out += 1;
-        *self.stats.merge_hist.entry(bucket(1).into()).or_insert(0) += 1;
+        self.stats.merge_hist[bucket(1)] += 1;
         self.pass(pkt, out);
     }
 
@@ -275,11 +316,7 @@ impl Lro {
         *self.stats.flush_reasons.entry(reason).or_insert(0) += 1;
         self.stats.buffers_out += 1;
         self.stats.frames_out += 1;
-        *self
-            .stats
-            .merge_hist
-            .entry(bucket(h.count).into())
-            .or_insert(0) += 1;
+        self.stats.merge_hist[bucket(h.count)] += 1;
         if h.count == 1 {
             out.push(h.buf);
             return;
