@@ -193,13 +193,11 @@ pub fn build(p: &Plan, progress: bool, kept: bool) -> Result<(), BuildError> {
                 Step::Run { creates, cmd } => {
                     j.record(creates)?;
                     let _ = writeln!(log, "{}", cmd.shell());
-                    cmd.run().map_err(|e| {
-                        if matches!(cmd, HostCmd::Tc { .. }) && e.contains("qdisc kind is unknown")
-                        {
+                    cmd.run().map_err(|e| match e.failure() {
+                        hostcmd::Failure::UnknownQdisc if matches!(cmd, HostCmd::Tc { .. }) => {
                             NO_NETEM.to_string()
-                        } else {
-                            e
                         }
+                        _ => e.to_string(),
                     })?;
                 }
                 Step::StartBackend {
@@ -373,7 +371,9 @@ fn run_parallel(cmds: &[&HostCmd], width: usize) -> Result<(), String> {
     std::thread::scope(|s| {
         let handles: Vec<_> = cmds
             .chunks(chunk)
-            .map(|part| s.spawn(move || part.iter().try_for_each(|c| c.run())))
+            .map(|part| {
+                s.spawn(move || part.iter().try_for_each(|c| c.run().map_err(String::from)))
+            })
             .collect();
         handles
             .into_iter()
@@ -582,12 +582,9 @@ pub fn teardown(lab: &str) -> Result<(), String> {
                         Some(netns),
                         vec![format!("link set dev {lab_name} netns 1 name {ifname}")],
                     );
-                    cmd.run().or_else(|e| {
-                        if e.contains("Cannot find device") {
-                            Ok(())
-                        } else {
-                            Err(e)
-                        }
+                    cmd.run().or_else(|e| match e.failure() {
+                        hostcmd::Failure::NoSuchDevice => Ok(()),
+                        _ => Err(e.to_string()),
                     })
                 } else {
                     Ok(())
@@ -600,6 +597,7 @@ pub fn teardown(lab: &str) -> Result<(), String> {
                     value: previous.to_string(),
                 })
                 .run()
+                .map_err(String::from)
             }
             Undo::RmCgroup { path, shared } => cgroup::remove(path, *shared),
         };

@@ -112,7 +112,7 @@ impl HostCmd {
     }
 
     /// Runs the command; the error is one line with the command's own complaint.
-    pub fn run(&self) -> Result<(), String> {
+    pub fn run(&self) -> Result<(), Error> {
         let ns_exec = |netns: &str, tool: &str, args: &[String]| {
             let mut c = Command::new("ip");
             c.args(["netns", "exec", netns, tool]).args(args);
@@ -143,12 +143,12 @@ impl HostCmd {
             ),
             HostCmd::Write { path, value } => {
                 return std::fs::write(path, value)
-                    .map_err(|e| format!("writing {value} to {}: {e}", path.display()))
+                    .map_err(|e| Error::Io(format!("writing {value} to {}: {e}", path.display())))
             }
             HostCmd::Mkdir { path, exist_ok } => {
                 return match std::fs::create_dir(path) {
                     Err(e) if *exist_ok && e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-                    r => r.map_err(|e| format!("creating {}: {e}", path.display())),
+                    r => r.map_err(|e| Error::Io(format!("creating {}: {e}", path.display()))),
                 };
             }
             HostCmd::Steer { netns, .. } => (
@@ -156,12 +156,73 @@ impl HostCmd {
                 None,
             ),
         };
-        let out = run(&mut cmd, input.as_deref(), TIMEOUT)?;
+        let out = run(&mut cmd, input.as_deref(), TIMEOUT).map_err(Error::Run)?;
         if out.status == 0 {
             Ok(())
         } else {
-            let first = self.shell().lines().next().unwrap_or_default().to_string();
-            Err(format!("`{first}` failed: {}", one_line(&out.stderr)))
+            let cmd = self.shell().lines().next().unwrap_or_default().to_string();
+            let failure = Failure::of(&out.stderr);
+            Err(Error::Failed {
+                cmd,
+                stderr: one_line(&out.stderr),
+                failure,
+            })
+        }
+    }
+}
+
+/// Why a host command failed. Its `Display` is the one line users have always seen.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The tool could not be started, or did not finish in time.
+    #[error("{0}")]
+    Run(String),
+    /// Writing a value under /sys or making a folder failed.
+    #[error("{0}")]
+    Io(String),
+    /// The tool ran and refused.
+    #[error("`{cmd}` failed: {stderr}")]
+    Failed {
+        cmd: String,
+        stderr: String,
+        failure: Failure,
+    },
+}
+
+impl From<Error> for String {
+    fn from(e: Error) -> String {
+        e.to_string()
+    }
+}
+
+/// What the kernel (through the tool) complained of, where a caller acts on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The device named is not there (already moved or removed).
+    NoSuchDevice,
+    /// The kernel has no such qdisc (e.g. netem not built).
+    UnknownQdisc,
+    Other,
+}
+
+impl Failure {
+    /// The one place a tool's words are read: iproute2's messages for these two cases.
+    fn of(stderr: &str) -> Failure {
+        if stderr.contains("Cannot find device") {
+            Failure::NoSuchDevice
+        } else if stderr.contains("qdisc kind is unknown") {
+            Failure::UnknownQdisc
+        } else {
+            Failure::Other
+        }
+    }
+}
+
+impl Error {
+    pub fn failure(&self) -> Failure {
+        match self {
+            Error::Failed { failure, .. } => *failure,
+            _ => Failure::Other,
         }
     }
 }
@@ -253,6 +314,31 @@ pub fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tool_complaints_are_classified_once() {
+        assert_eq!(
+            Failure::of("Cannot find device \"vlx1g1\""),
+            Failure::NoSuchDevice
+        );
+        assert_eq!(
+            Failure::of("Error: Specified qdisc kind is unknown."),
+            Failure::UnknownQdisc
+        );
+        assert_eq!(
+            Failure::of("RTNETLINK answers: File exists"),
+            Failure::Other
+        );
+        let e = Error::Failed {
+            cmd: "ip link add x".into(),
+            stderr: "RTNETLINK answers: File exists".into(),
+            failure: Failure::Other,
+        };
+        assert_eq!(
+            String::from(e),
+            "`ip link add x` failed: RTNETLINK answers: File exists"
+        );
+    }
 
     #[test]
     fn shell_lines_show_the_exact_commands() {
