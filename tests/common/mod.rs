@@ -35,6 +35,8 @@ pub fn ctx(name: &str) -> Ctx {
 extern "C" {
     #[link_name = "geteuid"]
     fn libc_geteuid() -> u32;
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
 impl Ctx {
@@ -65,9 +67,46 @@ impl Ctx {
 
 impl Drop for Ctx {
     fn drop(&mut self) {
+        // A failed test may leave vnetlab processes of its own running (runs it started): stop
+        // them as Ctrl-C would, so they remove their labs, before their journals go.
+        self.stop_own_processes();
         // Whatever a failed test left, its journal names: remove it.
         let _ = self.run(&["cleanup"]);
         let _ = std::fs::remove_dir_all(&self.state);
+    }
+}
+
+impl Ctx {
+    /// vnetlab processes started with this test's state folder.
+    fn own_processes(&self) -> Vec<i32> {
+        let want = format!("VNETLAB_STATE_DIR={}", self.state.display());
+        let me = std::process::id() as i32;
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|&pid| pid != me)
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/environ"))
+                    .map(|env| env.split(|&b| b == 0).any(|v| v == want.as_bytes()))
+                    .unwrap_or(false)
+            })
+            .collect()
+    }
+
+    /// SIGTERMs this test's own vnetlab processes and waits up to 30 s for them to end.
+    fn stop_own_processes(&self) {
+        let pids = self.own_processes();
+        for &p in &pids {
+            // SAFETY: kill takes plain integers (a pid started with this test's state) and touches no memory.
+            unsafe { libc_kill(p, 15) };
+        }
+        let t0 = std::time::Instant::now();
+        while !self.own_processes().is_empty() && t0.elapsed() < std::time::Duration::from_secs(30)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
 }
 
