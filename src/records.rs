@@ -229,6 +229,17 @@ pub struct PointRecord {
 }
 
 impl PointRecord {
+    /// Every repeat's throughput, and every repeat's host CPU per Gb/s where measured.
+    pub fn repeat_figures(&self) -> (Vec<f64>, Vec<f64>) {
+        let gbps = self.repeats.iter().map(|r| r.throughput_gbps).collect();
+        let norm = self
+            .repeats
+            .iter()
+            .filter_map(|r| r.normalized_pct_per_gbps)
+            .collect();
+        (gbps, norm)
+    }
+
     /// Whether the point moved bulk data (not request/response).
     pub fn is_stream(&self) -> bool {
         !self.key.test.is_rr()

@@ -269,12 +269,7 @@ fn points_table(points: &[PointRecord]) -> String {
             );
             continue;
         }
-        let gbps: Vec<f64> = p.repeats.iter().map(|r| r.throughput_gbps).collect();
-        let norm: Vec<f64> = p
-            .repeats
-            .iter()
-            .filter_map(|r| r.normalized_pct_per_gbps)
-            .collect();
+        let (gbps, norm) = p.repeat_figures();
         let cells = [
             p.key
                 .load_bps

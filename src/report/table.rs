@@ -48,12 +48,7 @@ pub fn summary(points: &[PointRecord]) -> String {
             );
             continue;
         }
-        let gbps: Vec<f64> = p.repeats.iter().map(|r| r.throughput_gbps).collect();
-        let norm: Vec<f64> = p
-            .repeats
-            .iter()
-            .filter_map(|r| r.normalized_pct_per_gbps)
-            .collect();
+        let (gbps, norm) = p.repeat_figures();
         let mut bound = p
             .bound_by
             .as_ref()
