@@ -53,6 +53,31 @@ pub struct Piece {
     pub error: Option<String>,
 }
 
+impl Piece {
+    /// An empty piece for stream `id` on its sending (or initiating) side.
+    fn sending(id: u32) -> Piece {
+        Piece {
+            report: StreamReport {
+                id,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    /// An empty piece for stream `id` on its receiving (or responding) side.
+    fn receiving(id: u32) -> Piece {
+        Piece {
+            report: StreamReport {
+                id,
+                receiver: true,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+}
+
 fn hist() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000_000, 3).unwrap()
 }
@@ -86,13 +111,7 @@ fn hex(d: &[u8]) -> String {
 
 pub fn tcp_send(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
     use sha2::Digest;
-    let mut p = Piece {
-        report: StreamReport {
-            id,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+    let mut p = Piece::sending(id);
     let pat = (spec.verify || spec.bytes.is_some()).then(pattern);
     let mut hasher = spec.verify.then(sha2::Sha256::new);
     let buf = vec![0x5au8; spec.msg];
@@ -247,14 +266,7 @@ impl ZeroCopy {
 
 pub fn tcp_recv(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock, sample: bool) -> Piece {
     use sha2::Digest;
-    let mut p = Piece {
-        report: StreamReport {
-            id,
-            receiver: true,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+    let mut p = Piece::receiving(id);
     let mut hasher = spec.verify.then(sha2::Sha256::new);
     let (mut first_at, mut last_at): (Option<f64>, f64) = (None, 0.0);
     let (first, last) = window(spec.warmup, spec.duration);
@@ -309,13 +321,7 @@ pub fn tcp_recv(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock, sample: bo
 }
 
 pub fn udp_send(s: UdpSocket, id: u32, spec: &Spec, clock: Clock) -> Piece {
-    let mut p = Piece {
-        report: StreamReport {
-            id,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+    let mut p = Piece::sending(id);
     let mut buf = vec![0x5au8; spec.msg];
     let pacer = spec.rate.map(|r| Pacer::new(r, spec.msg));
     s.set_write_timeout(Some(TICK)).ok();
@@ -349,14 +355,7 @@ pub fn udp_send(s: UdpSocket, id: u32, spec: &Spec, clock: Clock) -> Piece {
 }
 
 pub fn udp_recv(s: UdpSocket, id: u32, spec: &Spec, clock: Clock) -> Piece {
-    let mut p = Piece {
-        report: StreamReport {
-            id,
-            receiver: true,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+    let mut p = Piece::receiving(id);
     let (first, last) = window(spec.warmup, spec.duration);
     p.buckets = vec![0; last - first];
     s.set_read_timeout(Some(Duration::from_millis(20))).ok();
@@ -452,13 +451,7 @@ pub fn tcp_rr_initiate(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> 
 }
 
 pub fn tcp_rr_respond(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
-    let mut p = Piece {
-        report: StreamReport {
-            id,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+    let mut p = Piece::sending(id);
     let mut req = vec![0u8; spec.req];
     let resp = vec![0xa5u8; spec.resp];
     s.set_read_timeout(Some(TICK)).ok();
