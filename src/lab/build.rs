@@ -8,7 +8,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::hostcmd::{self, HostCmd};
+use super::hostcmd::{self, HostCmd, IpCmd};
 use super::journal::{self, Entry, Journal};
 use super::plan::{self, Plan, SriovPf, Step};
 use super::state;
@@ -230,7 +230,11 @@ pub fn build(p: &Plan, progress: bool, kept: bool) -> Result<(), BuildError> {
                     }])?;
                     let cmd = HostCmd::ip(
                         None,
-                        vec![format!("link set dev {ifname} netns {netns} name {name}")],
+                        vec![IpCmd::MoveRename {
+                            dev: ifname.clone(),
+                            netns: netns.clone(),
+                            name: name.clone(),
+                        }],
                     );
                     let _ = writeln!(log, "{}", cmd.shell());
                     cmd.run()?;
@@ -420,7 +424,7 @@ impl Undo {
             }
             Undo::DelNetns(v) => v
                 .iter()
-                .map(|n| format!("ip netns del {n}"))
+                .map(|n| format!("ip {}", IpCmd::NetnsDel(n.to_string())))
                 .collect::<Vec<_>>()
                 .join("\n"),
             Undo::ReturnVf {
@@ -557,8 +561,10 @@ pub fn teardown(lab: &str) -> Result<(), String> {
                     .filter(|n| Path::new("/run/netns").join(n).exists())
                     .collect();
                 if !present.is_empty() {
-                    let lines: Vec<String> =
-                        present.iter().map(|n| format!("netns del {n}")).collect();
+                    let lines: Vec<String> = present
+                        .iter()
+                        .map(|n| IpCmd::NetnsDel(n.to_string()).to_string())
+                        .collect();
                     let mut c = std::process::Command::new("ip");
                     c.args(["-force", "-batch", "-"]);
                     let _ =
@@ -580,7 +586,11 @@ pub fn teardown(lab: &str) -> Result<(), String> {
                 if Path::new("/run/netns").join(netns).exists() {
                     let cmd = HostCmd::ip(
                         Some(netns),
-                        vec![format!("link set dev {lab_name} netns 1 name {ifname}")],
+                        vec![IpCmd::MoveRename {
+                            dev: lab_name.clone(),
+                            netns: "1".into(),
+                            name: ifname.clone(),
+                        }],
                     );
                     cmd.run().or_else(|e| match e.failure() {
                         hostcmd::Failure::NoSuchDevice => Ok(()),
@@ -685,7 +695,7 @@ mod tests {
             },
             Entry::InNetns {
                 netns: "vlx-host".into(),
-                object: "link vlxw".into(),
+                object: super::journal::NsObject::Link("vlxw".into()),
             },
             Entry::Vf {
                 pf: "p".into(),
@@ -719,7 +729,7 @@ mod tests {
         assert_eq!(u.len(), 5);
         let foreign = vec![Entry::InNetns {
             netns: "other".into(),
-            object: "link eth0".into(),
+            object: super::journal::NsObject::Link("eth0".into()),
         }];
         assert!(undo_steps(&foreign).is_err());
     }

@@ -19,7 +19,7 @@ pub enum Entry {
     /// A network namespace (removing it removes every interface, qdisc and nft table in it).
     Netns { name: String },
     /// An object inside one of the lab's namespaces: it goes with the namespace.
-    InNetns { netns: String, object: String },
+    InNetns { netns: String, object: NsObject },
     /// A cgroup folder; `shared` ones (vnetlab's parent folder) are removed only when empty.
     Cgroup { path: PathBuf, shared: bool },
     /// An SR-IOV VF moved into a lab namespace and renamed; it goes back under its own name.
@@ -33,6 +33,52 @@ pub enum Entry {
     NumVfs { pf: String, previous: u32 },
     /// The lab was built completely.
     Complete,
+}
+
+/// An object made inside a lab namespace. Written in the journal as text ("link vl…",
+/// "qdisc root dev vl…", "nft table ip vl…"), as journals have always been.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(into = "String", try_from = "String")]
+pub enum NsObject {
+    Link(String),
+    RootQdisc(String),
+    NftTable(String),
+}
+
+impl std::fmt::Display for NsObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            NsObject::Link(n) => write!(f, "link {n}"),
+            NsObject::RootQdisc(d) => write!(f, "qdisc root dev {d}"),
+            NsObject::NftTable(t) => write!(f, "nft table ip {t}"),
+        }
+    }
+}
+
+impl From<NsObject> for String {
+    fn from(o: NsObject) -> String {
+        o.to_string()
+    }
+}
+
+impl TryFrom<String> for NsObject {
+    type Error = String;
+    fn try_from(s: String) -> Result<NsObject, String> {
+        let named = |n: &str| {
+            let ok = !n.is_empty() && n.len() <= 64 && !n.contains(['\n', '/', ' ']);
+            ok.then(|| n.to_string())
+                .ok_or_else(|| format!("bad object name in '{}'", crate::text::clip(&s)))
+        };
+        if let Some(n) = s.strip_prefix("link ") {
+            Ok(NsObject::Link(named(n)?))
+        } else if let Some(d) = s.strip_prefix("qdisc root dev ") {
+            Ok(NsObject::RootQdisc(named(d)?))
+        } else if let Some(t) = s.strip_prefix("nft table ip ") {
+            Ok(NsObject::NftTable(named(t)?))
+        } else {
+            Err(format!("unknown object '{}'", crate::text::clip(&s)))
+        }
+    }
 }
 
 pub struct Journal {
@@ -162,9 +208,7 @@ pub fn validate(lab: &str, entries: &[Entry]) -> Result<(), String> {
         let ok = match e {
             Entry::Owner { .. } | Entry::Complete => true,
             Entry::Netns { name } => ours_ns(name),
-            Entry::InNetns { netns, object } => {
-                ours_ns(netns) && object.len() <= 200 && !object.contains(['\n', '/'])
-            }
+            Entry::InNetns { netns, .. } => ours_ns(netns),
             Entry::Cgroup { path, shared } => cgroup_ok(path, lab, *shared),
             Entry::Vf {
                 pf,
@@ -235,6 +279,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn objects_in_a_namespace_are_written_as_text_and_read_back_typed() {
+        let line = r#"{"kind":"in_netns","netns":"vlx-host","object":"qdisc root dev vlxw"}"#;
+        let e: Entry = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            e,
+            Entry::InNetns {
+                netns: "vlx-host".into(),
+                object: NsObject::RootQdisc("vlxw".into())
+            }
+        );
+        assert_eq!(serde_json::to_string(&e).unwrap(), line);
+        for bad in ["route vlxw", "link ", "link a/b", "nft table ip x y"] {
+            let line = format!(r#"{{"kind":"in_netns","netns":"vlx-host","object":"{bad}"}}"#);
+            assert!(serde_json::from_str::<Entry>(&line).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn journal_round_trips_and_survives_a_torn_line() {
         let dir = std::env::temp_dir().join(format!("vljt{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -247,7 +309,7 @@ mod tests {
             },
             Entry::InNetns {
                 netns: "vlx-host".into(),
-                object: "link vlxw".into(),
+                object: NsObject::Link("vlxw".into()),
             },
             Entry::Cgroup {
                 path: "/sys/fs/cgroup/cpuacct/vnetlab/vlx/g1".into(),
@@ -342,7 +404,7 @@ mod tests {
             },
             Entry::InNetns {
                 netns: "other".into(),
-                object: "link eth0".into(),
+                object: NsObject::Link("eth0".into()),
             },
             Entry::Vf {
                 pf: "../x".into(),

@@ -19,6 +19,13 @@ pub struct Wire {
     pub segment: bool,
 }
 
+impl Wire {
+    /// Whether the wire has a rate, delay or loss (else each end gets a plain queue).
+    pub fn shaped(&self) -> bool {
+        self.rate.is_some() || self.delay.is_some() || self.loss.is_some()
+    }
+}
+
 impl Default for Wire {
     fn default() -> Self {
         Wire {

@@ -1,5 +1,9 @@
 //! The one place the host network is changed: iproute2, tc, ethtool, nft and sysctl commands,
 //! run with a timeout (or printed, with `--dry-run`) and recorded in the lab's command log.
+//! Commands arrive typed (`cmds`) and become text only here.
+
+mod cmds;
+pub use cmds::{IpCmd, NftCmd, Offloads, TcCmd};
 
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
@@ -15,17 +19,17 @@ pub enum HostCmd {
     /// `ip [-n NS] -batch -`, one command per line (a single line runs without -batch).
     Ip {
         netns: Option<String>,
-        lines: Vec<String>,
+        cmds: Vec<IpCmd>,
     },
     /// `tc [-n NS] -batch -`.
     Tc {
         netns: Option<String>,
-        lines: Vec<String>,
+        cmds: Vec<TcCmd>,
     },
-    /// `ip netns exec NS ethtool ARGS`.
-    Ethtool { netns: String, args: Vec<String> },
-    /// `ip netns exec NS nft -f -` with a script.
-    Nft { netns: String, script: String },
+    /// `ip netns exec NS ethtool -K …`.
+    Ethtool { netns: String, offloads: Offloads },
+    /// `ip netns exec NS nft -f -` with the table's script.
+    Nft { netns: String, table: NftCmd },
     /// `ip netns exec NS sysctl -qw KEY=VALUE`.
     Sysctl {
         netns: String,
@@ -48,10 +52,19 @@ pub enum HostCmd {
 }
 
 impl HostCmd {
-    pub fn ip(netns: Option<&str>, lines: Vec<String>) -> HostCmd {
+    pub fn ip(netns: Option<&str>, cmds: Vec<IpCmd>) -> HostCmd {
         HostCmd::Ip {
             netns: netns.map(str::to_string),
-            lines,
+            cmds,
+        }
+    }
+
+    /// The lines of an `ip` or `tc` batch.
+    fn batch_lines(&self) -> Vec<String> {
+        match self {
+            HostCmd::Ip { cmds, .. } => cmds.iter().map(ToString::to_string).collect(),
+            HostCmd::Tc { cmds, .. } => cmds.iter().map(ToString::to_string).collect(),
+            _ => vec![],
         }
     }
 
@@ -68,13 +81,16 @@ impl HostCmd {
             }
         }
         match self {
-            HostCmd::Ip { netns, lines } => batch("ip", netns, lines),
-            HostCmd::Tc { netns, lines } => batch("tc", netns, lines),
-            HostCmd::Ethtool { netns, args } => {
-                format!("ip netns exec {netns} ethtool {}", args.join(" "))
+            HostCmd::Ip { netns, .. } => batch("ip", netns, &self.batch_lines()),
+            HostCmd::Tc { netns, .. } => batch("tc", netns, &self.batch_lines()),
+            HostCmd::Ethtool { netns, offloads } => {
+                format!(
+                    "ip netns exec {netns} ethtool {}",
+                    offloads.args().join(" ")
+                )
             }
-            HostCmd::Nft { netns, script } => {
-                format!("ip netns exec {netns} nft -f - <<'EOF'\n{}EOF", script)
+            HostCmd::Nft { netns, table } => {
+                format!("ip netns exec {netns} nft -f - <<'EOF'\n{table}EOF")
             }
             HostCmd::Sysctl { netns, key, value } => {
                 format!("ip netns exec {netns} sysctl -qw {key}={value}")
@@ -119,7 +135,7 @@ impl HostCmd {
             c
         };
         let (mut cmd, input) = match self {
-            HostCmd::Ip { netns, lines } | HostCmd::Tc { netns, lines } => {
+            HostCmd::Ip { netns, .. } | HostCmd::Tc { netns, .. } => {
                 let tool = if matches!(self, HostCmd::Ip { .. }) {
                     "ip"
                 } else {
@@ -130,12 +146,14 @@ impl HostCmd {
                     c.args(["-n", n]);
                 }
                 c.args(["-batch", "-"]);
-                (c, Some(lines.join("\n") + "\n"))
+                (c, Some(self.batch_lines().join("\n") + "\n"))
             }
-            HostCmd::Ethtool { netns, args } => (ns_exec(netns, "ethtool", args), None),
-            HostCmd::Nft { netns, script } => (
+            HostCmd::Ethtool { netns, offloads } => {
+                (ns_exec(netns, "ethtool", &offloads.args()), None)
+            }
+            HostCmd::Nft { netns, table } => (
                 ns_exec(netns, "nft", &["-f".into(), "-".into()]),
-                Some(script.clone()),
+                Some(table.to_string()),
             ),
             HostCmd::Sysctl { netns, key, value } => (
                 ns_exec(netns, "sysctl", &["-qw".into(), format!("{key}={value}")]),
@@ -342,18 +360,28 @@ mod tests {
 
     #[test]
     fn shell_lines_show_the_exact_commands() {
-        let c = HostCmd::ip(Some("vlx-host"), vec!["link set vlxw up".into()]);
+        let c = HostCmd::ip(Some("vlx-host"), vec![IpCmd::Up("vlxw".into())]);
         assert_eq!(c.shell(), "ip -n vlx-host link set vlxw up");
-        let c = HostCmd::ip(None, vec!["netns add a".into(), "netns add b".into()]);
+        let c = HostCmd::ip(
+            None,
+            vec![IpCmd::NetnsAdd("a".into()), IpCmd::NetnsAdd("b".into())],
+        );
         assert_eq!(
             c.shell(),
             "ip -batch - <<'EOF'\nnetns add a\nnetns add b\nEOF"
         );
         let c = HostCmd::Ethtool {
             netns: "n".into(),
-            args: vec!["-K".into(), "d".into(), "gro".into(), "off".into()],
+            offloads: Offloads {
+                dev: "d".into(),
+                gro: false,
+                tso: false,
+            },
         };
-        assert_eq!(c.shell(), "ip netns exec n ethtool -K d gro off");
+        assert_eq!(
+            c.shell(),
+            "ip netns exec n ethtool -K d gro off tso off gso off"
+        );
     }
 
     #[test]

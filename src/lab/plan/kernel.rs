@@ -1,0 +1,110 @@
+//! Kernel datapaths: guests on veth pairs into the host's Linux bridge (`bridge`), or routed
+//! and masqueraded by the host (`nat`). The bridge is also where vnetlab's device models plug
+//! their host-side taps.
+
+use super::{addr, nat_ports, run, veth, Batch, Cx, Family, Step};
+use crate::lab::hostcmd::{HostCmd, IpCmd, NftCmd};
+use crate::lab::journal::{Entry, NsObject};
+
+/// A veth pair per guest: its port on the host, its NIC in its namespace.
+pub(super) fn guest_links(cx: &Cx, b: &mut Batch) {
+    for &i in &cx.guests {
+        let (port, gif, gns) = (cx.n.guest_port(i), cx.n.guest_if(i), cx.n.guest_ns(i));
+        veth(b, (&cx.h, &port), (&gns, &gif));
+    }
+}
+
+/// The bridge with every guest's port; in bridged modes the wire joins it and the bridge holds
+/// the host's address, behind NAT the wire holds it and the bridge the inner network's.
+pub(super) fn host_bridge(cx: &Cx, b: &mut Batch) -> String {
+    let (br, wh, mtu) = (cx.n.bridge(), &cx.wh, cx.t.mtu);
+    b.make(&cx.h, &br, IpCmd::Bridge(br.clone()));
+    for &i in &cx.guests {
+        let port = cx.n.guest_port(i);
+        if let Family::Vnic { paravirt } = cx.family {
+            let tap = IpCmd::Tap {
+                name: port.clone(),
+                vnet_hdr: paravirt,
+            };
+            b.make(&cx.h, &port, tap);
+        }
+        b.cmds.extend([
+            IpCmd::Mtu {
+                dev: port.clone(),
+                mtu,
+            },
+            IpCmd::Master {
+                dev: port.clone(),
+                master: br.clone(),
+            },
+            IpCmd::Up(port),
+        ]);
+    }
+    let nat = cx.family == (Family::Kernel { nat: true });
+    if nat {
+        b.cmds.push(addr(cx.a.host, cx.a.wire.len, wh));
+        let inner =
+            cx.a.host_inner
+                .expect("nat addressing has an inner address");
+        b.cmds.push(addr(inner, cx.a.guest_net.len, &br));
+    } else {
+        b.cmds.push(IpCmd::Master {
+            dev: wh.clone(),
+            master: br.clone(),
+        });
+        b.cmds.push(addr(cx.a.host, cx.a.wire.len, &br));
+    }
+    b.cmds.push(IpCmd::Mtu {
+        dev: br.clone(),
+        mtu,
+    });
+    b.cmds.push(IpCmd::Up(br.clone()));
+    if nat {
+        wh.clone()
+    } else {
+        br
+    }
+}
+
+/// Behind NAT a guest reaches the wire's segment through the host's inner address.
+pub(super) fn route_to_wire(cx: &Cx) -> IpCmd {
+    IpCmd::Route {
+        to: cx.a.wire,
+        via: cx
+            .a
+            .host_inner
+            .expect("nat addressing has an inner address"),
+    }
+}
+
+/// NAT: forwarding on, masquerade out of the wire, a block of ports forwarded to each guest.
+pub(super) fn nat(cx: &Cx) -> Vec<Step> {
+    let table = cx.n.nft_table();
+    let forwards = (0..cx.guests.len())
+        .map(|k| (nat_ports(k as u32), cx.a.guests[k]))
+        .collect();
+    let nft = NftCmd {
+        table: table.clone(),
+        guest_net: cx.a.guest_net,
+        wire: cx.wh.clone(),
+        host: cx.a.host,
+        forwards,
+    };
+    vec![
+        run(HostCmd::Sysctl {
+            netns: cx.h.clone(),
+            key: "net.ipv4.ip_forward".into(),
+            value: "1".into(),
+        }),
+        Step::Run {
+            creates: vec![Entry::InNetns {
+                netns: cx.h.clone(),
+                object: NsObject::NftTable(table),
+            }],
+            cmd: HostCmd::Nft {
+                netns: cx.h.clone(),
+                table: nft,
+            },
+        },
+    ]
+}

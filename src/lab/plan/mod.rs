@@ -1,0 +1,353 @@
+//! The planner: turns a `Topology` into the ordered steps that build it (each naming the
+//! objects it makes, for the journal) and the `LabRecord` later commands use. Pure: it reads
+//! nothing from the host, so `--dry-run` and the unit tests see exactly what `up` would run.
+//!
+//! The steps come in a fixed order: cgroups, namespaces and links, the host's side, the
+//! client, the guests, the guests' devices, the wire (shaping, offloads, steering), NAT. What
+//! differs between datapaths lives in one module per family (`kernel`: bridge and NAT,
+//! `macvlan`, `sriov`, `vnic`: vnetlab's device models); a new guest kind (QEMU VMs) is a new
+//! `Family` with its own module, plugged into `host_side`, `guest_side` and `devices`.
+
+mod kernel;
+mod macvlan;
+mod parts;
+mod record;
+mod sriov;
+#[cfg(test)]
+mod tests;
+mod vnic;
+mod wire;
+
+use std::path::PathBuf;
+
+use super::addr::{self, Addressing, NAT_PORTS_PER_GUEST, NAT_PORT_BASE};
+use super::cgroup::Hierarchy;
+use super::cpus::CpuPlan;
+use super::hostcmd::{HostCmd, IpCmd};
+use super::journal::{Entry, NsObject};
+use super::names::Names;
+use super::state::LabRecord;
+use super::topology::Topology;
+use crate::units::CpuList;
+use crate::vocab::Mode;
+
+pub use sriov::{sriov_vfs_needed, SriovPf};
+
+pub enum Step {
+    /// Journal `creates`, then run `cmd`.
+    Run { creates: Vec<Entry>, cmd: HostCmd },
+    /// Move VF number `vf` of `pf` into `netns`, renamed `name` (its current name is read at build time).
+    MoveVf {
+        pf: String,
+        vf: u32,
+        netns: String,
+        name: String,
+    },
+    /// Start guest `guest`'s vNIC backend (a `vnetlab vnic` process) in the host namespace and
+    /// its own cgroup; it lives until `down` (it is in the lab's namespace and cgroup).
+    StartBackend {
+        guest: String,
+        args: Vec<String>,
+        netns: String,
+        cgroups: Vec<PathBuf>,
+        stats: PathBuf,
+        log: PathBuf,
+    },
+    /// Place the threaded-NAPI kernel threads of `dev` (in `netns`) on `cpus`: they receive the
+    /// frames that cross the wire to this side, as a NIC's interrupt would on that machine.
+    PlaceNapi {
+        netns: String,
+        dev: String,
+        cpus: CpuList,
+    },
+}
+
+pub struct Plan {
+    pub record: LabRecord,
+    pub steps: Vec<Step>,
+}
+
+/// How a guest's NIC reaches the host's end of the wire.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Family {
+    /// No guests: the application runs on the host's end of the wire.
+    Native,
+    /// A veth into the host's bridge; `nat` routes and masquerades instead of bridging the wire.
+    Kernel { nat: bool },
+    /// A macvlan on the wire's host end (the stand-in for an SR-IOV VF).
+    Macvlan,
+    /// Real VFs moved into the lab's namespaces.
+    Sriov,
+    /// A tap in the guest, one on the bridge, and vnetlab's backend between them.
+    Vnic { paravirt: bool },
+}
+
+impl Family {
+    fn of(mode: Mode) -> Family {
+        match mode {
+            Mode::Native => Family::Native,
+            Mode::Bridge => Family::Kernel { nat: false },
+            Mode::Nat => Family::Kernel { nat: true },
+            Mode::Macvlan => Family::Macvlan,
+            Mode::Sriov => Family::Sriov,
+            Mode::Emulated => Family::Vnic { paravirt: false },
+            Mode::Paravirt => Family::Vnic { paravirt: true },
+        }
+    }
+    /// Whether the host has a bridge that the guests' ports join.
+    fn bridged(self) -> bool {
+        matches!(self, Family::Kernel { .. } | Family::Vnic { .. })
+    }
+    fn vnic(self) -> bool {
+        matches!(self, Family::Vnic { .. })
+    }
+}
+
+/// What every part of the planner reads: the topology, its names and addresses.
+struct Cx<'a> {
+    t: &'a Topology,
+    n: Names,
+    a: Addressing,
+    family: Family,
+    /// The host's and the client's namespaces, and the wire's two ends.
+    h: String,
+    c: String,
+    wh: String,
+    wc: String,
+    guests: Vec<u32>,
+}
+
+impl Cx<'_> {
+    fn new(t: &Topology) -> Cx<'_> {
+        let n = Names::new(&t.name);
+        Cx {
+            a: addr::allocate(t.mode, &t.subnet, t.guests),
+            family: Family::of(t.mode),
+            h: n.host_ns(),
+            c: n.client_ns(),
+            wh: n.wire_host(),
+            wc: n.wire_client(),
+            guests: (1..=t.guests).collect(),
+            n,
+            t,
+        }
+    }
+}
+
+/// One `ip -batch` and the links it makes (journaled before it runs).
+#[derive(Default)]
+struct Batch {
+    creates: Vec<Entry>,
+    cmds: Vec<IpCmd>,
+}
+
+impl Batch {
+    /// A command that makes link `name` inside namespace `ns`.
+    fn make(&mut self, ns: &str, name: &str, cmd: IpCmd) {
+        self.creates.push(Entry::InNetns {
+            netns: ns.to_string(),
+            object: NsObject::Link(name.to_string()),
+        });
+        self.cmds.push(cmd);
+    }
+    fn step(self, netns: Option<&str>) -> Step {
+        Step::Run {
+            creates: self.creates,
+            cmd: HostCmd::ip(netns, self.cmds),
+        }
+    }
+}
+
+/// A step that makes nothing to journal.
+fn run(cmd: HostCmd) -> Step {
+    Step::Run {
+        creates: vec![],
+        cmd,
+    }
+}
+
+pub fn plan(
+    t: &Topology,
+    cg: &Hierarchy,
+    cpus: &CpuPlan,
+    sriov: Option<&SriovPf>,
+) -> Result<Plan, String> {
+    t.validate()?;
+    let cx = Cx::new(t);
+    let parts = parts::plan(&cx, cg, cpus)?;
+    let mut notes = parts.notes.clone();
+    let mut steps = parts.steps();
+    steps.push(links(&cx));
+    if let Some(pf) = sriov {
+        steps.extend(sriov::steps(&cx, pf)?);
+    }
+    let (host, host_iface) = host_side(&cx);
+    steps.push(host);
+    steps.push(client(&cx));
+    steps.extend(cx.guests.iter().filter_map(|&i| guest_side(&cx, i)));
+    steps.extend(devices(&cx, &parts));
+    steps.extend(wire::shaping(&cx));
+    steps.extend(wire::offloads(&cx));
+    let (steer, steered) = wire::steering(&cx, cpus);
+    steps.extend(steer);
+    if cx.family == (Family::Kernel { nat: true }) {
+        steps.extend(kernel::nat(&cx));
+    }
+    if cx.family == Family::Sriov && cx.t.wire.shaped() {
+        notes.push("sriov: wire shaping applies to the host's and the client's VFs, not between guests (the NIC switches those)".into());
+    }
+    let record = LabRecord {
+        endpoints: record::endpoints(&cx, &parts, &host_iface),
+        topology: t.clone(),
+        addressing: cx.a,
+        cgroups: cg.describe(),
+        notes,
+        cpus: cpus.clone(),
+        steered,
+    };
+    Ok(Plan { record, steps })
+}
+
+/// The namespaces, the wire (a veth pair, unless VFs are the wire) and the family's links
+/// between host and guests, in one batch in the root namespace.
+fn links(cx: &Cx) -> Step {
+    let mut b = Batch::default();
+    let mut namespaces = vec![cx.h.clone(), cx.c.clone()];
+    if cx.family != Family::Native {
+        namespaces.extend(cx.guests.iter().map(|&i| cx.n.guest_ns(i)));
+    }
+    for ns in namespaces {
+        b.creates.push(Entry::Netns { name: ns.clone() });
+        b.cmds.push(IpCmd::NetnsAdd(ns));
+    }
+    if cx.family != Family::Sriov {
+        veth(&mut b, (&cx.h, &cx.wh), (&cx.c, &cx.wc));
+    }
+    if let Family::Kernel { .. } = cx.family {
+        kernel::guest_links(cx, &mut b);
+    }
+    b.step(None)
+}
+
+/// A veth pair `a` ↔ `b`, each end (namespace, name) made straight in its namespace.
+fn veth(b: &mut Batch, (ns, name): (&str, &str), (peer_ns, peer): (&str, &str)) {
+    b.creates.push(Entry::InNetns {
+        netns: ns.to_string(),
+        object: NsObject::Link(name.to_string()),
+    });
+    b.make(
+        peer_ns,
+        peer,
+        IpCmd::Veth {
+            name: name.into(),
+            netns: ns.into(),
+            peer: peer.into(),
+            peer_netns: peer_ns.into(),
+        },
+    );
+}
+
+/// The host's namespace: its port on the wire and the family's switch; returns the step and the
+/// interface that holds the host's address.
+fn host_side(cx: &Cx) -> (Step, String) {
+    let mut b = Batch::default();
+    b.cmds.push(IpCmd::Up("lo".into()));
+    b.cmds.push(IpCmd::Mtu {
+        dev: cx.wh.clone(),
+        mtu: cx.t.mtu,
+    });
+    let iface = match cx.family {
+        Family::Kernel { .. } | Family::Vnic { .. } => kernel::host_bridge(cx, &mut b),
+        Family::Macvlan => macvlan::host(cx, &mut b),
+        Family::Native | Family::Sriov => {
+            b.cmds.push(addr(cx.a.host, cx.a.wire.len, &cx.wh));
+            cx.wh.clone()
+        }
+    };
+    b.cmds.push(IpCmd::Up(cx.wh.clone()));
+    (b.step(Some(&cx.h)), iface)
+}
+
+fn client(cx: &Cx) -> Step {
+    let wc = &cx.wc;
+    let cmds = vec![
+        IpCmd::Up("lo".into()),
+        IpCmd::Mtu {
+            dev: wc.clone(),
+            mtu: cx.t.mtu,
+        },
+        addr(cx.a.client, cx.a.wire.len, wc),
+        IpCmd::Up(wc.clone()),
+    ];
+    run(HostCmd::ip(Some(&cx.c), cmds))
+}
+
+/// Guest `i`'s namespace: its NIC up with its address (in native mode guests are processes on
+/// the host: nothing to make).
+fn guest_side(cx: &Cx, i: u32) -> Option<Step> {
+    if cx.family == Family::Native {
+        return None;
+    }
+    let (gns, gif) = (cx.n.guest_ns(i), cx.n.guest_if(i));
+    let mut b = Batch::default();
+    if let Family::Vnic { paravirt } = cx.family {
+        vnic::guest_tap(&mut b, &gns, &gif, paravirt);
+    }
+    b.cmds.extend([
+        IpCmd::Up("lo".into()),
+        IpCmd::Mtu {
+            dev: gif.clone(),
+            mtu: cx.t.mtu,
+        },
+        addr(cx.a.guests[i as usize - 1], cx.a.guest_net.len, &gif),
+        IpCmd::Up(gif),
+    ]);
+    if cx.family == (Family::Kernel { nat: true }) {
+        b.cmds.push(kernel::route_to_wire(cx));
+    }
+    Some(b.step(Some(&gns)))
+}
+
+/// What runs beside the guests to give them their NICs: vnetlab's backends.
+fn devices(cx: &Cx, parts: &parts::Parts) -> Vec<Step> {
+    match cx.family {
+        Family::Vnic { .. } => vnic::backends(cx, parts),
+        _ => vec![],
+    }
+}
+
+fn addr(addr: std::net::Ipv4Addr, len: u8, dev: &str) -> IpCmd {
+    IpCmd::Addr {
+        addr,
+        len,
+        dev: dev.to_string(),
+    }
+}
+
+/// The forwarded port block of the k-th guest (0-based) behind NAT.
+pub fn nat_ports(k: u32) -> [u16; 2] {
+    let lo = NAT_PORT_BASE + (k as u16) * NAT_PORTS_PER_GUEST;
+    [lo, lo + NAT_PORTS_PER_GUEST - 1]
+}
+
+/// Every command the plan runs, as shell text (for --dry-run).
+pub fn shell(p: &Plan) -> Vec<String> {
+    p.steps.iter().map(shell_step).collect()
+}
+
+pub fn shell_step(s: &Step) -> String {
+    match s {
+        Step::Run { cmd, .. } => cmd.shell(),
+        Step::MoveVf { pf, vf, netns, name } => format!(
+            "ip link set dev $(ls /sys/class/net/{pf}/device/virtfn{vf}/net) netns {netns} name {name}"
+        ),
+        Step::StartBackend { args, netns, log, .. } => format!(
+            "ip netns exec {netns} vnetlab {} > {} 2>&1 &  # in its own cgroup",
+            args.join(" "),
+            log.display()
+        ),
+        Step::PlaceNapi { dev, cpus, .. } => {
+            format!("taskset -pc {cpus} $(pgrep '^napi/{dev}-')")
+        }
+    }
+}

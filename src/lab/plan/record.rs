@@ -1,0 +1,54 @@
+//! The lab record's endpoints: where host, client and each guest live, their addresses,
+//! interfaces, cgroups and cores, as other commands and stages read them.
+
+use super::parts::Parts;
+use super::{nat_ports, vnic, Cx, Family};
+use crate::lab::state::{vnic_log_path, vnic_stats_path, Endpoint, NatReach, VnicInfo};
+use crate::vocab::Role;
+
+pub(super) fn endpoints(cx: &Cx, parts: &Parts, host_iface: &str) -> Vec<Endpoint> {
+    let end = |role: Role, netns: &str, address, iface: &str| Endpoint {
+        role,
+        netns: netns.to_string(),
+        address,
+        iface: iface.to_string(),
+        cgroups: parts.folders(&role.to_string()),
+        cpus: parts.cpus(&role.to_string()),
+        reach_from_client: None,
+        vnic: None,
+    };
+    let mut out = vec![
+        end(Role::Host, &cx.h, cx.a.host, host_iface),
+        end(Role::Client, &cx.c, cx.a.client, &cx.wc),
+    ];
+    for (k, &i) in cx.guests.iter().enumerate() {
+        let mut e = if cx.family == Family::Native {
+            end(Role::Guest(i), &cx.h, cx.a.host, host_iface)
+        } else {
+            end(
+                Role::Guest(i),
+                &cx.n.guest_ns(i),
+                cx.a.guests[k],
+                &cx.n.guest_if(i),
+            )
+        };
+        if cx.family == (Family::Kernel { nat: true }) {
+            e.reach_from_client = Some(NatReach {
+                address: cx.a.host,
+                ports: nat_ports(k as u32),
+            });
+        }
+        if cx.family.vnic() {
+            let g = Role::Guest(i).to_string();
+            e.vnic = Some(VnicInfo {
+                model: cx.t.mode.to_string(),
+                lro: cx.t.lro,
+                stats: vnic_stats_path(&cx.t.name, &g),
+                log: vnic_log_path(&cx.t.name, &g),
+                cgroups: parts.folders(&vnic::part(i)),
+            });
+        }
+        out.push(e);
+    }
+    out
+}

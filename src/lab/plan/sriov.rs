@@ -1,0 +1,66 @@
+//! SR-IOV: real virtual functions of a physical NIC, one moved into the host's namespace (its
+//! port), one into the client's and one into each guest's; the NIC switches between them.
+
+use super::{Cx, Step};
+use crate::lab::hostcmd::HostCmd;
+use crate::lab::journal::Entry;
+
+/// What the builder read about an SR-IOV PF before planning.
+pub struct SriovPf {
+    pub pf: String,
+    pub numvfs: u32,
+    pub totalvfs: u32,
+}
+
+/// SR-IOV needs one VF per guest, one for the client and one for the host's own port.
+pub fn sriov_vfs_needed(guests: u32) -> u32 {
+    guests + 2
+}
+
+/// Enables the VFs if none are (never changing VFs in use), then moves them into place.
+pub(super) fn steps(cx: &Cx, s: &SriovPf) -> Result<Vec<Step>, String> {
+    let need = sriov_vfs_needed(cx.t.guests);
+    if s.totalvfs < need {
+        return Err(format!(
+            "{} offers {} VFs and this lab needs {need} (one per guest, one for the client, one for the host): use fewer guests",
+            s.pf, s.totalvfs
+        ));
+    }
+    let mut steps = Vec::new();
+    if s.numvfs < need {
+        if s.numvfs != 0 {
+            return Err(format!(
+                "{} has {} VFs enabled, fewer than the {need} this lab needs; vnetlab will not change VFs already in use: set sriov_numvfs to 0 or to {need} or more",
+                s.pf, s.numvfs
+            ));
+        }
+        steps.push(Step::Run {
+            creates: vec![Entry::NumVfs {
+                pf: s.pf.clone(),
+                previous: s.numvfs,
+            }],
+            cmd: HostCmd::Write {
+                path: format!("/sys/class/net/{}/device/sriov_numvfs", s.pf).into(),
+                value: need.to_string(),
+            },
+        });
+    }
+    let mut places = vec![(cx.h.clone(), cx.wh.clone()), (cx.c.clone(), cx.wc.clone())];
+    places.extend(
+        cx.guests
+            .iter()
+            .map(|&i| (cx.n.guest_ns(i), cx.n.guest_if(i))),
+    );
+    steps.extend(
+        places
+            .into_iter()
+            .enumerate()
+            .map(|(vf, (netns, name))| Step::MoveVf {
+                pf: s.pf.clone(),
+                vf: vf as u32,
+                netns,
+                name,
+            }),
+    );
+    Ok(steps)
+}

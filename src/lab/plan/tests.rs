@@ -1,0 +1,498 @@
+//! The planner's tests: each mode's commands and journal, asserted on the typed steps.
+
+use super::*;
+use crate::lab::cpus::Steering;
+use crate::lab::hostcmd::{Offloads, TcCmd};
+use crate::lab::state::Side;
+use crate::units::{Delay, Rate};
+use crate::vocab::{Gro, Role};
+
+fn unplaced() -> CpuPlan {
+    crate::lab::cpus::plan(&[0, 1], None, None, false, Err("test".into())).unwrap()
+}
+
+fn plan_of(t: &Topology) -> Plan {
+    let cg = Hierarchy::V1 {
+        cpuacct: "/nonexistent/cpuacct".into(),
+        cpuset: None,
+    };
+    plan(t, &cg, &unplaced(), None).unwrap()
+}
+
+/// A placed plan against a fake cpuset root holding 2 CPUs.
+fn placed_plan_of(t: &Topology) -> Plan {
+    let root = std::env::temp_dir().join(format!("vnetlab-cpuset-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("cpuset.cpus"), "0-1\n").unwrap();
+    std::fs::write(root.join("cpuset.mems"), "0\n").unwrap();
+    let cg = Hierarchy::V1 {
+        cpuacct: "/nonexistent/cpuacct".into(),
+        cpuset: Some(root),
+    };
+    let mut cpus = crate::lab::cpus::plan(&[0, 1], None, None, t.pin, Ok(())).unwrap();
+    cpus.steering = Steering::ThreadedNapiRps;
+    plan(t, &cg, &cpus, None).unwrap()
+}
+
+fn topo(mode: Mode, guests: u32) -> Topology {
+    Topology {
+        mode,
+        guests,
+        ..Default::default()
+    }
+}
+
+/// The host commands of the plan, in order.
+fn cmds(p: &Plan) -> impl Iterator<Item = &HostCmd> {
+    p.steps.iter().filter_map(|s| match s {
+        Step::Run { cmd, .. } => Some(cmd),
+        _ => None,
+    })
+}
+
+/// Every iproute2 command run in namespace `ns` (None: the root namespace).
+fn ip_in<'a>(p: &'a Plan, ns: Option<&str>) -> Vec<&'a IpCmd> {
+    cmds(p)
+        .filter_map(|c| match c {
+            HostCmd::Ip { netns, cmds } if netns.as_deref() == ns => Some(cmds),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+/// The offloads set on each (namespace, interface).
+fn offloads(p: &Plan) -> Vec<(&str, &Offloads)> {
+    cmds(p)
+        .filter_map(|c| match c {
+            HostCmd::Ethtool { netns, offloads } => Some((netns.as_str(), offloads)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn offload_of<'a>(p: &'a Plan, dev: &str) -> &'a Offloads {
+    offloads(p)
+        .into_iter()
+        .find(|(_, o)| o.dev == dev)
+        .unwrap_or_else(|| panic!("no offloads for {dev}"))
+        .1
+}
+
+/// The qdiscs of each wire end.
+fn tc_of<'a>(p: &'a Plan, ns: &str) -> &'a [TcCmd] {
+    cmds(p)
+        .find_map(|c| match c {
+            HostCmd::Tc { netns, cmds } if netns.as_deref() == Some(ns) => Some(cmds.as_slice()),
+            _ => None,
+        })
+        .unwrap()
+}
+
+fn created(p: &Plan) -> Vec<Entry> {
+    p.steps
+        .iter()
+        .flat_map(|s| match s {
+            Step::Run { creates, .. } => creates.clone(),
+            _ => vec![],
+        })
+        .collect()
+}
+
+fn link(ns: &str, name: &str) -> Entry {
+    Entry::InNetns {
+        netns: ns.into(),
+        object: NsObject::Link(name.into()),
+    }
+}
+
+fn master(dev: &str, br: &str) -> IpCmd {
+    IpCmd::Master {
+        dev: dev.into(),
+        master: br.into(),
+    }
+}
+
+#[test]
+fn a_placed_lab_confines_each_side_and_steers_both_wire_ends() {
+    let t = Topology {
+        gro: Gro::Guest,
+        tso: false,
+        ..topo(Mode::Paravirt, 2)
+    };
+    let p = placed_plan_of(&t);
+    // The client's folder holds CPU 1, the host's parts CPU 0.
+    let root = std::env::temp_dir().join(format!("vnetlab-cpuset-{}", std::process::id()));
+    for (part, cpu) in [
+        ("client", "1"),
+        ("host", "0"),
+        ("g2", "0"),
+        ("vnic-g1", "0"),
+    ] {
+        let path = root.join(format!("vnetlab/vllab/{part}/cpuset.cpus"));
+        let want = HostCmd::Write {
+            path: path.clone(),
+            value: cpu.into(),
+        };
+        assert!(cmds(&p).any(|c| *c == want), "{part}: {want:?} missing");
+    }
+    // RPS/XPS on both ends; threaded NAPI only where the end runs GRO on MTU frames: here the
+    // client's (the host sends MTU frames with --tso off), not the host's (--gro guest).
+    let steer: Vec<_> = cmds(&p)
+        .filter_map(|c| match c {
+            HostCmd::Steer {
+                dev,
+                rps,
+                xps,
+                threaded,
+                ..
+            } => Some((dev.as_str(), rps.as_str(), xps.as_str(), *threaded)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        steer,
+        [
+            ("vllabw", "00000001", "00000001", false),
+            ("vllabc", "00000002", "00000002", true)
+        ]
+    );
+    let napi: Vec<_> = p
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::PlaceNapi { dev, cpus, .. } => Some((dev.as_str(), cpus.to_string())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(napi, [("vllabc", "1".to_string())]);
+    // By default the host's NIC does TSO, so only the host's end receives frames to merge.
+    let d = placed_plan_of(&Topology::default());
+    let napi: Vec<_> = d
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::PlaceNapi { dev, .. } => Some(dev.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(napi, ["vllabw"]);
+    assert_eq!(
+        (offload_of(&d, "vllabw").gro, offload_of(&d, "vllabw").tso),
+        (true, true)
+    );
+    assert_eq!(
+        (offload_of(&d, "vllabc").gro, offload_of(&d, "vllabc").tso),
+        (true, false)
+    );
+    assert_eq!(
+        tc_of(&d, "vllab-host"),
+        [TcCmd::Pfifo {
+            dev: "vllabw".into(),
+            limit: 1000
+        }]
+    );
+    let r = &p.record;
+    assert!(r.cpus.placed);
+    assert_eq!(r.steered.len(), 2);
+    assert_eq!(
+        (r.steered[1].side, r.steered[1].napi_threaded),
+        (Side::Client, true)
+    );
+    assert_eq!(r.endpoint(Role::Client).unwrap().cpus.as_deref(), Some("1"));
+}
+
+#[test]
+fn an_unplaced_lab_steers_nothing_and_says_why() {
+    let p = plan_of(&Topology::default());
+    assert!(!cmds(&p).any(|c| matches!(c, HostCmd::Steer { .. })));
+    assert!(
+        p.record.notes.iter().any(|n| n.starts_with("unplaced")),
+        "{:?}",
+        p.record.notes
+    );
+    assert!(!p.record.cpus.placed && p.record.steered.is_empty());
+}
+
+#[test]
+fn every_created_object_is_journaled_and_named_vl() {
+    for mode in [
+        Mode::Native,
+        Mode::Bridge,
+        Mode::Nat,
+        Mode::Macvlan,
+        Mode::Emulated,
+        Mode::Paravirt,
+    ] {
+        let p = plan_of(&topo(mode, 3));
+        let made = created(&p);
+        // Every link an `ip` command makes is journaled in the namespace it is made in, first.
+        for c in cmds(&p) {
+            let HostCmd::Ip { netns, cmds } = c else {
+                continue;
+            };
+            for ip in cmds {
+                let (ns, name) = match ip {
+                    IpCmd::Veth {
+                        name,
+                        netns,
+                        peer,
+                        peer_netns,
+                    } => {
+                        assert!(made.contains(&link(peer_netns, peer)), "{mode}: {peer}");
+                        (netns.clone(), name)
+                    }
+                    IpCmd::Bridge(name) | IpCmd::Tap { name, .. } | IpCmd::Macvlan { name, .. } => {
+                        (netns.clone().unwrap(), name)
+                    }
+                    IpCmd::NetnsAdd(n) => {
+                        assert!(made.contains(&Entry::Netns { name: n.clone() }));
+                        continue;
+                    }
+                    _ => continue,
+                };
+                assert!(name.starts_with("vl"), "{mode}: {name}");
+                assert!(
+                    made.contains(&link(&ns, name)),
+                    "{mode}: {name} is not journaled"
+                );
+            }
+        }
+        for e in &made {
+            let text = serde_json::to_string(e).unwrap();
+            assert!(!text.contains("eth0"), "{text}");
+        }
+    }
+}
+
+#[test]
+fn bridge_lab_puts_guests_and_wire_on_one_bridge() {
+    let p = plan_of(&topo(Mode::Bridge, 2));
+    let host = ip_in(&p, Some("vllab-host"));
+    assert!(host.contains(&&IpCmd::Bridge("vllabbr".into())));
+    assert!(host.contains(&&master("vllabw", "vllabbr")));
+    assert!(host.contains(&&master("vllabg2h", "vllabbr")));
+    let g2 = ip_in(&p, Some("vllab-g2"));
+    assert!(g2.contains(&&IpCmd::Addr {
+        addr: "10.213.0.4".parse().unwrap(),
+        len: 16,
+        dev: "vllabg2".into()
+    }));
+    assert!(!g2.iter().any(|c| matches!(c, IpCmd::Route { .. })));
+    let e = p.record.endpoint(Role::Guest(2)).unwrap();
+    assert_eq!(
+        (e.netns.as_str(), e.iface.as_str()),
+        ("vllab-g2", "vllabg2")
+    );
+    // The client's end segments its sends to MTU frames; the host's end is a NIC with TSO.
+    assert!(!offload_of(&p, "vllabc").tso && offload_of(&p, "vllabw").tso);
+}
+
+#[test]
+fn nat_lab_masquerades_and_forwards_ports() {
+    let p = plan_of(&topo(Mode::Nat, 2));
+    let nft = cmds(&p)
+        .find_map(|c| match c {
+            HostCmd::Nft { table, .. } => Some(table),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(nft.wire, "vllabw");
+    assert_eq!(nft.guest_net.to_string(), "10.213.128.0/17");
+    assert_eq!(
+        nft.forwards[1],
+        ([20100, 20199], "10.213.128.3".parse().unwrap())
+    );
+    assert!(ip_in(&p, Some("vllab-g1")).contains(&&IpCmd::Route {
+        to: "10.213.0.0/17".parse().unwrap(),
+        via: "10.213.128.1".parse().unwrap()
+    }));
+    assert!(cmds(&p).any(|c| matches!(c, HostCmd::Sysctl { key, value, .. } if key == "net.ipv4.ip_forward" && value == "1")));
+    assert!(created(&p).contains(&Entry::InNetns {
+        netns: "vllab-host".into(),
+        object: NsObject::NftTable("vllabnat".into())
+    }));
+    let reach = p.record.endpoint(Role::Guest(1)).unwrap();
+    assert_eq!(
+        reach.reach_from_client.as_ref().unwrap().ports,
+        [20000, 20099]
+    );
+    // The wire is not on the bridge: the host routes between them.
+    assert!(!ip_in(&p, Some("vllab-host")).contains(&&master("vllabw", "vllabbr")));
+}
+
+#[test]
+fn native_guests_live_on_the_host() {
+    let p = plan_of(&topo(Mode::Native, 2));
+    let g1 = p.record.endpoint(Role::Guest(1)).unwrap();
+    assert_eq!(g1.netns, "vllab-host");
+    assert!(!created(&p).contains(&Entry::Netns {
+        name: "vllab-g1".into()
+    }));
+    assert!(ip_in(&p, Some("vllab-g1")).is_empty());
+}
+
+#[test]
+fn macvlan_hangs_guests_off_the_wire() {
+    let p = plan_of(&topo(Mode::Macvlan, 2));
+    let host = ip_in(&p, Some("vllab-host"));
+    assert!(host.contains(&&IpCmd::Macvlan {
+        name: "vllabg1".into(),
+        link: "vllabw".into()
+    }));
+    assert!(host.contains(&&IpCmd::ToNetns {
+        dev: "vllabg1".into(),
+        netns: "vllab-g1".into()
+    }));
+    assert!(!host.iter().any(|c| matches!(c, IpCmd::Bridge(_))));
+}
+
+#[test]
+fn wire_shaping_uses_netem_and_tbf() {
+    let mut t = Topology::default();
+    t.wire.rate = Some(Rate(1_000_000_000));
+    let p = plan_of(&t);
+    assert!(matches!(
+        tc_of(&p, "vllab-host"),
+        [TcCmd::Tbf { dev, under_netem: false, rate_bit: 1_000_000_000, .. }] if dev == "vllabw"
+    ));
+    t.wire.delay = Some(Delay(5000));
+    let p = plan_of(&t);
+    assert!(matches!(
+        tc_of(&p, "vllab-client"),
+        [
+            TcCmd::Netem {
+                delay_us: Some(5000),
+                loss_pct: None,
+                ..
+            },
+            TcCmd::Tbf {
+                under_netem: true,
+                ..
+            }
+        ]
+    ));
+}
+
+#[test]
+fn gro_goes_where_asked() {
+    let t = Topology {
+        gro: Gro::Guest,
+        ..Default::default()
+    };
+    let p = plan_of(&t);
+    assert!(!offload_of(&p, "vllabw").gro && offload_of(&p, "vllabg1").gro);
+    let t = Topology {
+        gro: Gro::Host,
+        tso: false,
+        ..Default::default()
+    };
+    let p = plan_of(&t);
+    assert!(offload_of(&p, "vllabw").gro);
+    let g1 = offload_of(&p, "vllabg1");
+    assert!(!g1.gro && !g1.tso);
+}
+
+#[test]
+fn sriov_needs_enough_vfs_and_leaves_used_ones_alone() {
+    let cg = Hierarchy::None { why: "test".into() };
+    let t = Topology {
+        pf: Some("enp1s0f0".into()),
+        ..topo(Mode::Sriov, 2)
+    };
+    let pf = SriovPf {
+        pf: "enp1s0f0".into(),
+        numvfs: 0,
+        totalvfs: 16,
+    };
+    let p = plan(&t, &cg, &unplaced(), Some(&pf)).unwrap();
+    assert!(cmds(&p).any(|c| matches!(c, HostCmd::Write { path, value } if value == "4" && path.ends_with("enp1s0f0/device/sriov_numvfs"))));
+    let moves: Vec<_> = p
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::MoveVf {
+                vf, netns, name, ..
+            } => Some((*vf, netns.as_str(), name.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        moves,
+        [
+            (0, "vllab-host", "vllabw"),
+            (1, "vllab-client", "vllabc"),
+            (2, "vllab-g1", "vllabg1"),
+            (3, "vllab-g2", "vllabg2")
+        ]
+    );
+    // VFs are the wire: no veth is made.
+    assert!(!ip_in(&p, None)
+        .iter()
+        .any(|c| matches!(c, IpCmd::Veth { .. })));
+    let busy = SriovPf { numvfs: 2, ..pf };
+    assert!(plan(&t, &cg, &unplaced(), Some(&busy))
+        .err()
+        .unwrap()
+        .contains("will not change"));
+    let small = SriovPf {
+        pf: "x".into(),
+        numvfs: 0,
+        totalvfs: 3,
+    };
+    assert!(plan(&t, &cg, &unplaced(), Some(&small))
+        .err()
+        .unwrap()
+        .contains("offers 3 VFs"));
+}
+
+#[test]
+fn device_model_modes_put_taps_and_a_backend_between_guest_and_bridge() {
+    let t = Topology {
+        lro: true,
+        ..topo(Mode::Paravirt, 2)
+    };
+    let p = plan_of(&t);
+    let tap = |name: &str, vnet_hdr| IpCmd::Tap {
+        name: name.into(),
+        vnet_hdr,
+    };
+    assert!(ip_in(&p, Some("vllab-g1")).contains(&&tap("vllabg1", true)));
+    let host = ip_in(&p, Some("vllab-host"));
+    assert!(host.contains(&&tap("vllabg2h", true)));
+    assert!(host.contains(&&master("vllabg2h", "vllabbr")));
+    let args = p
+        .steps
+        .iter()
+        .find_map(|s| match s {
+            Step::StartBackend { guest, args, .. } if guest == "g1" => Some(args.join(" ")),
+            _ => None,
+        })
+        .unwrap();
+    assert!(args.starts_with("vnic --model paravirt --guest-ns vllab-g1 --guest-tap vllabg1 --host-ns vllab-host --host-tap vllabg1h"));
+    assert!(args.ends_with("--lro"));
+    let g1 = p.record.endpoint(Role::Guest(1)).unwrap();
+    assert_eq!(
+        g1.vnic.as_ref().unwrap().cgroups[0],
+        std::path::PathBuf::from("/nonexistent/cpuacct/vnetlab/vllab/vnic-g1")
+    );
+    let e = plan_of(&topo(Mode::Emulated, 1));
+    assert!(ip_in(&e, Some("vllab-g1")).contains(&&tap("vllabg1", false)));
+    assert!(!offload_of(&e, "vllabg1").tso, "emulated NICs have no TSO");
+    assert!(Topology {
+        lro: true,
+        ..topo(Mode::Bridge, 1)
+    }
+    .validate()
+    .unwrap_err()
+    .contains("paravirt"));
+}
+
+#[test]
+fn dry_run_text_is_the_commands_iproute2_reads() {
+    let text = shell(&plan_of(&topo(Mode::Bridge, 1))).join("\n");
+    assert!(text.contains(
+        "ip -batch - <<'EOF'\nnetns add vllab-host\nnetns add vllab-client\nnetns add vllab-g1\nlink add vllabw netns vllab-host type veth peer name vllabc netns vllab-client\n"
+    ));
+    assert!(text.contains("ip netns exec vllab-host ethtool -K vllabw gro on tso on gso on"));
+}
