@@ -188,10 +188,6 @@ pub fn tcp_send(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
 
 /// MSG_ZEROCOPY sending: completions are read from the error queue so the socket's
 /// option memory never runs out; `copied` counts sends the kernel copied anyway (loopback, veth).
-/// From linux/errqueue.h.
-const SO_EE_ORIGIN_ZEROCOPY: u8 = 5;
-const SO_EE_CODE_ZEROCOPY_COPIED: u8 = 1;
-
 #[derive(Default)]
 struct ZeroCopy {
     pending: u32,
@@ -202,62 +198,38 @@ struct ZeroCopy {
 impl ZeroCopy {
     fn send(&mut self, fd: i32, buf: &[u8]) -> std::io::Result<usize> {
         loop {
-            // SAFETY: `buf` is a live slice and the length passed is its length; MSG_ZEROCOPY pins the pages until the completion read in `drain`, and the caller's buffer outlives the socket.
-            let r = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_ZEROCOPY) };
-            if r >= 0 {
-                self.pending += 1;
-                if self.pending >= 64 {
-                    self.drain(fd, false);
+            match crate::sys::sock::send_zerocopy(fd, buf) {
+                Ok(n) => {
+                    self.pending += 1;
+                    if self.pending >= 64 {
+                        self.drain(fd, false);
+                    }
+                    return Ok(n);
                 }
-                return Ok(r as usize);
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                    self.drain(fd, false);
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+                Err(e) => return Err(e),
             }
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::ENOBUFS) {
-                self.drain(fd, false);
-                std::thread::sleep(Duration::from_micros(50));
-                continue;
-            }
-            return Err(e);
         }
     }
 
     fn drain(&mut self, fd: i32, wait: bool) {
         let deadline = Instant::now() + Duration::from_millis(if wait { 500 } else { 0 });
         loop {
-            let mut control = [0u8; 128];
-            // SAFETY: msghdr is plain data; all zeroes is a valid empty header.
-            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-            msg.msg_control = control.as_mut_ptr().cast();
-            msg.msg_controllen = control.len();
-            // SAFETY: `msg` points at `control`, which lives across the call and whose length is msg_controllen.
-            let r = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
-            if r < 0 {
+            let Some(done) = crate::sys::sock::zerocopy_completions(fd) else {
                 if wait && self.pending > 0 && Instant::now() < deadline {
                     std::thread::sleep(Duration::from_millis(1));
                     continue;
                 }
                 return;
-            }
-            // SAFETY: the CMSG_* macros walk only the control bytes the kernel filled (msg_controllen); a header is read as sock_extended_err only when its length covers one.
-            unsafe {
-                let mut c = libc::CMSG_FIRSTHDR(&msg);
-                let need =
-                    libc::CMSG_LEN(std::mem::size_of::<libc::sock_extended_err>() as u32) as usize;
-                while !c.is_null() {
-                    if ((*c).cmsg_len as usize) < need {
-                        c = libc::CMSG_NXTHDR(&msg, c);
-                        continue;
-                    }
-                    let ee = &*(libc::CMSG_DATA(c) as *const libc::sock_extended_err);
-                    if ee.ee_origin == SO_EE_ORIGIN_ZEROCOPY {
-                        let n = ee.ee_data.wrapping_sub(ee.ee_info) as u64 + 1;
-                        self.completed += n;
-                        self.pending = self.pending.saturating_sub(n as u32);
-                        if ee.ee_code & SO_EE_CODE_ZEROCOPY_COPIED != 0 {
-                            self.copied += n;
-                        }
-                    }
-                    c = libc::CMSG_NXTHDR(&msg, c);
+            };
+            for c in done {
+                self.completed += c.sends;
+                self.pending = self.pending.saturating_sub(c.sends as u32);
+                if c.copied {
+                    self.copied += c.sends;
                 }
             }
         }
@@ -525,13 +497,7 @@ pub fn tcp_crr_respond(l: &TcpListener, id: u32, spec: &Spec, clock: Clock) -> P
     let resp = vec![0xa5u8; spec.resp];
     let mut last = 0.0;
     loop {
-        let mut pfd = libc::pollfd {
-            fd: l.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: `pfd` is one valid pollfd for the listener's open fd, and the count passed is 1.
-        let ready = unsafe { libc::poll(&mut pfd, 1, 20) } > 0;
+        let ready = crate::sys::sock::poll_readable(l.as_raw_fd(), 20);
         let now = clock.now();
         if ready {
             if let Ok((mut s, _)) = l.accept() {

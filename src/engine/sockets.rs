@@ -66,20 +66,8 @@ pub fn tcp_connect(
 ) -> Result<TcpStream, String> {
     let s = new_socket(&to, Type::STREAM, Protocol::TCP, buf)?;
     if zerocopy {
-        let one: libc::c_int = 1;
-        // SAFETY: `one` is a c_int that outlives the call and the length passed is its size.
-        let r = unsafe {
-            libc::setsockopt(
-                std::os::fd::AsRawFd::as_raw_fd(&s),
-                libc::SOL_SOCKET,
-                libc::SO_ZEROCOPY,
-                (&one as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as u32,
-            )
-        };
-        if r != 0 {
-            return Err(format!("SO_ZEROCOPY: {}", std::io::Error::last_os_error()));
-        }
+        crate::sys::sock::set_zerocopy(std::os::fd::AsRawFd::as_raw_fd(&s))
+            .map_err(|e| format!("SO_ZEROCOPY: {e}"))?;
     }
     s.connect_timeout(&to.into(), CONNECT_TIMEOUT)
         .map_err(|e| format!("cannot reach {to}: {e}"))?;

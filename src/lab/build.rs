@@ -294,20 +294,13 @@ fn start_backend(
     stats: &Path,
     log: &Path,
 ) -> Result<(), String> {
-    use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut argv = vec![exe.display().to_string()];
     argv.extend(args.iter().cloned());
     let mut cmd = super::exec::command_in(netns, cgroups, &argv)?;
     let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
     let _ = std::fs::remove_file(stats);
-    // SAFETY: the hook runs in the child between fork and exec and calls only setsid, which is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
+    crate::sys::spawn::new_session(&mut cmd);
     let mut child = cmd
         .stdin(std::process::Stdio::null())
         .stdout(out.try_clone().map_err(|e| e.to_string())?)

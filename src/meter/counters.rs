@@ -3,75 +3,14 @@
 //! without them (virtual machines, this one) get a plain "not supported" with the reason.
 
 use serde::{Deserialize, Serialize};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
+
+use crate::sys::perf::{self, Hw, PERF_FLAG_PID_CGROUP};
 use std::path::Path;
-
-#[repr(C)]
-#[derive(Default)]
-struct PerfEventAttr {
-    kind: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
-}
-
-const PERF_TYPE_HARDWARE: u32 = 0;
-const CYCLES: u64 = 0;
-const INSTRUCTIONS: u64 = 1;
-const PERF_FLAG_PID_CGROUP: libc::c_ulong = 1 << 2;
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
-
-fn open(config: u64, pid: i32, cpu: i32, flags: libc::c_ulong) -> Result<OwnedFd, std::io::Error> {
-    let attr = PerfEventAttr {
-        kind: PERF_TYPE_HARDWARE,
-        size: 64,
-        config,
-        ..Default::default()
-    };
-    // SAFETY: `attr` is a perf_event_attr of the size it declares that outlives the call; the kernel only reads it.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            &attr as *const PerfEventAttr,
-            pid,
-            cpu,
-            -1,
-            flags | PERF_FLAG_FD_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: perf_event_open just returned this fd and nothing else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
-}
-
-fn value(fd: &OwnedFd) -> u64 {
-    let mut v = 0u64;
-    // SAFETY: `v` is a u64: the kernel writes at most the 8 bytes asked for.
-    let r = unsafe {
-        libc::read(
-            std::os::fd::AsRawFd::as_raw_fd(fd),
-            (&mut v as *mut u64).cast(),
-            8,
-        )
-    };
-    if r == 8 {
-        v
-    } else {
-        0
-    }
-}
 
 /// Whether this host counts cycles; Err names why not.
 pub fn probe() -> Result<(), String> {
-    open(CYCLES, 0, -1, 0)
+    perf::open(Hw::Cycles, 0, -1, 0)
         .map(|_| ())
         .map_err(|e| format!("perf_event_open(cycles): {e}"))
 }
@@ -104,8 +43,8 @@ fn per_cpu(
     (0..ncpu as i32)
         .map(|c| {
             Ok((
-                open(CYCLES, pid, c, flags)?,
-                open(INSTRUCTIONS, pid, c, flags)?,
+                perf::open(Hw::Cycles, pid, c, flags)?,
+                perf::open(Hw::Instructions, pid, c, flags)?,
             ))
         })
         .collect()
@@ -148,8 +87,8 @@ impl Counters {
 
     pub fn read(&self) -> CounterReport {
         let sum = |v: &[(OwnedFd, OwnedFd)]| CounterValues {
-            cycles: v.iter().map(|(c, _)| value(c)).sum(),
-            instructions: v.iter().map(|(_, i)| value(i)).sum(),
+            cycles: v.iter().map(|(c, _)| perf::value(c)).sum(),
+            instructions: v.iter().map(|(_, i)| perf::value(i)).sum(),
         };
         CounterReport {
             host: sum(&self.host),

@@ -3,7 +3,11 @@
 
 use std::io;
 
+pub mod perf;
 pub mod signals;
+pub mod sock;
+pub mod spawn;
+pub mod tap;
 
 /// A CPU affinity mask of the kernel's size (CPU_SETSIZE bits).
 fn cpu_set(cpus: &[usize]) -> io::Result<libc::cpu_set_t> {
