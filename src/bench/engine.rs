@@ -147,7 +147,7 @@ fn measured(mut c: Command, secs: f64, host: Vec<usize>) -> Result<(String, f64)
             .sum::<f64>()
             / wall)
     });
-    let out = hostcmd::run(
+    let out = hostcmd::run_child(
         &mut c,
         None,
         Duration::from_secs_f64(secs + WARMUP_S + 30.0),

@@ -4,8 +4,9 @@ use clap::{Args, Subcommand};
 
 use super::{input, need_root, print_json, running, CmdResult, Fail};
 use crate::bench::engine::{self, Path, Row};
+use crate::bench::vnic;
 use crate::lab::{build, topology::Topology};
-use crate::vocab::{Mode, Role, Senders};
+use crate::vocab::{Mode, Role};
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -35,139 +36,20 @@ struct VnicBenchArgs {
     json: bool,
 }
 
-/// One measured datapath and direction.
-#[derive(serde::Serialize, Clone)]
-struct VnicRow {
-    lab: String,
-    direction: String,
-    gbps: f64,
-    host_pct_per_gbps: f64,
-    /// The receiving guest's own CPU per Gb/s (client → guest only).
-    guest_pct_per_gbps: Option<f64>,
-    backend_pct: Option<f64>,
-    lro_ratio: Option<f64>,
-}
-
 fn bench_vnic(a: VnicBenchArgs) -> CmdResult {
-    use crate::experiment::measure::{self, Target};
-    use crate::vocab::Gro;
     need_root("vnetlab bench vnic")?;
     if !(0.5..=600.0).contains(&a.seconds) || !(1..=50).contains(&a.repeat) {
         return Err(Fail::Input("--seconds 0.5…600 and --repeat 1…50".into()));
     }
-    let labs: Vec<(&str, &str, Topology)> = vec![
-        (
-            "bench1",
-            "bridge",
-            Topology {
-                name: "bench1".into(),
-                mode: Mode::Bridge,
-                ..Default::default()
-            },
-        ),
-        (
-            "bench2",
-            "paravirt",
-            Topology {
-                name: "bench2".into(),
-                mode: Mode::Paravirt,
-                ..Default::default()
-            },
-        ),
-        (
-            "bench3",
-            "emulated",
-            Topology {
-                name: "bench3".into(),
-                mode: Mode::Emulated,
-                ..Default::default()
-            },
-        ),
-        (
-            "bench4",
-            "paravirt, host GRO off",
-            Topology {
-                name: "bench4".into(),
-                mode: Mode::Paravirt,
-                gro: Gro::Guest,
-                ..Default::default()
-            },
-        ),
-        (
-            "bench5",
-            "paravirt, host GRO off, LRO guest",
-            Topology {
-                name: "bench5".into(),
-                mode: Mode::Paravirt,
-                gro: Gro::Guest,
-                lro: true,
-                ..Default::default()
-            },
-        ),
-    ];
-    let spec = crate::engine::spec::Spec {
-        msg: 65536,
-        duration: a.seconds,
-        warmup: 0.5,
-        ..Default::default()
-    };
-    let mut rows: Vec<VnicRow> = Vec::new();
-    for (name, label, t) in &labs {
-        let plan = input(build::prepare(t))?;
-        running(build::build(&plan, false, false).map_err(String::from))?;
-        let (g1, client) = (Role::Guest(1), Role::Client);
-        let dirs: &[(Role, Role)] = if name == &"bench4" || name == &"bench5" {
-            &[(client, g1)]
-        } else {
-            &[(g1, client), (client, g1)]
-        };
-        let mut result = Ok(());
-        for (from, to) in dirs {
-            crate::errln!("bench: {label} {from} → {to}");
-            let target = Target::Lab {
-                rec: Box::new(plan.record.clone()),
-                from: Senders::One(*from),
-                to: *to,
-            };
-            match measure::repeated(&target, &spec, a.repeat, None, &|_, _| {}) {
-                Ok(m) => {
-                    let g = m.result.throughput_gbps;
-                    let c = m.cpu.as_ref();
-                    let part = |n: &str| {
-                        c.and_then(|c| c.parts.iter().find(|p| p.name == n).map(|p| p.busy_pct))
-                    };
-                    rows.push(VnicRow {
-                        lab: label.to_string(),
-                        direction: format!("{from} → {to}"),
-                        gbps: g,
-                        host_pct_per_gbps: c.and_then(|c| c.normalized_pct_per_gbps).unwrap_or(0.0),
-                        guest_pct_per_gbps: (*to == g1).then(|| part("g1").unwrap_or(0.0) / g),
-                        backend_pct: part("vNIC backend g1"),
-                        lro_ratio: m
-                            .vnic
-                            .as_ref()
-                            .and_then(|v| v.get("g1")?.lro.as_ref().map(|l| l.lro_ratio)),
-                    });
-                }
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
-            }
-        }
-        let down = build::teardown(name);
-        running(result)?;
-        running(down)?;
-    }
+    let progress = |what: &str| crate::errln!("bench: {what}");
+    let rows = vnic::measure(a.seconds, a.repeat, &progress).map_err(|e| match e {
+        vnic::Error::Input(m) => Fail::Input(m),
+        vnic::Error::Failed(m) => Fail::Run(m),
+    })?;
     if a.json {
         print_json(&rows);
         return Ok(());
     }
-    let find = |lab: &str, dir: &str| {
-        rows.iter()
-            .find(|r| r.lab == lab && r.direction == dir)
-            .cloned()
-    };
     crate::outln!(
         "{:<36} {:<16} {:>8} {:>12} {:>12} {:>10} {:>9}",
         "datapath",
@@ -192,31 +74,8 @@ fn bench_vnic(a: VnicBenchArgs) -> CmdResult {
         );
     }
     crate::outln!();
-    for dir in ["g1 → client", "client → g1"] {
-        if let (Some(b), Some(p), Some(e)) = (
-            find("bridge", dir),
-            find("paravirt", dir),
-            find("emulated", dir),
-        ) {
-            crate::outln!(
-                "{dir}: paravirt/bridge throughput {:.2}×, CPU per Gb/s {:.2}×; emulated/paravirt CPU per Gb/s {:.2}×",
-                p.gbps / b.gbps,
-                p.host_pct_per_gbps / b.host_pct_per_gbps,
-                e.host_pct_per_gbps / p.host_pct_per_gbps
-            );
-        }
-    }
-    if let (Some(off), Some(on)) = (
-        find("paravirt, host GRO off", "client → g1"),
-        find("paravirt, host GRO off, LRO guest", "client → g1"),
-    ) {
-        crate::outln!(
-            "LRO guest vs off (host GRO off, client → g1): throughput {:.2}×, host CPU per Gb/s {:.2}×, guest receive CPU per Gb/s {:.2}×, LRO ratio {:.1}",
-            on.gbps / off.gbps,
-            on.host_pct_per_gbps / off.host_pct_per_gbps,
-            on.guest_pct_per_gbps.unwrap_or(0.0) / off.guest_pct_per_gbps.unwrap_or(1.0),
-            on.lro_ratio.unwrap_or(0.0)
-        );
+    for line in vnic::ratios(&rows) {
+        crate::outln!("{line}");
     }
     Ok(())
 }
@@ -303,7 +162,7 @@ fn bench_store(a: StoreArgs) -> CmdResult {
         running(store.add_point(run, &p))?;
     }
     let store_s = t0.elapsed().as_secs_f64();
-    let r = running(store.run(RunRef::Id(run)))?;
+    let r = running(store.find_run(RunRef::Id(run)))?;
     let t1 = Instant::now();
     let pts: Vec<PointRecord> = running(store.points(run))?
         .into_iter()

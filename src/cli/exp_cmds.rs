@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::{input, need_root, print_json, running, CmdResult, Fail};
 use crate::experiment::{file, matrix, run as erun};
 use crate::records::{PointRecord, RunRef};
-use crate::report::{compare as rcompare, html, table};
+use crate::report::{compare as rcompare, table};
 use crate::store::Store;
 use crate::vocab::RunStatus;
 
@@ -156,18 +156,18 @@ pub fn run(a: RunArgs) -> CmdResult {
             None => {}
         }
     };
-    let outcome = running(erun::run(&loaded, &store, &mut progress))?;
+    let outcome = running(erun::run_experiment(&loaded, &store, &mut progress))?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let rrow = store.run(RunRef::Id(outcome.run_id))?;
+    let rrow = store.find_run(RunRef::Id(outcome.run_id))?;
     let pts: Vec<PointRecord> = store
         .points(outcome.run_id)?
         .into_iter()
         .map(|(_, p)| p)
         .collect();
     let html_path = a.out.join(format!("run-{}.html", outcome.run_id));
-    running(write_report(&rrow, &pts, &html_path))?;
+    running(crate::report::write_page(&rrow, &pts, &html_path))?;
     if a.json {
         print_json(&serde_json::json!({"run": rrow, "points": pts, "html": html_path}));
     } else {
@@ -194,20 +194,6 @@ pub fn run(a: RunArgs) -> CmdResult {
     Ok(())
 }
 
-pub fn write_report(
-    run: &crate::records::RunRow,
-    pts: &[PointRecord],
-    path: &Path,
-) -> Result<(), String> {
-    let page = html::page(run, pts, &crate::report::capacity::sections(run, pts))?;
-    std::fs::write(path, page).map_err(|e| {
-        format!(
-            "cannot write {}: {e}",
-            crate::text::clip(&path.display().to_string())
-        )
-    })
-}
-
 #[derive(Args)]
 pub struct ReportArgs {
     /// The run: its id, or latest
@@ -227,10 +213,10 @@ pub fn report(a: ReportArgs) -> CmdResult {
         input(output_file(h, "--html"))?;
     }
     let store = existing(&a.db)?;
-    let r = store.run(a.run)?;
+    let r = store.find_run(a.run)?;
     let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
     if let Some(h) = &a.html {
-        running(write_report(&r, &pts, h))?;
+        running(crate::report::write_page(&r, &pts, h))?;
     }
     if a.json {
         print_json(&serde_json::json!({"run": r, "points": pts}));
@@ -297,7 +283,7 @@ pub fn export(a: ExportArgs) -> CmdResult {
         input(output_file(o, "-o"))?;
     }
     let store = existing(&a.db)?;
-    let r = store.run(a.run)?;
+    let r = store.find_run(a.run)?;
     let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
     let csv = table::csv(&r, &pts);
     match &a.output {
@@ -340,7 +326,7 @@ pub struct CompareArgs {
 
 pub fn compare(a: CompareArgs) -> CmdResult {
     let store = existing(&a.db)?;
-    let (ra, rb) = (store.run(a.run_a)?, store.run(a.run_b)?);
+    let (ra, rb) = (store.find_run(a.run_a)?, store.find_run(a.run_b)?);
     let pa: Vec<PointRecord> = store.points(ra.id)?.into_iter().map(|(_, p)| p).collect();
     let pb: Vec<PointRecord> = store.points(rb.id)?.into_iter().map(|(_, p)| p).collect();
     let rows = rcompare::compare(&pa, &pb);

@@ -176,7 +176,7 @@ pub fn plan(a: PlanArgs) -> CmdResult {
     }
     if let Some(run) = &a.from_run {
         let store = super::exp_cmds::existing(&a.db)?;
-        let r = store.run(*run)?;
+        let r = store.find_run(*run)?;
         let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
         let size = a
             .size

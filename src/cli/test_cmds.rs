@@ -688,16 +688,18 @@ impl std::str::FromStr for crate::vnic::backend::Model {
 
 /// The vNIC backend process the lab starts per guest in modes emulated and paravirt.
 pub fn vnic(a: VnicArgs) -> CmdResult {
-    running(crate::vnic::backend::run(crate::vnic::backend::Config {
-        model: a.model,
-        guest_ns: a.guest_ns,
-        guest_tap: a.guest_tap,
-        host_ns: a.host_ns,
-        host_tap: a.host_tap,
-        lro: a.lro,
-        mtu: a.mtu,
-        stats: a.stats,
-    }))
+    running(crate::vnic::backend::forward_frames(
+        crate::vnic::backend::Config {
+            model: a.model,
+            guest_ns: a.guest_ns,
+            guest_tap: a.guest_tap,
+            host_ns: a.host_ns,
+            host_tap: a.host_tap,
+            lro: a.lro,
+            mtu: a.mtu,
+            stats: a.stats,
+        },
+    ))
 }
 
 /// The agent started inside a lab endpoint: a session on stdin/stdout.

@@ -161,7 +161,9 @@ impl Agent {
                 first_id,
             } => self.listen(spec, bind, ports, streams, first_id),
             Request::Connect { spec, to, first_id } => self.connect(spec, to, first_id),
-            Request::Run => Ok(Reply::Report { report: self.run() }),
+            Request::Run => Ok(Reply::Report {
+                report: self.run_streams(),
+            }),
             Request::Quit => Ok(Reply::Ok),
         };
         r.unwrap_or_else(|error| Reply::Error { error })
@@ -277,7 +279,7 @@ impl Agent {
     }
 
     /// Runs everything prepared against one clock, then reports.
-    fn run(&mut self) -> SideReport {
+    fn run_streams(&mut self) -> SideReport {
         let t0 = Instant::now();
         let mut report = SideReport::default();
         let mut handles: Vec<JoinHandle<Piece>> = Vec::new();

@@ -264,7 +264,7 @@ const IDS_PER_PAIR: u32 = 1000;
 
 /// Runs one test over the pairs and returns the combined result. `on_start` is called with the
 /// instant every agent was told to run (the meter's window starts a warm-up after it).
-pub fn run(
+pub fn run_test(
     spec: &Spec,
     agents: &mut [AgentConn],
     pairs: &[Pair],

@@ -317,7 +317,7 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, String> {
         let a = t + std::time::Duration::from_secs_f64(spec.warmup);
         meter.window(a, a + std::time::Duration::from_secs_f64(spec.duration));
     };
-    let r = controller::run(spec, &mut agents, &pairs, &mut on_start);
+    let r = controller::run_test(spec, &mut agents, &pairs, &mut on_start);
     drop(agents);
     let data = meter.stop();
     let dead = dead_backends(target);

@@ -160,7 +160,7 @@ pub struct Loaded {
 /// Runs an experiment into the store. `progress` gets (points done, total, seconds left, what).
 /// SIGINT/SIGTERM (or a closed output) stop it after the point under way (at once on a second
 /// Ctrl-C): the finished points are kept, the run is marked interrupted and the lab removed.
-pub fn run(
+pub fn run_experiment(
     exp: &Loaded,
     store: &Store,
     progress: &mut dyn FnMut(usize, usize, f64, &str),

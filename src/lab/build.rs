@@ -560,8 +560,11 @@ pub fn teardown(lab: &str) -> Result<(), String> {
                         .collect();
                     let mut c = std::process::Command::new("ip");
                     c.args(["-force", "-batch", "-"]);
-                    let _ =
-                        hostcmd::run(&mut c, Some(&(lines.join("\n") + "\n")), hostcmd::TIMEOUT);
+                    let _ = hostcmd::run_child(
+                        &mut c,
+                        Some(&(lines.join("\n") + "\n")),
+                        hostcmd::TIMEOUT,
+                    );
                 }
                 match present
                     .iter()

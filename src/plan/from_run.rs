@@ -198,7 +198,7 @@ mod tests {
     use super::*;
     use crate::records::PointKey;
 
-    fn run() -> RunRow {
+    fn sample_run() -> RunRow {
         RunRow {
             id: 1,
             name: "r".into(),
@@ -255,7 +255,7 @@ mod tests {
             pt(3, "macvlan", "guest-to-client", None, 8.0, Some("host")),
             pt(4, "bridge", "host-to-client", Some(500_000_000), 6.0, None),
         ];
-        let c = costs(&run(), &pts, Pick::default(), true, true).unwrap();
+        let c = costs(&sample_run(), &pts, Pick::default(), true, true).unwrap();
         assert_eq!(c.datapaths.len(), 1, "macvlan has only a bound point");
         assert_eq!(
             (
@@ -288,7 +288,7 @@ mod tests {
         );
         assert_eq!(c.host_cores, Some(1));
         let all = costs(
-            &run(),
+            &sample_run(),
             &pts,
             Pick {
                 allow_bound: true,
@@ -301,7 +301,7 @@ mod tests {
         .unwrap();
         assert_eq!(all.datapaths.len(), 2);
         // Only bound points: refused, naming the way out.
-        let e = costs(&run(), &pts[..1], Pick::default(), true, false).unwrap_err();
+        let e = costs(&sample_run(), &pts[..1], Pick::default(), true, false).unwrap_err();
         assert!(e.contains("--allow-bound"), "{e}");
     }
 
@@ -326,10 +326,10 @@ mod tests {
             ),
             pt(3, "bridge", "guest-to-client", None, 10.0, None),
         ];
-        let c = costs(&run(), &pts, Pick::default(), true, false).unwrap();
+        let c = costs(&sample_run(), &pts, Pick::default(), true, false).unwrap();
         assert_eq!(c.datapaths[0].vm_net_pct_per_gbps, 14.0);
         let c = costs(
-            &run(),
+            &sample_run(),
             &pts,
             Pick {
                 load: Some(Some(100_000_000)),
@@ -341,7 +341,7 @@ mod tests {
         .unwrap();
         assert_eq!(c.datapaths[0].vm_net_pct_per_gbps, 20.0);
         let c = costs(
-            &run(),
+            &sample_run(),
             &pts,
             Pick {
                 load: Some(None),

@@ -117,3 +117,18 @@ pub fn part_group(name: &str) -> String {
         name.into()
     }
 }
+
+/// Writes a run's HTML page (its points and the capacity plan drawn from them) to `path`.
+pub fn write_page(
+    run: &crate::records::RunRow,
+    pts: &[crate::records::PointRecord],
+    path: &std::path::Path,
+) -> Result<(), String> {
+    let page = html::page(run, pts, &capacity::sections(run, pts))?;
+    std::fs::write(path, page).map_err(|e| {
+        format!(
+            "cannot write {}: {e}",
+            crate::text::clip(&path.display().to_string())
+        )
+    })
+}

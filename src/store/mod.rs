@@ -394,7 +394,7 @@ impl Store {
     }
 
     /// A run by id, or the latest.
-    pub fn run(&self, which: RunRef) -> Result<RunRow> {
+    pub fn find_run(&self, which: RunRef) -> Result<RunRow> {
         let runs = self.runs()?;
         let found = match which {
             RunRef::Latest => runs.last().cloned(),

@@ -63,7 +63,7 @@ fn round_trip_of_runs_points_samples_and_parts() {
     s.finish_run(run, RunStatus::Complete).unwrap();
     drop(s);
     let s = Store::open_read(&p).unwrap();
-    let r = s.run(RunRef::Latest).unwrap();
+    let r = s.find_run(RunRef::Latest).unwrap();
     assert_eq!(
         (r.name.as_str(), r.status, r.points),
         ("quick", RunStatus::Complete, 1)
@@ -84,7 +84,7 @@ fn round_trip_of_runs_points_samples_and_parts() {
         ("g1".to_string(), PartKind::Guest, 20.0, 0.4)
     );
     assert!(s
-        .run(RunRef::Id(99))
+        .find_run(RunRef::Id(99))
         .unwrap_err()
         .to_string()
         .contains("no run '99'"));
@@ -126,7 +126,10 @@ fn a_run_whose_process_died_is_incomplete() {
         .unwrap();
     drop(s);
     let s = Store::open(&p).unwrap();
-    assert_eq!(s.run(RunRef::Latest).unwrap().status, RunStatus::Incomplete);
+    assert_eq!(
+        s.find_run(RunRef::Latest).unwrap().status,
+        RunStatus::Incomplete
+    );
 }
 
 #[test]

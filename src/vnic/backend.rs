@@ -156,7 +156,7 @@ fn write_stats(path: &PathBuf, s: &Stats) {
     }
 }
 
-pub fn run(cfg: Config) -> Result<(), String> {
+pub fn forward_frames(cfg: Config) -> Result<(), String> {
     let vnet = cfg.model == Model::Paravirt;
     crate::sys::enter_netns(&cfg.guest_ns)?;
     let guest = Tap::attach(&cfg.guest_tap, vnet)?;

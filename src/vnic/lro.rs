@@ -406,7 +406,7 @@ mod tests {
         frame::checksums_ok(&g, &s)
     }
 
-    fn run(frames: &[Vec<u8>]) -> (Lro, Vec<Vec<u8>>) {
+    fn coalesce_all(frames: &[Vec<u8>]) -> (Lro, Vec<Vec<u8>>) {
         let mut l = Lro::default();
         let mut out = Vec::new();
         for f in frames {
@@ -419,7 +419,7 @@ mod tests {
     #[test]
     fn in_order_segments_merge_into_one_gso_frame_v4_and_v6() {
         for v6 in [false, true] {
-            let (l, out) = run(&train(v6, 10, 1448));
+            let (l, out) = coalesce_all(&train(v6, 10, 1448));
             assert_eq!(out.len(), 1, "v6={v6}");
             let h = VnetHdr::parse(&out[0]).unwrap();
             assert_eq!(h.gso_type, if v6 { GSO_TCPV6 } else { GSO_TCPV4 });
@@ -457,12 +457,12 @@ mod tests {
     fn out_of_order_and_retransmissions_are_not_merged() {
         let mut t = train(false, 4, 100);
         t.swap(1, 2); // 0, 2, 1, 3
-        let (l, out) = run(&t);
+        let (l, out) = coalesce_all(&t);
         assert!(out.len() >= 3, "{}", out.len());
         assert!(l.stats.flush_reasons[&Flush::OutOfOrder] >= 1);
         let mut t = train(false, 3, 100);
         t.insert(2, t[1].clone()); // a retransmission of segment 1
-        let (l, _) = run(&t);
+        let (l, _) = coalesce_all(&t);
         assert!(l.stats.flush_reasons[&Flush::OutOfOrder] >= 1);
         // Every byte still goes out exactly once per segment given.
         assert_eq!(l.stats.segments_in, 4);
@@ -485,7 +485,7 @@ mod tests {
                 flags: frame::TCP_ACK | flag,
                 ..Default::default()
             }));
-            let (l, out) = run(&t);
+            let (l, out) = coalesce_all(&t);
             assert_eq!(out.len(), 2, "flag {flag:#x}");
             assert_eq!(l.stats.flush_reasons[&Flush::Flags], 1);
             let last = frame::parse_tcp(&out[1][VNET_HDR_LEN..]).unwrap();
@@ -510,7 +510,7 @@ mod tests {
                 ..Default::default()
             })
         }));
-        let (l, out) = run(&t);
+        let (l, out) = coalesce_all(&t);
         assert_eq!(out.len(), 2);
         let s = frame::parse_tcp(&out[0][VNET_HDR_LEN..]).unwrap();
         assert_eq!(s.payload_len, 400);
@@ -535,7 +535,7 @@ mod tests {
                 }
             }
             t.push(pkt(&s));
-            let (l, out) = run(&t);
+            let (l, out) = coalesce_all(&t);
             assert_eq!(out.len(), 2, "change {change}");
             assert_eq!(l.stats.flush_reasons[&Flush::Mismatch], 1);
         }
@@ -546,7 +546,7 @@ mod tests {
         let mut t = train(false, 3, 100);
         let n = t[1].len();
         t[1][n - 1] ^= 0xff;
-        let (l, out) = run(&t);
+        let (l, out) = coalesce_all(&t);
         assert_eq!(l.stats.bad_checksum, 1);
         assert_eq!(out.len(), 3);
         assert_eq!(out[1], t[1], "passed on untouched for the guest to drop");
@@ -554,7 +554,7 @@ mod tests {
 
     #[test]
     fn trains_stop_at_64k_and_after_a_short_segment() {
-        let (l, out) = run(&train(false, 60, 1448));
+        let (l, out) = coalesce_all(&train(false, 60, 1448));
         assert!(out.len() >= 2);
         for o in &out {
             assert!(o.len() - VNET_HDR_LEN - ETH_LEN <= MAX_IP);
@@ -573,7 +573,7 @@ mod tests {
             payload: vec![7; 100],
             ..Default::default()
         }));
-        let (l, out) = run(&t);
+        let (l, out) = coalesce_all(&t);
         assert_eq!(out.len(), 2);
         assert_eq!(l.stats.flush_reasons[&Flush::ShortSegment], 1);
     }
@@ -585,7 +585,7 @@ mod tests {
         not_tcp[VNET_HDR_LEN + 13] = 0x06; // ARP
         let mut gso = pkt(&Seg::default());
         gso[1] = GSO_TCPV4;
-        let (l, out) = run(&[not_tcp.clone(), gso.clone(), vec![1, 2, 3]]);
+        let (l, out) = coalesce_all(&[not_tcp.clone(), gso.clone(), vec![1, 2, 3]]);
         assert_eq!(out, vec![not_tcp, gso, vec![1, 2, 3]]);
         assert_eq!(l.stats.segments_in, 0);
     }
@@ -603,7 +603,7 @@ mod tests {
                 }));
             }
         }
-        let (l, out) = run(&t);
+        let (l, out) = coalesce_all(&t);
         assert_eq!(out.len(), 2);
         assert_eq!(l.stats.ratio(), 4.0);
     }

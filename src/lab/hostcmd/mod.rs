@@ -174,7 +174,7 @@ impl HostCmd {
                 None,
             ),
         };
-        let out = run(&mut cmd, input.as_deref(), TIMEOUT).map_err(Error::Run)?;
+        let out = run_child(&mut cmd, input.as_deref(), TIMEOUT).map_err(Error::Run)?;
         if out.status == 0 {
             Ok(())
         } else {
@@ -254,7 +254,11 @@ pub struct Output {
 
 /// Runs a child with input, collecting output, killing it after `timeout`; it dies with vnetlab,
 /// and runs in its own process group, so a terminal's Ctrl-C never cuts a command in half.
-pub fn run(cmd: &mut Command, input: Option<&str>, timeout: Duration) -> Result<Output, String> {
+pub fn run_child(
+    cmd: &mut Command,
+    input: Option<&str>,
+    timeout: Duration,
+) -> Result<Output, String> {
     let name = cmd.get_program().to_string_lossy().into_owned();
     crate::sys::die_with_parent(cmd);
     cmd.process_group(0);
@@ -313,7 +317,7 @@ pub fn run(cmd: &mut Command, input: Option<&str>, timeout: Duration) -> Result<
 pub fn read(args: &[&str]) -> Result<String, String> {
     let mut c = Command::new(args[0]);
     c.args(&args[1..]);
-    let out = run(&mut c, None, TIMEOUT)?;
+    let out = run_child(&mut c, None, TIMEOUT)?;
     if out.status != 0 {
         return Err(format!(
             "`{}` failed: {}",
@@ -388,11 +392,13 @@ mod tests {
     fn run_times_out_and_reports() {
         let mut c = Command::new("sleep");
         c.arg("5");
-        let e = run(&mut c, None, Duration::from_millis(100)).err().unwrap();
+        let e = run_child(&mut c, None, Duration::from_millis(100))
+            .err()
+            .unwrap();
         assert!(e.contains("did not finish"), "{e}");
         let mut c = Command::new("sh");
         c.args(["-c", "cat; echo oops >&2; exit 3"]);
-        let o = run(&mut c, Some("hi"), TIMEOUT).unwrap();
+        let o = run_child(&mut c, Some("hi"), TIMEOUT).unwrap();
         assert_eq!(
             (o.status, o.stdout.as_str(), o.stderr.trim()),
             (3, "hi", "oops")

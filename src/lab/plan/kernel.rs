@@ -2,7 +2,7 @@
 //! and masqueraded by the host (`nat`). The bridge is also where vnetlab's device models plug
 //! their host-side taps.
 
-use super::{addr, nat_ports, run, veth, Batch, Cx, Family, Step};
+use super::{addr, just, nat_ports, veth, Batch, Cx, Family, Step};
 use crate::lab::hostcmd::{HostCmd, IpCmd, NftCmd};
 use crate::lab::journal::{Entry, NsObject};
 
@@ -91,7 +91,7 @@ pub(super) fn nat(cx: &Cx) -> Vec<Step> {
         forwards,
     };
     vec![
-        run(HostCmd::Sysctl {
+        just(HostCmd::Sysctl {
             netns: cx.h.clone(),
             key: "net.ipv4.ip_forward".into(),
             value: "1".into(),

@@ -159,7 +159,7 @@ impl Batch {
 }
 
 /// A step that makes nothing to journal.
-fn run(cmd: HostCmd) -> Step {
+fn just(cmd: HostCmd) -> Step {
     Step::Run {
         creates: vec![],
         cmd,
@@ -279,7 +279,7 @@ fn client(cx: &Cx) -> Step {
         addr(cx.a.client, cx.a.wire.len, wc),
         IpCmd::Up(wc.clone()),
     ];
-    run(HostCmd::ip(Some(&cx.c), cmds))
+    just(HostCmd::ip(Some(&cx.c), cmds))
 }
 
 /// Guest `i`'s namespace: its NIC up with its address (in native mode guests are processes on

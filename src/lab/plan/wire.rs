@@ -1,7 +1,7 @@
 //! The wire between host and client: its queues and shaping, every interface's offloads, and
 //! the steering that makes it a boundary between two machines' cores.
 
-use super::{run, Cx, Family, Step};
+use super::{just, Cx, Family, Step};
 use crate::lab::cpus::{CpuPlan, Steering};
 use crate::lab::hostcmd::{HostCmd, Offloads, TcCmd};
 use crate::lab::journal::{Entry, NsObject};
@@ -91,7 +91,7 @@ pub(super) fn offloads(cx: &Cx) -> Vec<Step> {
     }
     eth.into_iter()
         .map(|(ns, dev, gro, tso)| {
-            run(HostCmd::Ethtool {
+            just(HostCmd::Ethtool {
                 netns: ns.clone(),
                 offloads: Offloads { dev, gro, tso },
             })
@@ -121,7 +121,7 @@ pub(super) fn steering(cx: &Cx, cpus: &CpuPlan) -> (Vec<Step>, Vec<SteeredIface>
     ] {
         let threaded = gro && cpus.steering == Steering::ThreadedNapiRps;
         let mask = list.mask();
-        steps.push(run(HostCmd::Steer {
+        steps.push(just(HostCmd::Steer {
             netns: ns.clone(),
             dev: dev.clone(),
             rps: mask.clone(),

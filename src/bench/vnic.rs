@@ -1,0 +1,169 @@
+//! `vnetlab bench vnic`: vnetlab's device models (paravirt, emulated) beside the kernel bridge,
+//! TCP_STREAM 64K both ways, and software LRO in the backend on vs off: each datapath built,
+//! measured with repeats and removed in turn.
+
+use crate::experiment::measure::{self, Target};
+use crate::lab::{build, topology::Topology};
+use crate::vocab::{Gro, Mode, Role, Senders};
+
+/// Why the bench could not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A lab or test setting was refused.
+    #[error("{0}")]
+    Input(String),
+    /// Building, measuring or removing a lab failed.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// One measured datapath and direction.
+#[derive(serde::Serialize, Clone)]
+pub struct VnicRow {
+    pub lab: String,
+    pub direction: String,
+    pub gbps: f64,
+    pub host_pct_per_gbps: f64,
+    /// The receiving guest's own CPU per Gb/s (client → guest only).
+    pub guest_pct_per_gbps: Option<f64>,
+    pub backend_pct: Option<f64>,
+    pub lro_ratio: Option<f64>,
+}
+
+/// One datapath of the bench: its lab and label, and whether it is measured client → g1 only.
+struct Case {
+    label: &'static str,
+    topology: Topology,
+    receive_only: bool,
+}
+
+fn cases() -> Vec<Case> {
+    let t = |name: &str, mode, gro, lro| Topology {
+        name: name.into(),
+        mode,
+        gro,
+        lro,
+        ..Default::default()
+    };
+    vec![
+        Case {
+            label: "bridge",
+            topology: t("bench1", Mode::Bridge, Gro::Both, false),
+            receive_only: false,
+        },
+        Case {
+            label: "paravirt",
+            topology: t("bench2", Mode::Paravirt, Gro::Both, false),
+            receive_only: false,
+        },
+        Case {
+            label: "emulated",
+            topology: t("bench3", Mode::Emulated, Gro::Both, false),
+            receive_only: false,
+        },
+        Case {
+            label: "paravirt, host GRO off",
+            topology: t("bench4", Mode::Paravirt, Gro::Guest, false),
+            receive_only: true,
+        },
+        Case {
+            label: "paravirt, host GRO off, LRO guest",
+            topology: t("bench5", Mode::Paravirt, Gro::Guest, true),
+            receive_only: true,
+        },
+    ]
+}
+
+/// Builds each datapath, measures it (`seconds` per run, `repeat` runs, the median kept) and
+/// removes it; `progress` hears what is being measured.
+pub fn measure(seconds: f64, repeat: u32, progress: &dyn Fn(&str)) -> Result<Vec<VnicRow>, Error> {
+    let spec = crate::engine::spec::Spec {
+        msg: 65536,
+        duration: seconds,
+        warmup: 0.5,
+        ..Default::default()
+    };
+    let mut rows = Vec::new();
+    for case in cases() {
+        let plan = build::prepare(&case.topology).map_err(Error::Input)?;
+        build::build(&plan, false, false).map_err(|e| Error::Failed(e.to_string()))?;
+        let (g1, client) = (Role::Guest(1), Role::Client);
+        let dirs: &[(Role, Role)] = if case.receive_only {
+            &[(client, g1)]
+        } else {
+            &[(g1, client), (client, g1)]
+        };
+        let mut result = Ok(());
+        for &(from, to) in dirs {
+            progress(&format!("{} {from} → {to}", case.label));
+            let target = Target::Lab {
+                rec: Box::new(plan.record.clone()),
+                from: Senders::One(from),
+                to,
+            };
+            match measure::repeated(&target, &spec, repeat, None, &|_, _| {}) {
+                Ok(m) => rows.push(row(case.label, from, to, &m)),
+                Err(e) => {
+                    result = Err(Error::Failed(e));
+                    break;
+                }
+            }
+        }
+        let down = build::teardown(&case.topology.name);
+        result?;
+        down.map_err(Error::Failed)?;
+    }
+    Ok(rows)
+}
+
+fn row(label: &str, from: Role, to: Role, m: &measure::Measured) -> VnicRow {
+    let g = m.result.throughput_gbps;
+    let c = m.cpu.as_ref();
+    let part = |n: &str| c.and_then(|c| c.parts.iter().find(|p| p.name == n).map(|p| p.busy_pct));
+    VnicRow {
+        lab: label.to_string(),
+        direction: format!("{from} → {to}"),
+        gbps: g,
+        host_pct_per_gbps: c.and_then(|c| c.normalized_pct_per_gbps).unwrap_or(0.0),
+        guest_pct_per_gbps: (to == Role::Guest(1)).then(|| part("g1").unwrap_or(0.0) / g),
+        backend_pct: part("vNIC backend g1"),
+        lro_ratio: m
+            .vnic
+            .as_ref()
+            .and_then(|v| v.get("g1")?.lro.as_ref().map(|l| l.lro_ratio)),
+    }
+}
+
+/// The comparisons the bench exists for, one line each: paravirt and emulated against the
+/// bridge per direction, and LRO on against off.
+pub fn ratios(rows: &[VnicRow]) -> Vec<String> {
+    let find = |lab: &str, dir: &str| rows.iter().find(|r| r.lab == lab && r.direction == dir);
+    let mut out = Vec::new();
+    for dir in ["g1 → client", "client → g1"] {
+        if let (Some(b), Some(p), Some(e)) = (
+            find("bridge", dir),
+            find("paravirt", dir),
+            find("emulated", dir),
+        ) {
+            out.push(format!(
+                "{dir}: paravirt/bridge throughput {:.2}×, CPU per Gb/s {:.2}×; emulated/paravirt CPU per Gb/s {:.2}×",
+                p.gbps / b.gbps,
+                p.host_pct_per_gbps / b.host_pct_per_gbps,
+                e.host_pct_per_gbps / p.host_pct_per_gbps
+            ));
+        }
+    }
+    if let (Some(off), Some(on)) = (
+        find("paravirt, host GRO off", "client → g1"),
+        find("paravirt, host GRO off, LRO guest", "client → g1"),
+    ) {
+        out.push(format!(
+            "LRO guest vs off (host GRO off, client → g1): throughput {:.2}×, host CPU per Gb/s {:.2}×, guest receive CPU per Gb/s {:.2}×, LRO ratio {:.1}",
+            on.gbps / off.gbps,
+            on.host_pct_per_gbps / off.host_pct_per_gbps,
+            on.guest_pct_per_gbps.unwrap_or(0.0) / off.guest_pct_per_gbps.unwrap_or(1.0),
+            on.lro_ratio.unwrap_or(0.0)
+        ));
+    }
+    out
+}
