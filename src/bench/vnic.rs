@@ -85,7 +85,7 @@ pub fn measure(seconds: f64, repeat: u32, progress: &dyn Fn(&str)) -> Result<Vec
     };
     let mut rows = Vec::new();
     for case in cases() {
-        let plan = build::prepare(&case.topology).map_err(Error::Input)?;
+        let plan = build::prepare(&case.topology).map_err(|e| Error::Input(e.to_string()))?;
         build::build(&plan, false, false).map_err(|e| Error::Failed(e.to_string()))?;
         let (g1, client) = (Role::Guest(1), Role::Client);
         let dirs: &[(Role, Role)] = if case.receive_only {

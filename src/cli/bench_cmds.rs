@@ -2,7 +2,7 @@
 
 use clap::{Args, Subcommand};
 
-use super::{input, need_root, print_json, running, CmdResult, Fail};
+use super::{need_root, print_json, running, CmdResult, Fail};
 use crate::bench::engine::{self, Path, Row};
 use crate::bench::vnic;
 use crate::lab::{build, topology::Topology};
@@ -268,8 +268,8 @@ fn bench_engine(a: EngineArgs) -> CmdResult {
             guests: 1,
             ..Default::default()
         };
-        let plan = input(build::prepare(&t))?;
-        running(build::build(&plan, false, false).map_err(String::from))?;
+        let plan = build::prepare(&t)?;
+        build::build(&plan, false, false)?;
         crate::experiment::measure::place_driver(Some(&plan.record.cpus));
         let r = engine::compare(
             &Path::Lab {

@@ -130,16 +130,16 @@ impl UpArgs {
 pub fn up(a: UpArgs) -> CmdResult {
     let t = input(a.topology())?;
     if a.dry_run {
-        let p = input(build::prepare(&t))?;
+        let p = build::prepare(&t)?;
         for line in crate::lab::plan::shell(&p) {
             crate::outln!("{line}");
         }
         return Ok(());
     }
     need_root("vnetlab up")?;
-    let plan = input(build::prepare(&t))?;
+    let plan = build::prepare(&t)?;
     crate::sys::signals::install();
-    running(build::build(&plan, !a.json, true).map_err(String::from))?;
+    build::build(&plan, !a.json, true)?;
     let r = plan.record;
     if a.json {
         print_json(&r);
@@ -185,16 +185,14 @@ pub struct DownArgs {
 pub fn down(a: DownArgs) -> CmdResult {
     let lab = input(state::resolve(a.lab.as_deref()))?;
     if a.dry_run {
-        for l in input(build::teardown_plan(&lab))? {
+        for l in build::teardown_plan(&lab)? {
             crate::outln!("{l}");
         }
         return Ok(());
     }
     need_root("vnetlab down")?;
     if !state::journal_path(&lab).exists() {
-        return Err(Fail::Input(
-            build::teardown_plan(&lab).err().unwrap_or_default(),
-        ));
+        build::teardown_plan(&lab)?;
     }
     running(build::down(&lab))?;
     crate::errln!("lab {lab} removed");
@@ -461,7 +459,7 @@ pub fn cleanup(a: CleanupArgs) -> CmdResult {
             _ => {}
         }
         if a.dry_run {
-            for l in input(build::teardown_plan(lab))? {
+            for l in build::teardown_plan(lab)? {
                 crate::outln!("{l}");
             }
             continue;

@@ -28,6 +28,18 @@ pub fn running<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, Fail> {
     r.map_err(|e| Fail::Run(e.to_string()))
 }
 
+/// The lab stage's error decides the exit code: what was asked (2), stopped (130), failed (1).
+impl From<crate::lab::Error> for Fail {
+    fn from(e: crate::lab::Error) -> Fail {
+        use crate::lab::Error;
+        match e {
+            Error::Input(m) => Fail::Input(m),
+            Error::Interrupted(m) => Fail::Interrupted(m),
+            Error::Taken(m) | Error::Failed(m) => Fail::Run(m),
+        }
+    }
+}
+
 impl From<crate::store::Error> for Fail {
     fn from(e: crate::store::Error) -> Fail {
         if e.is_bad_input() {

@@ -138,7 +138,7 @@ fn build_lab(
         {
             continue;
         }
-        let plan = build::prepare(&cfg.topology(&name)).map_err(build::BuildError::Failed)?;
+        let plan = build::prepare(&cfg.topology(&name))?;
         match build::build(&plan, false, false) {
             Ok(()) => return Ok((name, plan)),
             Err(build::BuildError::Taken(_)) => continue,

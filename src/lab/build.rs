@@ -17,7 +17,12 @@ use super::{cgroup, names::Names};
 use crate::vocab::Mode;
 
 /// Everything `up` checks before it makes anything; errors are one line and leave nothing.
-pub fn prepare(t: &Topology) -> Result<Plan, String> {
+pub fn prepare(t: &Topology) -> Result<Plan, BuildError> {
+    checks(t).map_err(BuildError::Input)
+}
+
+/// `prepare`'s checks and the plan they allow.
+fn checks(t: &Topology) -> Result<Plan, String> {
     t.validate()?;
     let names = Names::new(&t.name);
     if state::journal_path(&t.name).exists() {
@@ -106,31 +111,8 @@ pub fn netns_list() -> Vec<String> {
         .collect()
 }
 
-/// Why a build did not leave a lab.
-#[derive(Debug)]
-pub enum BuildError {
-    /// Another lab holds the name (its journal exists): nothing was made.
-    Taken(String),
-    /// SIGINT/SIGTERM or a closed output stopped it; what was made is removed.
-    Interrupted(String),
-    Failed(String),
-}
-
-impl std::fmt::Display for BuildError {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        match self {
-            BuildError::Taken(m) | BuildError::Interrupted(m) | BuildError::Failed(m) => {
-                f.write_str(m)
-            }
-        }
-    }
-}
-
-impl From<BuildError> for String {
-    fn from(e: BuildError) -> String {
-        e.to_string()
-    }
-}
+/// The lab stage's error, as `build` returns it.
+pub use super::Error as BuildError;
 
 /// Builds the plan. `kept`: the lab outlives this process (`up`); otherwise it belongs to it and
 /// `cleanup` may remove it once the process is gone. On failure or a signal, removes what it made.
@@ -494,12 +476,14 @@ pub fn undo_steps(entries: &[Entry]) -> Result<Vec<Undo>, String> {
 }
 
 /// What `down LAB` would run (for --dry-run).
-pub fn teardown_plan(lab: &str) -> Result<Vec<String>, String> {
+pub fn teardown_plan(lab: &str) -> Result<Vec<String>, BuildError> {
     let jpath = state::journal_path(lab);
     if !jpath.exists() {
-        return Err(no_such_lab(lab));
+        return Err(BuildError::Input(no_such_lab(lab)));
     }
-    Ok(undo_steps(&journal::read(&jpath, lab)?)?
+    let entries = journal::read(&jpath, lab).map_err(BuildError::Input)?;
+    Ok(undo_steps(&entries)
+        .map_err(BuildError::Input)?
         .iter()
         .map(Undo::shell)
         .collect())
