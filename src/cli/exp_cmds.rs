@@ -79,9 +79,13 @@ fn output_dir(dir: &Path) -> Result<(), String> {
             ))
         }
         Ok(_) => {}
-        Err(_) => std::fs::create_dir(dir).map_err(|e| {
-            format!("--out {name}: cannot make the folder ({e}); its parent must exist")
-        })?,
+        // Another run given the same folder may make it first: that is fine.
+        Err(_) => match std::fs::create_dir(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => {}
+            r => r.map_err(|e| {
+                format!("--out {name}: cannot make the folder ({e}); its parent must exist")
+            })?,
+        },
     }
     let probe = dir.join(format!(".vnetlab-write-test-{}", std::process::id()));
     std::fs::write(&probe, b"")

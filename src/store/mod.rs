@@ -169,17 +169,35 @@ impl Store {
             conn,
             path: path.to_path_buf(),
         };
-        if exists && s.app().as_deref() != Some(APP) {
+        // A database with no tables holds nothing (another vnetlab may have just made the file
+        // and be migrating it): it is adopted; anything else must be ours.
+        if exists && !s.is_blank() && s.app().as_deref() != Some(APP) {
             return Err(Error::NotOurs(shown(path)));
         }
-        s.conn
+        // Another vnetlab opening the same new store at once may hold it while it switches it to
+        // WAL or migrates; SQLite answers that busy without waiting, so wait here (bounded).
+        let t0 = std::time::Instant::now();
+        loop {
+            match s.prepare_for_writing() {
+                Err(Error::Sql { source, .. })
+                    if is_busy(&source) && t0.elapsed() < std::time::Duration::from_secs(30) =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                r => return r.map(|()| s),
+            }
+        }
+    }
+
+    /// WAL mode, the schema up to date, and runs whose process died marked as such.
+    fn prepare_for_writing(&self) -> Result<()> {
+        self.conn
             .execute_batch(
                 "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
             )
-            .map_err(sql)?;
-        s.migrate()?;
-        s.mark_dead_runs()?;
-        Ok(s)
+            .map_err(self.sql())?;
+        self.migrate()?;
+        self.mark_dead_runs()
     }
 
     /// Opens an existing store for reading only: nothing is written (no migration, no marking), so
@@ -231,6 +249,16 @@ impl Store {
             }),
             std::cmp::Ordering::Equal => Ok(s),
         }
+    }
+
+    /// Whether the database has no tables at all (a new or zero-length file).
+    fn is_blank(&self) -> bool {
+        self.conn
+            .query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|n| n == 0)
+            .unwrap_or(false)
     }
 
     fn app(&self) -> Option<String> {
@@ -414,3 +442,11 @@ impl Store {
 
 #[cfg(test)]
 mod tests;
+
+/// Whether SQLite refused because another connection holds the database.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}

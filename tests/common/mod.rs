@@ -70,8 +70,11 @@ impl Drop for Ctx {
         // A failed test may leave vnetlab processes of its own running (runs it started): stop
         // them as Ctrl-C would, so they remove their labs, before their journals go.
         self.stop_own_processes();
-        // Whatever a failed test left, its journal names: remove it.
+        // Whatever a failed test left, its journal names: remove it, kept (`up`) labs too.
         let _ = self.run(&["cleanup"]);
+        for lab in self.journaled_labs() {
+            let _ = self.run(&["down", &lab]);
+        }
         let _ = std::fs::remove_dir_all(&self.state);
     }
 }
@@ -91,6 +94,19 @@ impl Ctx {
                 std::fs::read(format!("/proc/{pid}/environ"))
                     .map(|env| env.split(|&b| b == 0).any(|v| v == want.as_bytes()))
                     .unwrap_or(false)
+            })
+            .collect()
+    }
+
+    /// The labs this test's state folder still has journals of.
+    fn journaled_labs(&self) -> Vec<String> {
+        std::fs::read_dir(&self.state)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let n = e.file_name().to_str()?.to_string();
+                n.strip_suffix(".journal").map(str::to_string)
             })
             .collect()
     }
