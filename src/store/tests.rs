@@ -5,14 +5,42 @@ use super::*;
 use crate::records::{PointKey, PointRecord, Repeat, Repeats};
 use crate::vocab::{Bound, Mode, PartKind, TestKind};
 
-fn tmp(name: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!(
+/// A store file under the temp folder, removed (with its WAL files) before and after the test.
+struct Tmp(PathBuf);
+
+impl Tmp {
+    fn remove(&self) {
+        for s in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{s}", self.0.display()));
+        }
+    }
+}
+
+impl std::ops::Deref for Tmp {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Tmp {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+fn tmp(name: &str) -> Tmp {
+    let p = Tmp(std::env::temp_dir().join(format!(
         "vnetlab-store-{name}-{}.sqlite",
         std::process::id()
-    ));
-    for s in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{s}", p.display()));
-    }
+    )));
+    p.remove();
     p
 }
 
