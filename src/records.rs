@@ -271,18 +271,22 @@ pub enum RunRef {
     Id(i64),
 }
 
+/// A run named by neither an id nor `latest`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    #[error("bad run '{0}': give a run id (see `vnetlab runs`) or latest")]
+    BadRun(String),
+}
+
 impl FromStr for RunRef {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
         if s == "latest" {
             return Ok(RunRef::Latest);
         }
-        s.parse().map(RunRef::Id).map_err(|_| {
-            format!(
-                "bad run '{}': give a run id (see `vnetlab runs`) or latest",
-                crate::text::clip(s)
-            )
-        })
+        s.parse()
+            .map(RunRef::Id)
+            .map_err(|_| Error::BadRun(crate::text::clip(s)))
     }
 }
 
@@ -347,6 +351,10 @@ mod tests {
     fn run_refs_parse() {
         assert_eq!("latest".parse::<RunRef>().unwrap(), RunRef::Latest);
         assert_eq!("12".parse::<RunRef>().unwrap(), RunRef::Id(12));
-        assert!("x".parse::<RunRef>().unwrap_err().contains("bad run"));
+        assert!("x"
+            .parse::<RunRef>()
+            .unwrap_err()
+            .to_string()
+            .contains("bad run"));
     }
 }

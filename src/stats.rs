@@ -67,11 +67,16 @@ pub fn spread(xs: &[f64], level: u32) -> Spread {
     }
 }
 
+/// Why a statistics option did not parse.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    #[error("bad --confidence '{0}': write LEVEL,WIDTH with LEVEL 95 or 99 and WIDTH in percent, e.g. 95,5")]
+    Confidence(String),
+}
+
 /// `--confidence LEVEL,WIDTH`: e.g. `95,5`.
-pub fn parse_confidence(s: &str) -> Result<(u32, f64), String> {
-    let bad = || {
-        format!("bad --confidence '{s}': write LEVEL,WIDTH with LEVEL 95 or 99 and WIDTH in percent, e.g. 95,5")
-    };
+pub fn parse_confidence(s: &str) -> Result<(u32, f64), Error> {
+    let bad = || Error::Confidence(crate::text::clip(s));
     let (l, w) = s.split_once(',').ok_or_else(bad)?;
     let l: u32 = l.trim().parse().map_err(|_| bad())?;
     let w: f64 = w.trim().parse().map_err(|_| bad())?;

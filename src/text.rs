@@ -80,26 +80,42 @@ pub fn clip(s: &str) -> String {
 /// The largest input file (experiment, lab or plan TOML) vnetlab reads.
 pub const MAX_FILE: u64 = 1 << 20;
 
+/// Why an input file could not be read. Each message names the file (clipped).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read {name}: {source}")]
+    Read {
+        name: String,
+        source: std::io::Error,
+    },
+    #[error("{name} is a directory: give a file")]
+    Directory { name: String },
+    #[error("{name} is larger than {kb} KB: vnetlab reads input files of at most that size")]
+    TooLarge { name: String, kb: u64 },
+    #[error("{name} is not UTF-8 text")]
+    NotUtf8 { name: String },
+}
+
 /// Reads a text file of at most `max` bytes; a larger one (or an endless one, as /dev/zero) is
-/// refused before it is read into memory, and every message names the file (clipped).
-pub fn read_capped(path: &std::path::Path, max: u64) -> Result<String, String> {
+/// refused before it is read into memory.
+pub fn read_capped(path: &std::path::Path, max: u64) -> Result<String, Error> {
     use std::io::Read;
     let name = clip(&path.display().to_string());
-    let f = std::fs::File::open(path).map_err(|e| format!("cannot read {name}: {e}"))?;
+    let read = |source| Error::Read {
+        name: name.clone(),
+        source,
+    };
+    let f = std::fs::File::open(path).map_err(read)?;
     if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-        return Err(format!("{name} is a directory: give a file"));
+        return Err(Error::Directory { name });
     }
     let mut buf = Vec::new();
-    f.take(max + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| format!("cannot read {name}: {e}"))?;
+    f.take(max + 1).read_to_end(&mut buf).map_err(read)?;
     if buf.len() as u64 > max {
-        return Err(format!(
-            "{name} is larger than {} KB: vnetlab reads input files of at most that size",
-            max / 1024
-        ));
+        let kb = max / 1024;
+        return Err(Error::TooLarge { name, kb });
     }
-    String::from_utf8(buf).map_err(|_| format!("{name} is not UTF-8 text"))
+    String::from_utf8(buf).map_err(|_| Error::NotUtf8 { name })
 }
 
 #[cfg(test)]
@@ -107,13 +123,16 @@ mod tests {
     #[test]
     fn input_files_are_read_within_a_bound() {
         let e = super::read_capped(std::path::Path::new("/dev/zero"), 1024).unwrap_err();
-        assert!(e.contains("larger than 1 KB"), "{e}");
+        assert!(matches!(e, super::Error::TooLarge { kb: 1, .. }), "{e}");
+        assert!(e.to_string().contains("larger than 1 KB"), "{e}");
         assert!(super::read_capped(std::path::Path::new("/"), 1024)
             .unwrap_err()
+            .to_string()
             .contains("directory"));
         assert!(
             super::read_capped(std::path::Path::new("/nonexistent/x"), 1024)
                 .unwrap_err()
+                .to_string()
                 .starts_with("cannot read")
         );
     }

@@ -6,12 +6,47 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
+/// Why a quantity did not parse. Its `Display` is the one line users see.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    /// Not written as the quantity is written: `hint` says how.
+    #[error("bad {what} '{value}': {hint}")]
+    Malformed {
+        what: &'static str,
+        value: String,
+        hint: &'static str,
+    },
+    /// Well written but outside what the kernel or vnetlab takes.
+    #[error("{what} '{value}' is out of range: use {range}")]
+    OutOfRange {
+        what: &'static str,
+        value: String,
+        range: &'static str,
+    },
+}
+
+fn malformed(what: &'static str, value: &str, hint: &'static str) -> Error {
+    Error::Malformed {
+        what,
+        value: crate::text::clip(value),
+        hint,
+    }
+}
+
+fn out_of_range(what: &'static str, value: &str, range: &'static str) -> Error {
+    Error::OutOfRange {
+        what,
+        value: crate::text::clip(value),
+        range,
+    }
+}
+
 /// An on/off switch written as `on`/`off` (flags) or a TOML boolean.
-pub fn parse_on_off(s: &str) -> Result<bool, String> {
+pub fn parse_on_off(s: &str) -> Result<bool, Error> {
     match s {
         "on" | "true" => Ok(true),
         "off" | "false" => Ok(false),
-        _ => Err(format!("'{s}' is not on or off")),
+        _ => Err(malformed("switch", s, "write on or off")),
     }
 }
 
@@ -20,10 +55,15 @@ pub fn parse_on_off(s: &str) -> Result<bool, String> {
 pub struct Rate(pub u64);
 
 impl FromStr for Rate {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad =
-            || format!("bad rate '{s}': write a number and a unit, e.g. 100mbit, 1gbit, 10gbit");
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let bad = || {
+            malformed(
+                "rate",
+                s,
+                "write a number and a unit, e.g. 100mbit, 1gbit, 10gbit",
+            )
+        };
         let (num, unit) = split_unit(s).ok_or_else(bad)?;
         let mult = match unit {
             "bit" => 1.0,
@@ -35,7 +75,7 @@ impl FromStr for Rate {
         };
         let bps = num * mult;
         if !(1000.0..=1e13).contains(&bps) {
-            return Err(format!("rate '{s}' is out of range: use 1kbit to 10tbit"));
+            return Err(out_of_range("rate", s, "1kbit to 10tbit"));
         }
         Ok(Rate(bps as u64))
     }
@@ -59,9 +99,9 @@ impl fmt::Display for Rate {
 pub struct Delay(pub u64);
 
 impl FromStr for Delay {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("bad delay '{s}': write a number and a unit, e.g. 200us, 5ms, 1s");
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let bad = || malformed("delay", s, "write a number and a unit, e.g. 200us, 5ms, 1s");
         let (num, unit) = split_unit(s).ok_or_else(bad)?;
         let mult = match unit {
             "us" => 1.0,
@@ -71,7 +111,7 @@ impl FromStr for Delay {
         };
         let us = num * mult;
         if !(0.0..=60e6).contains(&us) {
-            return Err(format!("delay '{s}' is out of range: use 0 to 60s"));
+            return Err(out_of_range("delay", s, "0 to 60s"));
         }
         Ok(Delay(us as u64))
     }
@@ -88,9 +128,9 @@ impl fmt::Display for Delay {
 pub struct Loss(pub f64);
 
 impl FromStr for Loss {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("bad loss '{s}': write a percentage from 0% to 100%, e.g. 0.1%");
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let bad = || malformed("loss", s, "write a percentage from 0% to 100%, e.g. 0.1%");
         let num = s.strip_suffix('%').ok_or_else(bad)?;
         let v: f64 = num.parse().map_err(|_| bad())?;
         if !(0.0..=100.0).contains(&v) || !v.is_finite() {
@@ -118,9 +158,14 @@ fn split_unit(s: &str) -> Option<(f64, &str)> {
 
 pub const MAX_SIZE: u64 = 1 << 30;
 /// A byte size: `64`, `1K`, `128K`, `1M` (powers of 1024, as netperf's -m 1K); 1 B to 1 GiB.
-pub fn parse_size(s: &str) -> Result<usize, String> {
-    let bad =
-        || format!("bad size '{s}': write bytes, or a number with K, M or G (e.g. 64, 1K, 128K)");
+pub fn parse_size(s: &str) -> Result<usize, Error> {
+    let bad = || {
+        malformed(
+            "size",
+            s,
+            "write bytes, or a number with K, M or G (e.g. 64, 1K, 128K)",
+        )
+    };
     let t = s.trim();
     let (num, mult) = match t
         .char_indices()
@@ -135,21 +180,21 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
     let n: u64 = num.parse().map_err(|_| bad())?;
     let v = n.checked_mul(mult).ok_or_else(bad)?;
     if v == 0 || v > MAX_SIZE {
-        return Err(format!("size '{s}' is out of range: use 1 byte to 1G"));
+        return Err(out_of_range("size", s, "1 byte to 1G"));
     }
     Ok(v as usize)
 }
 
 /// `-r 1,1`: request and response sizes.
-pub fn parse_rr(s: &str) -> Result<(usize, usize), String> {
+pub fn parse_rr(s: &str) -> Result<(usize, usize), Error> {
     let (a, b) = s
         .split_once(',')
-        .ok_or_else(|| format!("bad -r '{s}': write REQUEST,RESPONSE sizes, e.g. 1,1"))?;
+        .ok_or_else(|| malformed("-r", s, "write REQUEST,RESPONSE sizes, e.g. 1,1"))?;
     Ok((parse_size(a)?, parse_size(b)?))
 }
 
 /// A pacing rate in bits/s: `100mbit`, `1gbit` (as the lab's wire rate).
-pub fn parse_rate(s: &str) -> Result<u64, String> {
+pub fn parse_rate(s: &str) -> Result<u64, Error> {
     s.parse::<crate::units::Rate>().map(|r| r.0)
 }
 
@@ -187,12 +232,13 @@ impl CpuList {
 }
 
 impl FromStr for CpuList {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
         let bad = || {
-            format!(
-                "bad CPU list '{}': write CPU numbers and ranges, e.g. 1 or 0-3,6",
-                crate::text::clip(s)
+            malformed(
+                "CPU list",
+                s,
+                "write CPU numbers and ranges, e.g. 1 or 0-3,6",
             )
         };
         if s.is_empty() || s.len() > 4096 {

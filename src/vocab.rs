@@ -6,6 +6,31 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
+/// A word that names none of a vocabulary's values. Its `Display` is the one line users see:
+/// `unknown mode 'x': use one of native, …`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    #[error("unknown {what} '{value}'{choices}")]
+    Unknown {
+        what: &'static str,
+        value: String,
+        /// `: use one of …`, or empty where the word is not typed by users.
+        choices: String,
+    },
+}
+
+fn unknown(what: &'static str, value: &str, choices: &str) -> Error {
+    Error::Unknown {
+        what,
+        value: crate::text::clip(value),
+        choices: if choices.is_empty() {
+            String::new()
+        } else {
+            format!(": use {choices}")
+        },
+    }
+}
+
 /// How a guest's NIC reaches the wire (DESIGN.md, "Modes").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -22,8 +47,8 @@ pub enum Mode {
 pub const MODE_NAMES: &str = "native, bridge, nat, macvlan, sriov, emulated, paravirt";
 
 impl FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
         Ok(match s {
             "native" => Mode::Native,
             "bridge" => Mode::Bridge,
@@ -32,7 +57,7 @@ impl FromStr for Mode {
             "sriov" => Mode::Sriov,
             "emulated" => Mode::Emulated,
             "paravirt" => Mode::Paravirt,
-            _ => return Err(format!("unknown mode '{s}': use one of {MODE_NAMES}")),
+            _ => return Err(unknown("mode", s, &format!("one of {MODE_NAMES}"))),
         })
     }
 }
@@ -78,18 +103,14 @@ impl fmt::Display for Gro {
 }
 
 impl FromStr for Gro {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
         Ok(match s {
             "off" => Gro::Off,
             "host" => Gro::Host,
             "guest" => Gro::Guest,
             "both" => Gro::Both,
-            _ => {
-                return Err(format!(
-                    "unknown gro setting '{s}': use off, host, guest or both"
-                ))
-            }
+            _ => return Err(unknown("gro setting", s, "off, host, guest or both")),
         })
     }
 }
@@ -126,10 +147,10 @@ impl TestKind {
 }
 
 impl FromStr for TestKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
         serde_json::from_value(serde_json::Value::String(s.to_ascii_uppercase()))
-            .map_err(|_| format!("unknown test '{s}': use one of {TEST_NAMES}"))
+            .map_err(|_| unknown("test", s, &format!("one of {TEST_NAMES}")))
     }
 }
 
@@ -154,15 +175,15 @@ pub const DIRECTIONS: &str =
     "guest-to-client, client-to-guest, guest-to-guest, guests-to-client, host-to-client";
 
 impl FromStr for Direction {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
         Ok(match s {
             "guest-to-client" => Direction::GuestToClient,
             "client-to-guest" => Direction::ClientToGuest,
             "guest-to-guest" => Direction::GuestToGuest,
             "guests-to-client" => Direction::GuestsToClient,
             "host-to-client" => Direction::HostToClient,
-            _ => return Err(format!("unknown direction '{s}': use one of {DIRECTIONS}")),
+            _ => return Err(unknown("direction", s, &format!("one of {DIRECTIONS}"))),
         })
     }
 }
@@ -253,15 +274,15 @@ impl RunStatus {
 }
 
 impl FromStr for RunStatus {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
         Ok(match s {
             "running" => RunStatus::Running,
             "complete" => RunStatus::Complete,
             "interrupted" => RunStatus::Interrupted,
             "failed" => RunStatus::Failed,
             "incomplete" => RunStatus::Incomplete,
-            _ => return Err(format!("unknown run status '{}'", crate::text::clip(s))),
+            _ => return Err(unknown("run status", s, "")),
         })
     }
 }
@@ -304,9 +325,11 @@ impl fmt::Display for Role {
     }
 }
 
+const ROLE_CHOICES: &str = "host, client or g1, g2, …";
+
 impl FromStr for Role {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
         let guest = s
             .strip_prefix('g')
             .and_then(|n| n.parse::<u32>().ok())
@@ -315,10 +338,7 @@ impl FromStr for Role {
             ("host", _) => Ok(Role::Host),
             ("client", _) => Ok(Role::Client),
             (_, Some(n)) => Ok(Role::Guest(n)),
-            _ => Err(format!(
-                "unknown endpoint '{}': use host, client or g1, g2, …",
-                crate::text::clip(s)
-            )),
+            _ => Err(unknown("endpoint", s, ROLE_CHOICES)),
         }
     }
 }
@@ -345,14 +365,15 @@ pub enum Senders {
 }
 
 impl FromStr for Senders {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
         if s == "guests" {
             return Ok(Senders::AllGuests);
         }
-        s.parse()
-            .map(Senders::One)
-            .map_err(|e: String| format!("{e}, or guests (every guest at once)"))
+        s.parse().map(Senders::One).map_err(|_| {
+            let choices = format!("{ROLE_CHOICES}, or guests (every guest at once)");
+            unknown("endpoint", s, &choices)
+        })
     }
 }
 
@@ -399,8 +420,8 @@ impl fmt::Display for Bound {
 }
 
 impl FromStr for Bound {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
         let core = |rest: &str| rest.parse::<usize>().ok();
         Ok(match s {
             "wire" => Bound::Wire,
@@ -415,7 +436,7 @@ impl FromStr for Bound {
                 (Some(c), _, _) if core(c).is_some() => Bound::HostCore(core(c).unwrap()),
                 (_, Some(c), _) if core(c).is_some() => Bound::ClientCore(core(c).unwrap()),
                 (_, _, Some(g)) if !g.is_empty() => Bound::Backend(g.to_string()),
-                _ => return Err(format!("unknown bound '{}'", crate::text::clip(s))),
+                _ => return Err(unknown("bound", s, "")),
             },
         })
     }
@@ -493,6 +514,7 @@ mod tests {
         assert!("TCP_SENDFILE"
             .parse::<TestKind>()
             .unwrap_err()
+            .to_string()
             .contains("TCP_STREAM"));
         assert!(!TestKind::TcpMaerts.initiator_sends());
     }

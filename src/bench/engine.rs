@@ -3,6 +3,7 @@
 //! Each tool runs as its own server and client processes; host CPU comes from /proc/stat over the
 //! client's run; runs alternate and the median of the repeats is compared, as ratios.
 
+use super::Error;
 use serde::Serialize;
 use std::io::{BufRead, BufReader};
 use std::net::IpAddr;
@@ -70,17 +71,17 @@ impl Path<'_> {
         }
     }
     /// A command for the server (client namespace) or the sender (its endpoint).
-    fn cmd(&self, server_side: bool, argv: &[String]) -> Result<Command, String> {
+    fn cmd(&self, server_side: bool, argv: &[String]) -> Result<Command, Error> {
         match self {
             Path::Loopback => {
                 let mut c = Command::new(&argv[0]);
                 c.args(&argv[1..]);
                 Ok(c)
             }
-            Path::Lab { rec, from, .. } => exec::command(
+            Path::Lab { rec, from, .. } => Ok(exec::command(
                 rec.endpoint(if server_side { Role::Client } else { *from })?,
                 argv,
-            ),
+            )?),
         }
     }
 }
@@ -97,7 +98,7 @@ impl Drop for Server {
     }
 }
 
-fn start_server(mut c: Command, wait_line: Option<&str>) -> Result<Server, String> {
+fn start_server(mut c: Command, wait_line: Option<&str>) -> Result<Server, Error> {
     crate::sys::die_with_parent(&mut c);
     std::os::unix::process::CommandExt::process_group(&mut c, 0);
     let mut child = c
@@ -108,15 +109,16 @@ fn start_server(mut c: Command, wait_line: Option<&str>) -> Result<Server, Strin
             Stdio::null()
         })
         .spawn()
-        .map_err(|e| format!("cannot start {:?}: {e}", c.get_program()))?;
+        .map_err(|e| Error::Failed(format!("cannot start {:?}: {e}", c.get_program())))?;
     match wait_line {
         Some(w) => {
             let mut line = String::new();
             let mut r = BufReader::new(child.stderr.take().unwrap());
-            r.read_line(&mut line).map_err(|e| e.to_string())?;
+            r.read_line(&mut line)
+                .map_err(|e| Error::Failed(e.to_string()))?;
             if !line.contains(w) {
                 let _ = child.kill();
-                return Err(format!("server did not start: {line}"));
+                return Err(Error::Failed(format!("server did not start: {line}")));
             }
         }
         None => std::thread::sleep(Duration::from_millis(400)),
@@ -129,14 +131,16 @@ fn start_server(mut c: Command, wait_line: Option<&str>) -> Result<Server, Strin
 /// exit (sockperf lingers ~1.5 s after its run) dilutes or inflates its figure.
 /// Busy cores are those of `host` (the lab's host cores; every core on loopback), by the meter's
 /// definition: the window less the cores' idle.
-fn measured(mut c: Command, secs: f64, host: Vec<usize>) -> Result<(String, f64), String> {
+fn measured(mut c: Command, secs: f64, host: Vec<usize>) -> Result<(String, f64), Error> {
     let (tx, rx) = std::sync::mpsc::channel();
-    let sampler = std::thread::spawn(move || -> Result<f64, String> {
+    let sampler = std::thread::spawn(move || -> Result<f64, Error> {
         std::thread::sleep(Duration::from_secs_f64(WARMUP_S + 0.25));
         let (a, t0) = (procstat::read()?, std::time::Instant::now());
         // Stop early if the client already ended (its figure would be unusable anyway).
         if rx.recv_timeout(Duration::from_secs_f64(secs - 0.5)).is_ok() {
-            return Err("the client ended before its run was over".into());
+            return Err(Error::Failed(
+                "the client ended before its run was over".into(),
+            ));
         }
         let (b, wall) = (procstat::read()?, t0.elapsed().as_secs_f64());
         let t = procstat::core_times(&a, &b, wall, crate::meter::ticks_per_s());
@@ -155,14 +159,14 @@ fn measured(mut c: Command, secs: f64, host: Vec<usize>) -> Result<(String, f64)
     let _ = tx.send(());
     let cores = sampler
         .join()
-        .unwrap_or_else(|_| Err("sampler panicked".into()));
+        .unwrap_or_else(|_| Err(Error::Failed("sampler panicked".into())));
     let out = out?;
     if out.status != 0 {
-        return Err(format!(
+        return Err(Error::Failed(format!(
             "{:?} failed: {}",
             c.get_program(),
             hostcmd::one_line(&out.stderr)
-        ));
+        )));
     }
     Ok((out.stdout, cores?))
 }
@@ -173,9 +177,9 @@ const PORT_SOCKPERF: u16 = 15213;
 /// Warm-up both tools leave out (iperf3 -O takes whole seconds).
 const WARMUP_S: f64 = 1.0;
 
-fn ours_stream(path: &Path, size: &str, secs: f64, rr: bool) -> Result<Measure, String> {
+fn ours_stream(path: &Path, size: &str, secs: f64, rr: bool) -> Result<Measure, Error> {
     let exe = std::env::current_exe()
-        .map_err(|e| e.to_string())?
+        .map_err(|e| Error::Failed(e.to_string()))?
         .display()
         .to_string();
     let ip = path.server_ip().to_string();
@@ -201,8 +205,8 @@ fn ours_stream(path: &Path, size: &str, secs: f64, rr: bool) -> Result<Measure, 
         args.extend(sv(&["-m", size]));
     }
     let (out, cores) = measured(path.cmd(false, &args)?, secs, path.host_cores())?;
-    let v: serde_json::Value =
-        serde_json::from_str(&out).map_err(|e| format!("vnetlab test output: {e}"))?;
+    let v: serde_json::Value = serde_json::from_str(&out)
+        .map_err(|e| Error::Failed(format!("vnetlab test output: {e}")))?;
     let gbps = v["throughput_gbps"].as_f64().unwrap_or(0.0);
     let tps = v["transactions_per_s"].as_f64();
     Ok(measure(
@@ -231,7 +235,7 @@ fn measure(gbps: f64, cores: f64, tps: Option<f64>, p50: Option<f64>, p99: Optio
     }
 }
 
-fn iperf3(path: &Path, size: &str, secs: f64) -> Result<Measure, String> {
+fn iperf3(path: &Path, size: &str, secs: f64) -> Result<Measure, Error> {
     let ip = path.server_ip().to_string();
     let port = PORT_IPERF.to_string();
     let _srv = start_server(
@@ -251,14 +255,14 @@ fn iperf3(path: &Path, size: &str, secs: f64) -> Result<Measure, String> {
         path.host_cores(),
     )?;
     let v: serde_json::Value =
-        serde_json::from_str(&out).map_err(|e| format!("iperf3 output: {e}"))?;
+        serde_json::from_str(&out).map_err(|e| Error::Failed(format!("iperf3 output: {e}")))?;
     let bps = v["end"]["sum_received"]["bits_per_second"]
         .as_f64()
-        .ok_or("iperf3 reported no received rate")?;
+        .ok_or_else(|| Error::Failed("iperf3 reported no received rate".into()))?;
     Ok(measure(bps / 1e9, cores, None, None, None))
 }
 
-fn sockperf(path: &Path, secs: f64) -> Result<Measure, String> {
+fn sockperf(path: &Path, secs: f64) -> Result<Measure, Error> {
     let ip = path.server_ip().to_string();
     let port = PORT_SOCKPERF.to_string();
     let _srv = start_server(
@@ -301,7 +305,7 @@ fn sockperf(path: &Path, secs: f64) -> Result<Measure, String> {
 }
 
 /// transactions/s, p50 and p99 RTT (µs) from `sockperf pp --full-rtt` output.
-pub fn parse_sockperf(out: &str) -> Result<(f64, f64, f64), String> {
+pub fn parse_sockperf(out: &str) -> Result<(f64, f64, f64), Error> {
     let mut tps = None;
     let (mut p50, mut p99) = (None, None);
     for line in out.lines() {
@@ -333,7 +337,7 @@ pub fn parse_sockperf(out: &str) -> Result<(f64, f64, f64), String> {
     }
     match (tps, p50, p99) {
         (Some(t), Some(a), Some(b)) => Ok((t, a, b)),
-        _ => Err("could not read sockperf's results".into()),
+        _ => Err(Error::Failed("could not read sockperf's results".into())),
     }
 }
 
@@ -348,7 +352,7 @@ pub fn compare(
     secs: f64,
     repeat: u32,
     progress: &mut dyn FnMut(&str),
-) -> Result<Vec<Row>, String> {
+) -> Result<Vec<Row>, Error> {
     let mut rows = Vec::new();
     for size in ["1K", "128K"] {
         let (mut ours, mut peer) = (Vec::new(), Vec::new());

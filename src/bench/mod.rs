@@ -2,3 +2,22 @@
 
 pub mod engine;
 pub mod vnic;
+
+/// Why a bench could not finish. Its `Display` is the one line users see.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A lab, test setting or peer tool was refused or is missing.
+    #[error("{0}")]
+    Input(String),
+    /// Building, measuring or removing a lab, or running a peer tool, failed.
+    #[error("{0}")]
+    Failed(String),
+    #[error(transparent)]
+    Lab(#[from] crate::lab::Error),
+    #[error(transparent)]
+    Host(#[from] crate::lab::hostcmd::Error),
+    #[error(transparent)]
+    Meter(#[from] crate::meter::Error),
+    #[error(transparent)]
+    Experiment(#[from] crate::experiment::Error),
+}

@@ -6,16 +6,7 @@ use crate::experiment::measure::{self, Target};
 use crate::lab::{build, topology::Topology};
 use crate::vocab::{Gro, Mode, Role, Senders};
 
-/// Why the bench could not finish.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// A lab or test setting was refused.
-    #[error("{0}")]
-    Input(String),
-    /// Building, measuring or removing a lab failed.
-    #[error("{0}")]
-    Failed(String),
-}
+use super::Error;
 
 /// One measured datapath and direction.
 #[derive(serde::Serialize, Clone)]
@@ -85,8 +76,8 @@ pub fn measure(seconds: f64, repeat: u32, progress: &dyn Fn(&str)) -> Result<Vec
     };
     let mut rows = Vec::new();
     for case in cases() {
-        let plan = build::prepare(&case.topology).map_err(|e| Error::Input(e.to_string()))?;
-        build::build(&plan, false, false).map_err(|e| Error::Failed(e.to_string()))?;
+        let plan = build::prepare(&case.topology)?;
+        build::build(&plan, false, false)?;
         let (g1, client) = (Role::Guest(1), Role::Client);
         let dirs: &[(Role, Role)] = if case.receive_only {
             &[(client, g1)]
@@ -104,14 +95,14 @@ pub fn measure(seconds: f64, repeat: u32, progress: &dyn Fn(&str)) -> Result<Vec
             match measure::repeated(&target, &spec, repeat, None, &|_, _| {}) {
                 Ok(m) => rows.push(row(case.label, from, to, &m)),
                 Err(e) => {
-                    result = Err(Error::Failed(e));
+                    result = Err(Error::Experiment(e));
                     break;
                 }
             }
         }
         let down = build::teardown(&case.topology.name);
         result?;
-        down.map_err(Error::Failed)?;
+        down?;
     }
     Ok(rows)
 }

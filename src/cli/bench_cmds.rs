@@ -2,7 +2,7 @@
 
 use clap::{Args, Subcommand};
 
-use super::{need_root, print_json, running, CmdResult, Fail};
+use super::{need_root, print_json, CmdResult, Fail};
 use crate::bench::engine::{self, Path, Row};
 use crate::bench::vnic;
 use crate::lab::{build, topology::Topology};
@@ -42,10 +42,7 @@ fn bench_vnic(a: VnicBenchArgs) -> CmdResult {
         return Err(Fail::Input("--seconds 0.5…600 and --repeat 1…50".into()));
     }
     let progress = |what: &str| crate::errln!("bench: {what}");
-    let rows = vnic::measure(a.seconds, a.repeat, &progress).map_err(|e| match e {
-        vnic::Error::Input(m) => Fail::Input(m),
-        vnic::Error::Failed(m) => Fail::Run(m),
-    })?;
+    let rows = vnic::measure(a.seconds, a.repeat, &progress)?;
     if a.json {
         print_json(&rows);
         return Ok(());
@@ -102,15 +99,15 @@ fn bench_store(a: StoreArgs) -> CmdResult {
     let path =
         std::env::temp_dir().join(format!("vnetlab-bench-store-{}.sqlite", std::process::id()));
     let _ = std::fs::remove_file(&path);
-    let store = running(Store::open(&path))?;
-    let run = running(store.begin_run(
+    let store = Store::open(&path)?;
+    let run = store.begin_run(
         "bench",
         "synthetic points for timing",
         "",
         "",
         &HostFacts::default(),
         a.points,
-    ))?;
+    )?;
     let modes = [
         Mode::Native,
         Mode::Bridge,
@@ -159,20 +156,13 @@ fn bench_store(a: StoreArgs) -> CmdResult {
             ),
             ..Default::default()
         };
-        running(store.add_point(run, &p))?;
+        store.add_point(run, &p)?;
     }
     let store_s = t0.elapsed().as_secs_f64();
-    let r = running(store.find_run(RunRef::Id(run)))?;
+    let r = store.find_run(RunRef::Id(run))?;
     let t1 = Instant::now();
-    let pts: Vec<PointRecord> = running(store.points(run))?
-        .into_iter()
-        .map(|(_, p)| p)
-        .collect();
-    let html = running(crate::report::html::page(
-        &r,
-        &pts,
-        &crate::report::capacity::sections(&r, &pts),
-    ))?;
+    let pts: Vec<PointRecord> = store.points(run)?.into_iter().map(|(_, p)| p).collect();
+    let html = crate::report::html::page(&r, &pts, &crate::report::capacity::sections(&r, &pts))?;
     let report_s = t1.elapsed().as_secs_f64();
     drop(store);
     for s in ["", "-wal", "-shm"] {
@@ -246,12 +236,12 @@ fn bench_engine(a: EngineArgs) -> CmdResult {
     let mut progress = |s: &str| crate::errln!("bench: {s}");
     let mut rows: Vec<Row> = Vec::new();
     if paths.contains(&"loopback") {
-        rows.extend(running(engine::compare(
+        rows.extend(engine::compare(
             &Path::Loopback,
             a.seconds,
             a.repeat,
             &mut progress,
-        ))?);
+        )?);
     }
     // The lab paths: the bare wire (host → client) and through a bridge (g1 → client).
     for (name, mode, from) in [
@@ -282,8 +272,8 @@ fn bench_engine(a: EngineArgs) -> CmdResult {
             &mut progress,
         );
         let down = build::teardown("bench");
-        rows.extend(running(r)?);
-        running(down)?;
+        rows.extend(r?);
+        down?;
     }
     if a.json {
         print_json(&rows);

@@ -3,7 +3,7 @@
 use clap::Args;
 use std::path::{Path, PathBuf};
 
-use super::{input, need_root, print_json, running, CmdResult, Fail};
+use super::{need_root, print_json, CmdResult, Fail};
 use crate::experiment::{file, matrix, run as erun};
 use crate::records::{PointRecord, RunRef};
 use crate::report::{compare as rcompare, table};
@@ -38,17 +38,14 @@ pub fn existing(db: &Path) -> Result<Store, Fail> {
     if !db.exists() {
         return Err(Fail::Input(format!("no store at {name}: run an experiment first (`vnetlab run experiments/quick.toml`) or pass --db")));
     }
-    input(Store::open_read(db))
+    Ok(Store::open_read(db)?)
 }
 
 /// Reads, checks and counts an experiment file, then expands it; refuses a matrix too large to
 /// run before making a single point.
 fn load(path: &Path, force: bool) -> Result<erun::Loaded, Fail> {
-    let text = input(crate::text::read_capped(path, crate::text::MAX_FILE))?;
-    let exp = input(file::parse(
-        &text,
-        &crate::text::clip(&path.display().to_string()),
-    ))?;
+    let text = crate::text::read_capped(path, crate::text::MAX_FILE)?;
+    let exp = file::parse(&text, &crate::text::clip(&path.display().to_string()))?;
     let n = matrix::count(&exp);
     if n > matrix::HARD_MAX {
         return Err(Fail::Input(format!("{}: the matrix has {n} points; vnetlab runs at most {}: split it into smaller experiments", exp.name, matrix::HARD_MAX)));
@@ -70,38 +67,45 @@ fn load(path: &Path, force: bool) -> Result<erun::Loaded, Fail> {
 
 /// A folder for the report: made if missing (its parent must exist: vnetlab makes no folder the
 /// user did not name) and checked writable, before the first point runs.
-fn output_dir(dir: &Path) -> Result<(), String> {
+fn output_dir(dir: &Path) -> Result<(), Fail> {
     let name = crate::text::clip(&dir.display().to_string());
     match std::fs::metadata(dir) {
         Ok(m) if !m.is_dir() => {
-            return Err(format!(
+            return Err(Fail::Input(format!(
                 "--out {name} is not a folder: give a folder for the HTML report"
-            ))
+            )))
         }
         Ok(_) => {}
         // Another run given the same folder may make it first: that is fine.
         Err(_) => match std::fs::create_dir(dir) {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => {}
             r => r.map_err(|e| {
-                format!("--out {name}: cannot make the folder ({e}); its parent must exist")
+                Fail::Input(format!(
+                    "--out {name}: cannot make the folder ({e}); its parent must exist"
+                ))
             })?,
         },
     }
     let probe = dir.join(format!(".vnetlab-write-test-{}", std::process::id()));
-    std::fs::write(&probe, b"")
-        .map_err(|e| format!("--out {name} is not writable ({e}): give another folder"))?;
+    std::fs::write(&probe, b"").map_err(|e| {
+        Fail::Input(format!(
+            "--out {name} is not writable ({e}): give another folder"
+        ))
+    })?;
     let _ = std::fs::remove_file(probe);
     Ok(())
 }
 
 /// A file vnetlab will write: its folder must exist, and the path must not be a folder.
-pub fn output_file(path: &Path, flag: &str) -> Result<(), String> {
+pub fn output_file(path: &Path, flag: &str) -> Result<(), Fail> {
     let name = crate::text::clip(&path.display().to_string());
     if path.is_dir() {
-        return Err(format!("{flag} {name} is a folder: give a file name"));
+        return Err(Fail::Input(format!(
+            "{flag} {name} is a folder: give a file name"
+        )));
     }
     match path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        Some(d) if !d.is_dir() => Err(format!("{flag} {name}: the folder {} does not exist (vnetlab makes no folder you did not ask for)", crate::text::clip(&d.display().to_string()))),
+        Some(d) if !d.is_dir() => Err(Fail::Input(format!("{flag} {name}: the folder {} does not exist (vnetlab makes no folder you did not ask for)", crate::text::clip(&d.display().to_string())))),
         _ => Ok(()),
     }
 }
@@ -122,8 +126,8 @@ pub fn run(a: RunArgs) -> CmdResult {
         return Ok(());
     }
     need_root("vnetlab run")?;
-    input(output_dir(&a.out))?;
-    let store = input(Store::open(&a.db))?;
+    output_dir(&a.out)?;
+    let store = Store::open(&a.db)?;
     let eta: f64 = points.iter().map(matrix::estimate_s).sum();
     if eta > 24.0 * 3600.0 && !a.json {
         crate::errln!("vnetlab: note: {} points will take about {:.0} hours; Ctrl-C stops after the point under way and keeps what finished", points.len(), eta / 3600.0);
@@ -160,7 +164,7 @@ pub fn run(a: RunArgs) -> CmdResult {
             None => {}
         }
     };
-    let outcome = running(erun::run_experiment(&loaded, &store, &mut progress))?;
+    let outcome = erun::run_experiment(&loaded, &store, &mut progress)?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -171,7 +175,7 @@ pub fn run(a: RunArgs) -> CmdResult {
         .map(|(_, p)| p)
         .collect();
     let html_path = a.out.join(format!("run-{}.html", outcome.run_id));
-    running(crate::report::write_page(&rrow, &pts, &html_path))?;
+    crate::report::write_page(&rrow, &pts, &html_path)?;
     if a.json {
         print_json(&serde_json::json!({"run": rrow, "points": pts, "html": html_path}));
     } else {
@@ -214,13 +218,13 @@ pub struct ReportArgs {
 
 pub fn report(a: ReportArgs) -> CmdResult {
     if let Some(h) = &a.html {
-        input(output_file(h, "--html"))?;
+        output_file(h, "--html")?;
     }
     let store = existing(&a.db)?;
     let r = store.find_run(a.run)?;
     let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
     if let Some(h) = &a.html {
-        running(crate::report::write_page(&r, &pts, h))?;
+        crate::report::write_page(&r, &pts, h)?;
     }
     if a.json {
         print_json(&serde_json::json!({"run": r, "points": pts}));
@@ -251,7 +255,7 @@ pub struct RunsArgs {
 
 pub fn runs(a: RunsArgs) -> CmdResult {
     let store = existing(&a.db)?;
-    let rows = running(store.runs())?;
+    let rows = store.runs()?;
     if a.json {
         print_json(&rows);
     } else if rows.is_empty() {
@@ -284,16 +288,15 @@ pub fn export(a: ExportArgs) -> CmdResult {
         ));
     }
     if let Some(o) = &a.output {
-        input(output_file(o, "-o"))?;
+        output_file(o, "-o")?;
     }
     let store = existing(&a.db)?;
     let r = store.find_run(a.run)?;
     let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
     let csv = table::csv(&r, &pts);
     match &a.output {
-        Some(p) => running(
-            std::fs::write(p, csv).map_err(|e| format!("cannot write {}: {e}", p.display())),
-        )?,
+        Some(p) => std::fs::write(p, csv)
+            .map_err(|e| Fail::Input(format!("cannot write {}: {e}", p.display())))?,
         None => crate::out!("{csv}"),
     }
     Ok(())
@@ -313,7 +316,7 @@ pub fn migrate(a: MigrateArgs) -> CmdResult {
             "no store at {name}: nothing to migrate"
         )));
     }
-    input(Store::open(&a.db))?;
+    Store::open(&a.db)?;
     crate::outln!("{name} is up to date");
     Ok(())
 }

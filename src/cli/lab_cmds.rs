@@ -2,7 +2,7 @@
 
 use clap::Args;
 
-use super::{input, need_root, print_json, running, CmdResult, Fail};
+use super::{need_root, print_json, CmdResult, Fail};
 use crate::lab::topology::{self, Topology, TopologyFile};
 use crate::lab::{build, exec as lexec, probe as lprobe, state, status as lstatus};
 use crate::units::{Delay, Loss, Rate};
@@ -70,7 +70,7 @@ pub struct UpArgs {
 }
 
 impl UpArgs {
-    fn topology(&self) -> Result<Topology, String> {
+    fn topology(&self) -> Result<Topology, Fail> {
         let flags_given = self.mode.is_some()
             || self.guests.is_some()
             || self.mtu.is_some()
@@ -89,7 +89,7 @@ impl UpArgs {
         let mut t = match &self.file {
             Some(f) => {
                 if flags_given {
-                    return Err("--file describes the whole lab: put the other settings in the file (only --name may be given with it)".into());
+                    return Err(Fail::Input("--file describes the whole lab: put the other settings in the file (only --name may be given with it)".into()));
                 }
                 let text =
                     crate::text::read_capped(std::path::Path::new(f), crate::text::MAX_FILE)?;
@@ -128,7 +128,7 @@ impl UpArgs {
 }
 
 pub fn up(a: UpArgs) -> CmdResult {
-    let t = input(a.topology())?;
+    let t = a.topology()?;
     if a.dry_run {
         let p = build::prepare(&t)?;
         for line in crate::lab::plan::shell(&p) {
@@ -183,7 +183,7 @@ pub struct DownArgs {
 }
 
 pub fn down(a: DownArgs) -> CmdResult {
-    let lab = input(state::resolve(a.lab.as_deref()))?;
+    let lab = state::resolve(a.lab.as_deref())?;
     if a.dry_run {
         for l in build::teardown_plan(&lab)? {
             crate::outln!("{l}");
@@ -194,7 +194,7 @@ pub fn down(a: DownArgs) -> CmdResult {
     if !state::journal_path(&lab).exists() {
         build::teardown_plan(&lab)?;
     }
-    running(build::down(&lab))?;
+    build::down(&lab)?;
     crate::errln!("lab {lab} removed");
     Ok(())
 }
@@ -209,7 +209,7 @@ pub struct StatusArgs {
 }
 
 pub fn status(a: StatusArgs) -> CmdResult {
-    let s = input(lstatus::status(a.lab.as_deref()))?;
+    let s = lstatus::status(a.lab.as_deref())?;
     if a.json {
         print_json(&s);
         return Ok(());
@@ -344,9 +344,9 @@ pub struct ExecArgs {
 
 pub fn exec(a: ExecArgs) -> CmdResult {
     need_root("vnetlab exec")?;
-    let lab = input(state::resolve(a.lab.as_deref()))?;
-    let r = input(state::load(&lab))?;
-    let ep = input(r.endpoint(a.target))?;
+    let lab = state::resolve(a.lab.as_deref())?;
+    let r = state::load(&lab)?;
+    let ep = r.endpoint(a.target)?;
     Err(Fail::Run(lexec::exec(ep, &a.cmd)))
 }
 
@@ -365,8 +365,8 @@ pub struct ProbeArgs {
 
 pub fn probe(a: ProbeArgs) -> CmdResult {
     need_root("vnetlab probe")?;
-    let lab = input(state::resolve(a.lab.as_deref()))?;
-    let r = input(state::load(&lab))?;
+    let lab = state::resolve(a.lab.as_deref())?;
+    let r = state::load(&lab)?;
     let pairs = match (&a.from, &a.to) {
         (Some(f), Some(t)) => vec![(*f, *t)],
         (None, None) => lprobe::default_pairs(&r),
@@ -374,7 +374,7 @@ pub fn probe(a: ProbeArgs) -> CmdResult {
     };
     let mut results = Vec::new();
     for (f, t) in pairs {
-        let (fe, te) = (input(r.endpoint(f))?, input(r.endpoint(t))?);
+        let (fe, te) = (r.endpoint(f)?, r.endpoint(t)?);
         results.push(lprobe::tcp(&r, fe, te));
     }
     let failed = results.iter().filter(|x| !x.ok).count();
@@ -440,7 +440,7 @@ pub fn cleanup(a: CleanupArgs) -> CmdResult {
         let entries = match crate::lab::journal::read(&state::journal_path(lab), lab) {
             Ok(e) => e,
             Err(e) => {
-                errors.push(e);
+                errors.push(e.to_string());
                 continue;
             }
         };

@@ -5,7 +5,7 @@ use clap::Args;
 use serde::Deserialize;
 use std::path::PathBuf;
 
-use super::{input, print_json, CmdResult, Fail};
+use super::{print_json, CmdResult, Fail};
 use crate::plan::{from_run, model, preset};
 use crate::records::PointRecord;
 
@@ -86,8 +86,12 @@ struct FileDatapath {
     vm_1g: f64,
 }
 
-fn parse_datapath(s: &str) -> Result<model::Datapath, String> {
-    let bad = || format!("bad --datapath '{s}': write NAME:VDI_1G:VM_1G, e.g. SRIOV:0.22727:2.176");
+fn parse_datapath(s: &str) -> Result<model::Datapath, Fail> {
+    let bad = || {
+        Fail::Input(format!(
+            "bad --datapath '{s}': write NAME:VDI_1G:VM_1G, e.g. SRIOV:0.22727:2.176"
+        ))
+    };
     let p: Vec<&str> = s.split(':').collect();
     if p.len() != 3 || p[0].is_empty() {
         return Err(bad());
@@ -109,215 +113,227 @@ fn cell(v: f64, w: usize) -> String {
     }
 }
 
-fn parse_list(s: &str) -> Result<Vec<f64>, String> {
+fn parse_list(s: &str) -> Result<Vec<f64>, Fail> {
     s.split(',')
         .map(|x| {
             x.trim().parse::<f64>().map_err(|_| {
-                format!("bad --buffer '{s}': write seconds separated by commas, e.g. 16,20,40")
+                Fail::Input(format!(
+                    "bad --buffer '{s}': write seconds separated by commas, e.g. 16,20,40"
+                ))
             })
         })
         .collect()
 }
 
 pub fn plan(a: PlanArgs) -> CmdResult {
-    let file: PlanFile = match &a.file {
-        Some(f) => {
-            let text = input(crate::text::read_capped(f, crate::text::MAX_FILE))?;
-            toml::from_str(&text).map_err(|e| {
-                Fail::Input(crate::lab::topology::toml_error(
-                    &e,
-                    &text,
-                    &crate::text::clip(&f.display().to_string()),
-                ))
-            })?
-        }
-        None => PlanFile::default(),
+    let file = read_file(a.file.as_deref())?;
+    let (s, from) = scenario(&a, &file)?;
+    let share = file.desktop_share.unwrap_or(a.desktop_share);
+    let vm_rate = file.vm_rate.clone().unwrap_or(a.vm_rate.clone());
+    let vm_gbps = crate::units::parse_rate(&vm_rate)? as f64 / 1e9;
+    let density = model::density(&s.datapaths, share, vm_gbps, s.vdi_net_gbit / s.play_s)?;
+    let rows = s.rows();
+    // A saving is desktops only where both ends of it fit on the host.
+    let fits = rows[0].datapaths.values().all(|c| c.fits);
+    let bought = fits.then(|| model::desktops_bought(rows[0].saving_pct, share));
+    if a.json {
+        let out = PlanOut {
+            density,
+            first_row_saving_buys_desktops: bought,
+            points_used: from.used,
+            rows,
+            scenario: s,
+            source: from.source,
+        };
+        // Through a JSON value, so every object's keys print sorted, as they always have.
+        print_json(&serde_json::to_value(out).unwrap());
+        return Ok(());
+    }
+    crate::outln!(
+        "host CPU on the networks of {} desktops ({}): {} Gbit each through the VM network in T_buffer, {} Gbit of screen over {} s",
+        s.vms, from.source, s.vm_net_gbit, s.vdi_net_gbit, s.play_s
+    );
+    for u in &from.used {
+        crate::outln!("  {u}");
+    }
+    print_rows(&s, &rows, from.host_cores);
+    crate::outln!(
+        "\ndensity at {share} % of the host per desktop, {vm_rate} VM network and a {:.4} Gb/s screen stream each:",
+        s.vdi_net_gbit / s.play_s
+    );
+    print_density(&s, &density, &rows[0], bought, share);
+    Ok(())
+}
+
+/// `plan --json`: the plan and where its costs came from.
+#[derive(serde::Serialize)]
+struct PlanOut {
+    density: model::Density,
+    first_row_saving_buys_desktops: Option<u32>,
+    points_used: Vec<String>,
+    rows: Vec<model::Row>,
+    scenario: model::Scenario,
+    source: String,
+}
+
+/// Where a plan's costs came from: a description, the stored points used, the host's cores.
+struct Provenance {
+    source: String,
+    used: Vec<String>,
+    host_cores: Option<usize>,
+}
+
+fn read_file(f: Option<&std::path::Path>) -> Result<PlanFile, Fail> {
+    let Some(f) = f else {
+        return Ok(PlanFile::default());
     };
+    let text = crate::text::read_capped(f, crate::text::MAX_FILE)?;
+    toml::from_str(&text).map_err(|e| {
+        let name = crate::text::clip(&f.display().to_string());
+        Fail::Input(crate::lab::topology::toml_error(&e, &text, &name))
+    })
+}
+
+/// The scenario: the preset (or paper 1's scenario without datapaths), then the file, then a
+/// stored run's costs, then the flags.
+fn scenario(a: &PlanArgs, file: &PlanFile) -> Result<(model::Scenario, Provenance), Fail> {
     let preset_name = a.preset.clone().or(file.preset.clone());
-    // Start from the preset (or paper 1's scenario without datapaths), then apply the file and the flags.
     let mut s = match &preset_name {
-        Some(p) => input(preset::get(p))?,
+        Some(p) => preset::get(p)?,
         None => model::Scenario {
             datapaths: vec![],
             ..preset::get("icsnc2013").unwrap()
         },
     };
-    let mut source = preset_name
-        .as_ref()
-        .map(|p| format!("preset {p}"))
-        .unwrap_or_else(|| "paper 1's scenario".into());
-    let mut used: Vec<String> = Vec::new();
-    let mut host_cores: Option<usize> = None;
-    if let Some(v) = file.vms {
-        s.vms = v;
-    }
-    if let Some(v) = file.vm_net_gbit {
-        s.vm_net_gbit = v;
-    }
-    if let Some(v) = file.vdi_net_gbit {
-        s.vdi_net_gbit = v;
-    }
-    if let Some(v) = file.play_s {
-        s.play_s = v;
-    }
+    let mut from = Provenance {
+        source: preset_name
+            .as_ref()
+            .map(|p| format!("preset {p}"))
+            .unwrap_or_else(|| "paper 1's scenario".into()),
+        used: Vec::new(),
+        host_cores: None,
+    };
+    apply(
+        &mut s,
+        file.vms,
+        file.vm_net_gbit,
+        file.vdi_net_gbit,
+        file.play_s,
+    );
     if let Some(v) = file.buffer_s.clone() {
         s.buffer_s = v;
     }
     if !file.datapath.is_empty() {
-        s.datapaths = file
-            .datapath
-            .iter()
-            .map(|d| model::Datapath {
-                name: d.name.clone(),
-                vdi_net_pct_per_gbps: d.vdi_1g,
-                vm_net_pct_per_gbps: d.vm_1g,
-            })
-            .collect();
+        s.datapaths = file.datapath.iter().map(FileDatapath::to_model).collect();
     }
     if let Some(run) = &a.from_run {
-        let store = super::exp_cmds::existing(&a.db)?;
-        let r = store.find_run(*run)?;
-        let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
-        let size = a
-            .size
-            .as_deref()
-            .map(crate::units::parse_size)
-            .transpose()
-            .map_err(Fail::Input)?
-            .map(|v| v as u64);
-        let load = match a.load.as_deref() {
-            None => None,
-            Some("max") => Some(None),
-            Some(r) => Some(Some(
-                crate::units::parse_rate(r)
-                    .map_err(|e| Fail::Input(format!("--load: {e}, or max")))?,
-            )),
-        };
-        let pick = from_run::Pick {
-            size,
-            load,
-            allow_bound: a.allow_bound,
-        };
-        let c = input(from_run::costs(&r, &pts, pick, a.vdi_offload, true))?;
-        s.datapaths = c.datapaths;
-        host_cores = c.host_cores;
-        source = format!("run {} ({})", r.id, r.name);
-        used = c.used.into_iter().chain(c.notes).collect();
+        from = costs_from_run(a, *run, &mut s)?;
     }
     if !a.datapaths.is_empty() {
-        s.datapaths = a
-            .datapaths
-            .iter()
-            .map(|d| parse_datapath(d))
-            .collect::<Result<_, _>>()
-            .map_err(Fail::Input)?;
-        source = "the command line".into();
+        let parsed: Result<_, _> = a.datapaths.iter().map(|d| parse_datapath(d)).collect();
+        s.datapaths = parsed?;
+        from.source = "the command line".into();
     }
-    if let Some(v) = a.vms {
-        s.vms = v;
-    }
-    if let Some(v) = a.vm_net_gbit {
-        s.vm_net_gbit = v;
-    }
-    if let Some(v) = a.vdi_net_gbit {
-        s.vdi_net_gbit = v;
-    }
-    if let Some(v) = a.play_s {
-        s.play_s = v;
-    }
+    apply(&mut s, a.vms, a.vm_net_gbit, a.vdi_net_gbit, a.play_s);
     if let Some(b) = &a.buffer {
-        s.buffer_s = input(parse_list(b))?;
+        s.buffer_s = parse_list(b)?;
     }
-    input(s.validate())?;
-    let share = file.desktop_share.unwrap_or(a.desktop_share);
-    let vm_rate = file.vm_rate.clone().unwrap_or(a.vm_rate.clone());
-    let vm_gbps = input(crate::units::parse_rate(&vm_rate))? as f64 / 1e9;
-    let density = input(model::density(
-        &s.datapaths,
-        share,
-        vm_gbps,
-        s.vdi_net_gbit / s.play_s,
-    ))?;
-    let rows = s.rows();
-    let first = s.datapaths[0].name.clone();
-    let last = s.datapaths[s.datapaths.len() - 1].name.clone();
-    // A saving is desktops only where both ends of it fit on the host.
-    let fits = rows[0].datapaths.values().all(|c| c["fits"] != false);
-    let bought = fits.then(|| model::desktops_bought(rows[0].saving_pct, share));
-    if a.json {
-        print_json(
-            &serde_json::json!({"source": source, "points_used": used, "scenario": s, "rows": rows, "density": density,
-            "first_row_saving_buys_desktops": bought}),
-        );
-        return Ok(());
+    s.validate()?;
+    Ok((s, from))
+}
+
+/// Sets the scenario's numbers that are given.
+fn apply(
+    s: &mut model::Scenario,
+    vms: Option<u32>,
+    vm_net_gbit: Option<f64>,
+    vdi_net_gbit: Option<f64>,
+    play_s: Option<f64>,
+) {
+    s.vms = vms.unwrap_or(s.vms);
+    s.vm_net_gbit = vm_net_gbit.unwrap_or(s.vm_net_gbit);
+    s.vdi_net_gbit = vdi_net_gbit.unwrap_or(s.vdi_net_gbit);
+    s.play_s = play_s.unwrap_or(s.play_s);
+}
+
+impl FileDatapath {
+    fn to_model(&self) -> model::Datapath {
+        model::Datapath {
+            name: self.name.clone(),
+            vdi_net_pct_per_gbps: self.vdi_1g,
+            vm_net_pct_per_gbps: self.vm_1g,
+        }
     }
-    crate::outln!(
-        "host CPU on the networks of {} desktops ({source}): {} Gbit each through the VM network in T_buffer, {} Gbit of screen over {} s",
-        s.vms, s.vm_net_gbit, s.vdi_net_gbit, s.play_s
-    );
-    for u in &used {
-        crate::outln!("  {u}");
-    }
+}
+
+/// `--from-run`: the datapaths' per-Gbit costs from a stored run's points.
+fn costs_from_run(
+    a: &PlanArgs,
+    run: crate::records::RunRef,
+    s: &mut model::Scenario,
+) -> Result<Provenance, Fail> {
+    let store = super::exp_cmds::existing(&a.db)?;
+    let r = store.find_run(run)?;
+    let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
+    let size = a
+        .size
+        .as_deref()
+        .map(crate::units::parse_size)
+        .transpose()?;
+    let load = match a.load.as_deref() {
+        None => None,
+        Some("max") => Some(None),
+        Some(r) => Some(Some(
+            crate::units::parse_rate(r).map_err(|e| Fail::Input(format!("--load: {e}, or max")))?,
+        )),
+    };
+    let pick = from_run::Pick {
+        size: size.map(|v| v as u64),
+        load,
+        allow_bound: a.allow_bound,
+    };
+    let c = from_run::costs(&r, &pts, pick, a.vdi_offload, true)?;
+    s.datapaths = c.datapaths;
+    Ok(Provenance {
+        source: format!("run {} ({})", r.id, r.name),
+        used: c.used.into_iter().chain(c.notes).collect(),
+        host_cores: c.host_cores,
+    })
+}
+
+/// Table V: per buffering time, each datapath's share of the host on both networks.
+fn print_rows(s: &model::Scenario, rows: &[model::Row], host_cores: Option<usize>) {
     let names: Vec<&str> = s.datapaths.iter().map(|d| d.name.as_str()).collect();
     let w = names.iter().map(|n| n.len()).max().unwrap_or(6).max(7);
     let mut head = format!("{:>8} |", "T_buffer");
-    for part in ["VM network", "VDI network"] {
+    for _network in ["VM network", "VDI network"] {
         for n in &names {
-            head += &format!(" {:>w$}", format!("{n}"));
+            head += &format!(" {n:>w$}");
         }
         head += &format!(" {:>7} |", "diff");
-        let _ = part;
     }
     head += "  saving";
+    let span = (w + 1) * names.len() + 7;
     crate::outln!(
-        "{:>8} | {:^vm$} | {:^vd$} |",
+        "{:>8} | {:^span$} | {:^span$} |",
         "",
         "VM network (%)",
-        "VDI network (%)",
-        vm = (w + 1) * names.len() + 7,
-        vd = (w + 1) * names.len() + 7
+        "VDI network (%)"
     );
     crate::outln!("{head}");
-    for r in &rows {
-        let mut line = format!("{:>8} |", r.t_buffer_s);
-        if names.len() == 2 {
-            // As the paper prints it: cells rounded, differences of the rounded cells.
-            let p = model::paper_rounding(r, &first, &last);
-            let (a, b, c, d) = (cell(p[0], w), cell(p[1], w), cell(p[3], w), cell(p[4], w));
-            line += &format!(
-                " {a} {b} {:>7.2} | {c} {d} {:>7.2} | {:>7.2}",
-                p[2], p[5], p[6]
-            );
-        } else {
-            for key in ["vm_net_pct", "vdi_net_pct"] {
-                for n in &names {
-                    line += &format!(" {}", cell(r.datapaths[*n][key].as_f64().unwrap_or(0.0), w));
-                }
-                line += &format!(
-                    " {:>7.2} |",
-                    if key == "vm_net_pct" {
-                        r.vm_net_diff_pct
-                    } else {
-                        r.vdi_net_diff_pct
-                    }
-                );
-            }
-            line += &format!(" {:>7.2}", r.saving_pct);
-        }
-        crate::outln!("{line}");
+    for r in rows {
+        crate::outln!("{}", row_line(r, &names, w));
     }
     if names.len() == 2 {
         crate::outln!("(differences as the paper prints them: between the rounded cells; --json has the exact values)");
     }
     // Percentages over 100 are not shares of this host: say how much host it would take.
     for n in &names {
-        let worst = rows.iter().filter_map(|r| {
+        let worst = rows.iter().find_map(|r| {
             let c = &r.datapaths[*n];
-            let total =
-                c["vm_net_pct"].as_f64().unwrap_or(0.0) + c["vdi_net_pct"].as_f64().unwrap_or(0.0);
-            (c["fits"] == false).then_some((r.t_buffer_s, total))
+            (!c.fits).then_some((r.t_buffer_s, c.vm_net_pct + c.vdi_net_pct))
         });
-        if let Some((t, total)) = worst.into_iter().next() {
+        if let Some((t, total)) = worst {
             crate::outln!(
                 "{n} at T_buffer {t} s: {} (network CPU {:.0} % of the host)",
                 model::does_not_fit(total, host_cores),
@@ -325,26 +341,67 @@ pub fn plan(a: PlanArgs) -> CmdResult {
             );
         }
     }
-    crate::outln!(
-        "\ndensity at {share} % of the host per desktop, {vm_rate} VM network and a {:.4} Gb/s screen stream each:",
-        s.vdi_net_gbit / s.play_s
-    );
+}
+
+/// One row of Table V; with two datapaths, rounded as the paper prints it.
+fn row_line(r: &model::Row, names: &[&str], w: usize) -> String {
+    let mut line = format!("{:>8} |", r.t_buffer_s);
+    if names.len() == 2 {
+        // As the paper prints it: cells rounded, differences of the rounded cells.
+        let p = model::paper_rounding(r, names[0], names[1]);
+        let (a, b, c, d) = (cell(p[0], w), cell(p[1], w), cell(p[3], w), cell(p[4], w));
+        line += &format!(
+            " {a} {b} {:>7.2} | {c} {d} {:>7.2} | {:>7.2}",
+            p[2], p[5], p[6]
+        );
+        return line;
+    }
+    for n in names {
+        line += &format!(" {}", cell(r.datapaths[*n].vm_net_pct, w));
+    }
+    line += &format!(" {:>7.2} |", r.vm_net_diff_pct);
+    for n in names {
+        line += &format!(" {}", cell(r.datapaths[*n].vdi_net_pct, w));
+    }
+    line += &format!(" {:>7.2} |", r.vdi_net_diff_pct);
+    line + &format!(" {:>7.2}", r.saving_pct)
+}
+
+/// How many desktops fit per datapath, and what the first row's saving buys.
+fn print_density(
+    s: &model::Scenario,
+    density: &model::Density,
+    first: &model::Row,
+    bought: Option<u32>,
+    share: f64,
+) {
+    let w = s
+        .datapaths
+        .iter()
+        .map(|d| d.name.len())
+        .max()
+        .unwrap_or(6)
+        .max(7);
+    let last = &s.datapaths[s.datapaths.len() - 1].name;
     for d in &density.datapaths {
+        let more = if d.more_than_last > 0 {
+            format!(", {} more than {last}", d.more_than_last)
+        } else {
+            String::new()
+        };
         crate::outln!(
-            "  {:<w$} {:>3} desktops ({:.3} % network CPU each){}",
+            "  {:<w$} {:>3} desktops ({:.3} % network CPU each){more}",
             d.name,
             d.max_desktops,
-            d.network_pct_per_desktop,
-            if d.more_than_last > 0 {
-                format!(", {} more than {last}", d.more_than_last)
-            } else {
-                String::new()
-            }
+            d.network_pct_per_desktop
         );
     }
+    let t = first.t_buffer_s;
     match bought {
-        Some(n) => crate::outln!("  the saving at T_buffer {} s ({:.2} %) buys {n} more desktops at {share} % each", rows[0].t_buffer_s, rows[0].saving_pct),
-        None => crate::outln!("  the saving at T_buffer {} s cannot be spent as desktops here: {last} does not fit on this host at these costs", rows[0].t_buffer_s),
+        Some(n) => crate::outln!(
+            "  the saving at T_buffer {t} s ({:.2} %) buys {n} more desktops at {share} % each",
+            first.saving_pct
+        ),
+        None => crate::outln!("  the saving at T_buffer {t} s cannot be spent as desktops here: {last} does not fit on this host at these costs"),
     }
-    Ok(())
 }

@@ -4,7 +4,7 @@
 use clap::Args;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 
-use super::{input, need_root, print_json, running, CmdResult, Fail};
+use super::{need_root, print_json, CmdResult, Fail};
 use crate::engine::controller::TestResult;
 use crate::engine::spec::Spec;
 use crate::experiment::measure::{self, Target};
@@ -97,7 +97,7 @@ pub struct TestArgs {
 }
 
 impl TestArgs {
-    pub fn spec(&self) -> Result<Spec, String> {
+    pub fn spec(&self) -> Result<Spec, Fail> {
         let d = Spec::default();
         let (req, resp) = match &self.rr {
             Some(r) => units::parse_rr(r)?,
@@ -144,13 +144,12 @@ impl TestArgs {
 }
 
 pub fn test(a: TestArgs) -> CmdResult {
-    let spec = input(a.spec())?;
+    let spec = a.spec()?;
     let confidence = a
         .confidence
         .as_deref()
         .map(stats::parse_confidence)
-        .transpose()
-        .map_err(Fail::Input)?;
+        .transpose()?;
     if !(1..=1000).contains(&a.repeat) {
         return Err(Fail::Input(format!("--repeat {}: use 1 to 1000", a.repeat)));
     }
@@ -161,8 +160,8 @@ pub fn test(a: TestArgs) -> CmdResult {
             ));
         }
         need_root("vnetlab test in a lab")?;
-        let lab = input(state::resolve(a.lab.as_deref()))?;
-        let rec = input(state::load(&lab))?;
+        let lab = state::resolve(a.lab.as_deref())?;
+        let rec = state::load(&lab)?;
         let from = a.from.ok_or(Fail::Input(
             "--to needs --from (g1…, client, host or guests)".into(),
         ))?;
@@ -170,9 +169,9 @@ pub fn test(a: TestArgs) -> CmdResult {
             "--from needs --to (g1…, client or host)".into(),
         ))?;
         if let Senders::One(r) = from {
-            input(rec.endpoint(r))?;
+            rec.endpoint(r)?;
         }
-        input(rec.endpoint(to))?;
+        rec.endpoint(to)?;
         if from == Senders::One(to) || (from == Senders::AllGuests && to.is_guest()) {
             return Err(Fail::Input(format!("--from {from} --to {to}: a test needs two different endpoints (e.g. --from g1 --to client)")));
         }
@@ -182,8 +181,8 @@ pub fn test(a: TestArgs) -> CmdResult {
             to,
         }
     } else if let Some(h) = &a.host {
-        let ip = input(resolve_host(h))?;
-        input(check_allowed(ip))?;
+        let ip = resolve_host(h)?;
+        check_allowed(ip)?;
         let token = a.token.clone().ok_or(Fail::Input(
             "-H needs --token: pass the token `vnetlab serve` printed".into(),
         ))?;
@@ -216,7 +215,10 @@ pub fn test(a: TestArgs) -> CmdResult {
             while lab_gone(&target).is_none() && t0.elapsed() < std::time::Duration::from_secs(3) && matches!(target, Target::Lab { .. }) {
                 std::thread::sleep(std::time::Duration::from_millis(50));
             }
-            return Err(Fail::Run(lab_gone(&target).unwrap_or(e)));
+            return Err(match lab_gone(&target) {
+                Some(gone) => Fail::Run(gone),
+                None => e.into(),
+            });
         }
     };
     if a.json {
@@ -435,7 +437,7 @@ pub fn print_cpu(c: &CpuReport) {
     );
 }
 
-fn resolve_host(h: &str) -> Result<IpAddr, String> {
+fn resolve_host(h: &str) -> Result<IpAddr, Fail> {
     if let Ok(ip) = h.parse::<IpAddr>() {
         return Ok(ip);
     }
@@ -444,11 +446,11 @@ fn resolve_host(h: &str) -> Result<IpAddr, String> {
         .ok()
         .and_then(|mut a| a.next())
         .map(|a| a.ip())
-        .ok_or_else(|| format!("cannot resolve host '{h}': give an address"))
+        .ok_or_else(|| Fail::Input(format!("cannot resolve host '{h}': give an address")))
 }
 
 /// vnetlab sends test traffic only on loopback or inside a lab's own range.
-fn check_allowed(ip: IpAddr) -> Result<(), String> {
+fn check_allowed(ip: IpAddr) -> Result<(), Fail> {
     if ip.is_loopback() {
         return Ok(());
     }
@@ -470,7 +472,7 @@ fn check_allowed(ip: IpAddr) -> Result<(), String> {
     if in_lab {
         Ok(())
     } else {
-        Err(format!("{ip} is neither loopback nor a lab address: vnetlab sends test traffic only there (use --from/--to in a lab)"))
+        Err(Fail::Input(format!("{ip} is neither loopback nor a lab address: vnetlab sends test traffic only there (use --from/--to in a lab)")))
     }
 }
 
@@ -575,20 +577,20 @@ pub struct ServeArgs {
 
 pub fn serve(a: ServeArgs) -> CmdResult {
     if let Some(t) = &a.token {
-        input(crate::engine::serve::check_token(t))?;
+        crate::engine::serve::check_token(t)?;
     }
     let token = a
         .token
         .clone()
         .unwrap_or_else(crate::engine::serve::random_token);
-    running(crate::engine::serve::serve(
+    Ok(crate::engine::serve::serve(
         SocketAddr::new(a.bind, a.port),
         &token,
         a.once,
         |addr| {
             crate::errln!("vnetlab serve: listening on {addr}; token {token} (pass it to vnetlab test --token)");
         },
-    ))
+    )?)
 }
 
 #[derive(Args)]
@@ -616,15 +618,15 @@ pub fn meter(a: MeterArgs) -> CmdResult {
             a.seconds
         )));
     }
-    let lab = input(state::resolve(a.lab.as_deref()))?;
-    let rec = input(state::load(&lab))?;
+    let lab = state::resolve(a.lab.as_deref())?;
+    let rec = state::load(&lab)?;
     let target = Target::Lab {
         rec: Box::new(rec),
         from: Senders::One(Role::Host),
         to: Role::Client,
     };
     measure::place_driver(target.cpus());
-    let m = Meter::start(running(target.setup())?);
+    let m = Meter::start(target.setup()?);
     let start = std::time::Instant::now() + std::time::Duration::from_millis(100);
     let end = start + std::time::Duration::from_secs_f64(a.seconds);
     m.window(start, end);
@@ -637,7 +639,7 @@ pub fn meter(a: MeterArgs) -> CmdResult {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let data = m.stop();
-    let c = running(report::build(
+    let c = report::build(
         &data,
         &report::Traffic {
             gbps: None,
@@ -645,7 +647,7 @@ pub fn meter(a: MeterArgs) -> CmdResult {
             send_parts: &[],
             recv_parts: &[],
         },
-    ))?;
+    )?;
     if a.json {
         print_json(&serde_json::json!({ "lab": lab, "cpu": c }));
     } else {
@@ -676,19 +678,21 @@ pub struct VnicArgs {
 }
 
 impl std::str::FromStr for crate::vnic::backend::Model {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = Fail;
+    fn from_str(s: &str) -> Result<Self, Fail> {
         match s {
             "emulated" => Ok(crate::vnic::backend::Model::Emulated),
             "paravirt" => Ok(crate::vnic::backend::Model::Paravirt),
-            _ => Err(format!("unknown device model '{s}': emulated or paravirt")),
+            _ => Err(Fail::Input(format!(
+                "unknown device model '{s}': emulated or paravirt"
+            ))),
         }
     }
 }
 
 /// The vNIC backend process the lab starts per guest in modes emulated and paravirt.
 pub fn vnic(a: VnicArgs) -> CmdResult {
-    running(crate::vnic::backend::forward_frames(
+    Ok(crate::vnic::backend::forward_frames(
         crate::vnic::backend::Config {
             model: a.model,
             guest_ns: a.guest_ns,
@@ -699,12 +703,13 @@ pub fn vnic(a: VnicArgs) -> CmdResult {
             mtu: a.mtu,
             stats: a.stats,
         },
-    ))
+    )?)
 }
 
 /// The agent started inside a lab endpoint: a session on stdin/stdout.
 pub fn agent() -> CmdResult {
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
-    running(crate::engine::agent::session(stdin.lock(), stdout.lock(), None).map(|_| ()))
+    crate::engine::agent::session(stdin.lock(), stdout.lock(), None)?;
+    Ok(())
 }

@@ -1,6 +1,7 @@
 //! An agent: one end of a test. It answers control requests (listen, connect, run) on one
 //! channel, runs every stream it prepared on its own thread against one clock, and reports.
 
+use super::Error;
 use std::io::{BufRead, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::thread::JoinHandle;
@@ -19,7 +20,7 @@ const ACCEPT_TIMEOUT: Duration = Duration::from_secs(10);
 enum Prepared {
     TcpServer {
         spec: Spec,
-        acceptor: JoinHandle<Result<Vec<(u32, TcpStream)>, String>>,
+        acceptor: JoinHandle<Result<Vec<(u32, TcpStream)>, Error>>,
     },
     CrrServer {
         spec: Spec,
@@ -69,7 +70,7 @@ pub fn session(
     mut input: impl BufRead,
     mut out: impl Write,
     token: Option<&str>,
-) -> Result<SessionEnd, String> {
+) -> Result<SessionEnd, Error> {
     let max_prepared = if token.is_some() {
         MAX_PREPARED
     } else {
@@ -113,7 +114,7 @@ pub fn session(
                         error: format!("control channel: {e}"),
                     },
                 );
-                return Err(format!("control channel: {e}"));
+                return Err(Error::Failed(format!("control channel: {e}")));
             }
         };
         if line.trim().is_empty() {
@@ -134,12 +135,12 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn send(out: &mut impl Write, r: &Reply) -> Result<(), String> {
+fn send(out: &mut impl Write, r: &Reply) -> Result<(), Error> {
     let mut s = serde_json::to_string(r).unwrap();
     s.push('\n');
     out.write_all(s.as_bytes())
         .and_then(|_| out.flush())
-        .map_err(|e| format!("control channel: {e}"))
+        .map_err(|e| Error::Failed(format!("control channel: {e}")))
 }
 
 impl Agent {
@@ -166,7 +167,9 @@ impl Agent {
             }),
             Request::Quit => Ok(Reply::Ok),
         };
-        r.unwrap_or_else(|error| Reply::Error { error })
+        r.unwrap_or_else(|e| Reply::Error {
+            error: e.to_string(),
+        })
     }
 
     fn listen(
@@ -176,13 +179,13 @@ impl Agent {
         ports: Option<[u16; 2]>,
         streams: u32,
         first_id: u32,
-    ) -> Result<Reply, String> {
+    ) -> Result<Reply, Error> {
         spec.validate()?;
         if streams != spec.parallel {
-            return Err(format!(
+            return Err(Error::Failed(format!(
                 "listen for {streams} streams with -P {}: they must match",
                 spec.parallel
-            ));
+            )));
         }
         let buf = spec.remote_buf;
         match spec.test {
@@ -206,7 +209,8 @@ impl Agent {
             }
             TestKind::TcpCrr => {
                 let (l, port) = sockets::tcp_listen(bind, ports, buf)?;
-                l.set_nonblocking(true).map_err(|e| e.to_string())?;
+                l.set_nonblocking(true)
+                    .map_err(|e| Error::Failed(e.to_string()))?;
                 self.prepared.push(Prepared::CrrServer {
                     spec,
                     listener: l,
@@ -224,21 +228,21 @@ impl Agent {
         }
     }
 
-    fn connect(&mut self, spec: Spec, to: Vec<SocketAddr>, first_id: u32) -> Result<Reply, String> {
+    fn connect(&mut self, spec: Spec, to: Vec<SocketAddr>, first_id: u32) -> Result<Reply, Error> {
         spec.validate()?;
         if to.len() > spec.parallel as usize {
-            return Err(format!(
+            return Err(Error::Failed(format!(
                 "{} addresses for -P {}: at most one per stream",
                 to.len(),
                 spec.parallel
-            ));
+            )));
         }
         let n = spec.parallel;
         let addr = |k: u32| {
             to.get(k as usize)
                 .or(to.first())
                 .copied()
-                .ok_or("no address to connect to")
+                .ok_or_else(|| Error::Input("no address to connect to".into()))
         };
         match spec.test {
             TestKind::UdpStream | TestKind::UdpRr => {
@@ -269,7 +273,7 @@ impl Agent {
                         spec.zerocopy && spec.test.initiator_sends(),
                     )?;
                     s.write_all(&proto::preamble(first_id + k))
-                        .map_err(|e| e.to_string())?;
+                        .map_err(|e| Error::Failed(e.to_string()))?;
                     conns.push((first_id + k, s));
                 }
                 self.prepared.push(Prepared::TcpClient { spec, conns });
@@ -289,11 +293,11 @@ impl Agent {
                 Prepared::TcpServer { spec, acceptor } => {
                     let conns = match acceptor
                         .join()
-                        .unwrap_or_else(|_| Err("acceptor panicked".into()))
+                        .unwrap_or_else(|_| Err(Error::Failed("acceptor panicked".into())))
                     {
                         Ok(c) => c,
                         Err(e) => {
-                            report.errors.push(e);
+                            report.errors.push(e.to_string());
                             continue;
                         }
                     };
@@ -430,8 +434,9 @@ impl Agent {
 }
 
 /// Accepts `n` data connections, each opening with the preamble; strangers are dropped.
-fn accept_streams(l: TcpListener, n: u32, nodelay: bool) -> Result<Vec<(u32, TcpStream)>, String> {
-    l.set_nonblocking(true).map_err(|e| e.to_string())?;
+fn accept_streams(l: TcpListener, n: u32, nodelay: bool) -> Result<Vec<(u32, TcpStream)>, Error> {
+    l.set_nonblocking(true)
+        .map_err(|e| Error::Failed(e.to_string()))?;
     let start = Instant::now();
     let mut out = Vec::new();
     while out.len() < n as usize {
@@ -449,15 +454,15 @@ fn accept_streams(l: TcpListener, n: u32, nodelay: bool) -> Result<Vec<(u32, Tcp
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if start.elapsed() > ACCEPT_TIMEOUT {
-                    return Err(format!(
+                    return Err(Error::Failed(format!(
                         "only {} of {n} data connections arrived within {}s",
                         out.len(),
                         ACCEPT_TIMEOUT.as_secs()
-                    ));
+                    )));
                 }
                 std::thread::sleep(Duration::from_millis(1));
             }
-            Err(e) => return Err(format!("accept: {e}")),
+            Err(e) => return Err(Error::Failed(format!("accept: {e}"))),
         }
     }
     Ok(out)

@@ -2,6 +2,7 @@
 //! sets up each pair, starts every agent at once, gathers their reports and turns them into
 //! one `TestResult`. It knows nothing of labs: callers hand it agents and addresses.
 
+use super::Error;
 use serde::{Deserialize, Serialize};
 use std::io::{BufReader, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
@@ -45,13 +46,16 @@ fn reader_thread(name: String, r: impl std::io::Read + Send + 'static) -> Receiv
 
 impl AgentConn {
     /// An agent in this process (a thread on one end of a socketpair).
-    pub fn local(name: &str) -> Result<AgentConn, String> {
-        let (a, b) = UnixStream::pair().map_err(|e| e.to_string())?;
-        let b2 = b.try_clone().map_err(|e| e.to_string())?;
+    pub fn local(name: &str) -> Result<AgentConn, Error> {
+        let (a, b) = UnixStream::pair().map_err(|e| Error::Failed(e.to_string()))?;
+        let b2 = b.try_clone().map_err(|e| Error::Failed(e.to_string()))?;
         std::thread::spawn(move || {
             let _ = super::agent::session(BufReader::new(b), b2, None);
         });
-        let rx = reader_thread(name.into(), a.try_clone().map_err(|e| e.to_string())?);
+        let rx = reader_thread(
+            name.into(),
+            a.try_clone().map_err(|e| Error::Failed(e.to_string()))?,
+        );
         Ok(AgentConn {
             name: name.into(),
             tx: Box::new(a),
@@ -63,7 +67,7 @@ impl AgentConn {
     /// An agent started as a child (e.g. inside a lab namespace), speaking on its stdin/stdout.
     /// It runs in a process group of its own, so a terminal's Ctrl-C reaches the driver alone,
     /// which then stops it; it dies with the driver.
-    pub fn spawn(name: &str, mut cmd: Command) -> Result<AgentConn, String> {
+    pub fn spawn(name: &str, mut cmd: Command) -> Result<AgentConn, Error> {
         crate::sys::die_with_parent(&mut cmd);
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let mut child = cmd
@@ -71,7 +75,7 @@ impl AgentConn {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .map_err(|e| format!("cannot start the agent in {name}: {e}"))?;
+            .map_err(|e| Error::Failed(format!("cannot start the agent in {name}: {e}")))?;
         let rx = reader_thread(name.into(), child.stdout.take().unwrap());
         let tx = Box::new(child.stdin.take().unwrap());
         Ok(AgentConn {
@@ -83,12 +87,17 @@ impl AgentConn {
     }
 
     /// An agent reached over TCP (`vnetlab serve`), authenticated with its token.
-    pub fn tcp(name: &str, addr: SocketAddr, token: &str) -> Result<AgentConn, String> {
+    pub fn tcp(name: &str, addr: SocketAddr, token: &str) -> Result<AgentConn, Error> {
         let s = TcpStream::connect_timeout(&addr, Duration::from_secs(3)).map_err(|e| {
-            format!("cannot reach vnetlab serve at {addr}: {e} (is it running there?)")
+            Error::Failed(format!(
+                "cannot reach vnetlab serve at {addr}: {e} (is it running there?)"
+            ))
         })?;
         s.set_nodelay(true).ok();
-        let rx = reader_thread(name.into(), s.try_clone().map_err(|e| e.to_string())?);
+        let rx = reader_thread(
+            name.into(),
+            s.try_clone().map_err(|e| Error::Failed(e.to_string()))?,
+        );
         let mut a = AgentConn {
             name: name.into(),
             tx: Box::new(s),
@@ -104,22 +113,22 @@ impl AgentConn {
         Ok(a)
     }
 
-    fn send(&mut self, req: &Request) -> Result<(), String> {
+    fn send(&mut self, req: &Request) -> Result<(), Error> {
         let mut s = serde_json::to_string(req).unwrap();
         s.push('\n');
         self.tx
             .write_all(s.as_bytes())
             .and_then(|_| self.tx.flush())
-            .map_err(|_| format!("the agent in {} is gone", self.name))
+            .map_err(|_| Error::Failed(format!("the agent in {} is gone", self.name)))
     }
 
     /// Waits for the next reply, at most `timeout`, and no longer than a stop request.
-    fn recv(&mut self, timeout: Duration) -> Result<Reply, String> {
+    fn recv(&mut self, timeout: Duration) -> Result<Reply, Error> {
         let deadline = std::time::Instant::now() + timeout;
         let slice = Duration::from_millis(100);
         let got = loop {
             if crate::sys::signals::stop_requested() {
-                return Err(INTERRUPTED.into());
+                return Err(Error::Interrupted);
             }
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             match self.rx.recv_timeout(left.min(slice)) {
@@ -129,29 +138,30 @@ impl AgentConn {
         };
         match got {
             Ok(line) => match serde_json::from_str::<Reply>(&line) {
-                Ok(Reply::Error { error }) => Err(format!("{}: {error}", self.name)),
+                Ok(Reply::Error { error }) => Err(Error::Failed(format!("{}: {error}", self.name))),
                 Ok(r) => Ok(r),
-                Err(e) => Err(format!("{}: unreadable reply ({e})", self.name)),
+                Err(e) => Err(Error::Failed(format!(
+                    "{}: unreadable reply ({e})",
+                    self.name
+                ))),
             },
-            Err(RecvTimeoutError::Timeout) => Err(format!(
+            Err(RecvTimeoutError::Timeout) => Err(Error::Failed(format!(
                 "the agent in {} did not answer within {}s",
                 self.name,
                 timeout.as_secs()
-            )),
-            Err(RecvTimeoutError::Disconnected) => {
-                Err(format!("the agent in {} died mid-test", self.name))
-            }
+            ))),
+            Err(RecvTimeoutError::Disconnected) => Err(Error::Failed(format!(
+                "the agent in {} died mid-test",
+                self.name
+            ))),
         }
     }
 
-    pub fn call(&mut self, req: &Request, timeout: Duration) -> Result<Reply, String> {
+    pub fn call(&mut self, req: &Request, timeout: Duration) -> Result<Reply, Error> {
         self.send(req)?;
         self.recv(timeout)
     }
 }
-
-/// What a test stopped by SIGINT/SIGTERM (or a closed output) says.
-pub const INTERRUPTED: &str = "interrupted";
 
 impl Drop for AgentConn {
     fn drop(&mut self) {
@@ -269,10 +279,10 @@ pub fn run_test(
     agents: &mut [AgentConn],
     pairs: &[Pair],
     on_start: &mut dyn FnMut(std::time::Instant),
-) -> Result<TestResult, String> {
+) -> Result<TestResult, Error> {
     spec.validate()?;
     if pairs.is_empty() {
-        return Err("nothing to test: no pairs".into());
+        return Err(Error::Failed("nothing to test: no pairs".into()));
     }
     // 1. Servers listen, initiators connect.
     for (k, p) in pairs.iter().enumerate() {
@@ -290,10 +300,10 @@ pub fn run_test(
         let ports = match reply {
             Reply::Listening { ports } => ports,
             other => {
-                return Err(format!(
+                return Err(Error::Failed(format!(
                     "unexpected reply from {}: {other:?}",
                     agents[p.server].name
-                ))
+                )))
             }
         };
         let to: Vec<SocketAddr> = ports
@@ -334,10 +344,10 @@ pub fn run_test(
         match agents[i].recv(wait)? {
             Reply::Report { report } => reports.push((i, report)),
             other => {
-                return Err(format!(
+                return Err(Error::Failed(format!(
                     "unexpected reply from {}: {other:?}",
                     agents[i].name
-                ))
+                )))
             }
         }
     }
@@ -346,17 +356,17 @@ pub fn run_test(
         .flat_map(|(i, r)| r.errors.iter().map(|e| format!("{}: {e}", agents[*i].name)))
         .collect();
     if !errors.is_empty() {
-        return Err(errors.join("; "));
+        return Err(Error::Failed(errors.join("; ")));
     }
     let r = combine(spec, pairs, &reports);
     if let Some(t) = r.transfer.as_ref().filter(|t| !t.matches) {
-        return Err(format!(
+        return Err(Error::Failed(format!(
             "verify: the receiver got other bytes than were sent ({} sent, {} received; sha256 {} ≠ {})",
             t.bytes_sent,
             t.bytes_received,
             t.sent_sha256.as_deref().unwrap_or("-"),
             t.received_sha256.as_deref().unwrap_or("-")
-        ));
+        )));
     }
     Ok(r)
 }

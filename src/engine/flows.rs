@@ -1,6 +1,7 @@
 //! The data loops: bulk senders and receivers (TCP and UDP) and request/response initiators and
 //! responders. Each runs on its own thread against a shared clock and returns a `Piece`.
 
+use super::Error;
 use hdrhistogram::Histogram;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -462,9 +463,10 @@ pub fn tcp_crr_initiate(to: SocketAddr, id: u32, spec: &Spec, clock: Clock) -> P
         let r = super::sockets::tcp_connect(to, spec.local_buf, spec.nodelay, false).and_then(
             |mut s| {
                 s.set_read_timeout(Some(TICK)).ok();
-                s.write_all(&req).map_err(|e| e.to_string())?;
+                s.write_all(&req)
+                    .map_err(|e| Error::Failed(e.to_string()))?;
                 read_full(&mut s, &mut resp, &clock, clock.hard_end())
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| Error::Failed(e.to_string()))?;
                 Ok(())
             },
         );

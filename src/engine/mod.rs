@@ -12,3 +12,17 @@ pub mod serve;
 pub mod sockets;
 pub mod spec;
 pub mod tcpinfo;
+
+/// Why the engine could not run a test. Its `Display` is the one line users see.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The test as asked cannot run (a bad spec, token or address): nothing was sent.
+    #[error("{0}")]
+    Input(String),
+    /// An agent, a socket or the peer failed while the test ran, or did not answer in time.
+    #[error("{0}")]
+    Failed(String),
+    /// SIGINT/SIGTERM stopped the test.
+    #[error("interrupted")]
+    Interrupted,
+}

@@ -3,6 +3,7 @@
 //! a bounded number of sessions at once, a deadline for the hello, capped line lengths (in the
 //! session), and `--once` ends only after an authenticated session.
 
+use super::Error;
 use std::io::BufReader;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -27,9 +28,9 @@ pub fn random_token() -> String {
 }
 
 /// Checks a token given with --token.
-pub fn check_token(t: &str) -> Result<(), String> {
+pub fn check_token(t: &str) -> Result<(), Error> {
     if t.len() < MIN_TOKEN || t.len() > 256 || !t.chars().all(|c| c.is_ascii_graphic()) {
-        return Err(format!("--token: give {MIN_TOKEN} to 256 printable characters (or leave it out for a random one)"));
+        return Err(Error::Input(format!("--token: give {MIN_TOKEN} to 256 printable characters (or leave it out for a random one)")));
     }
     Ok(())
 }
@@ -40,10 +41,11 @@ pub fn serve(
     token: &str,
     once: bool,
     mut on_ready: impl FnMut(SocketAddr),
-) -> Result<(), String> {
+) -> Result<(), Error> {
     check_token(token)?;
-    let l = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    on_ready(l.local_addr().map_err(|e| e.to_string())?);
+    let l = TcpListener::bind(addr)
+        .map_err(|e| Error::Failed(format!("cannot listen on {addr}: {e}")))?;
+    on_ready(l.local_addr().map_err(|e| Error::Failed(e.to_string()))?);
     let live = Arc::new(AtomicUsize::new(0));
     for conn in l.incoming() {
         let Ok(s) = conn else { continue };
@@ -74,11 +76,11 @@ pub fn serve(
 }
 
 /// One connection: the hello within `HELLO`, then requests until it ends or idles for `IDLE`.
-fn serve_one(s: TcpStream, token: &str) -> Result<SessionEnd, String> {
+fn serve_one(s: TcpStream, token: &str) -> Result<SessionEnd, Error> {
     s.set_nodelay(true).ok();
     s.set_read_timeout(Some(HELLO)).ok();
     s.set_write_timeout(Some(HELLO)).ok();
-    let w = s.try_clone().map_err(|e| e.to_string())?;
+    let w = s.try_clone().map_err(|e| Error::Failed(e.to_string()))?;
     let reader = Authenticated { s, idle_set: false };
     let r = super::agent::session(BufReader::new(reader), w, Some(token));
     if let Err(e) = &r {

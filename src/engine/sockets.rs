@@ -1,6 +1,7 @@
 //! Socket set-up for data connections: buffers, TCP_NODELAY, SO_ZEROCOPY set before
 //! listen/connect (so window scaling sees them), bounded connects, port ranges.
 
+use super::Error;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::time::Duration;
@@ -12,20 +13,20 @@ fn new_socket(
     ty: Type,
     proto: Protocol,
     buf: Option<usize>,
-) -> Result<Socket, String> {
+) -> Result<Socket, Error> {
     let s = Socket::new(Domain::for_address(*addr), ty, Some(proto))
-        .map_err(|e| format!("socket: {e}"))?;
+        .map_err(|e| Error::Failed(format!("socket: {e}")))?;
     if let Some(b) = buf {
         s.set_send_buffer_size(b)
-            .map_err(|e| format!("SO_SNDBUF {b}: {e}"))?;
+            .map_err(|e| Error::Failed(format!("SO_SNDBUF {b}: {e}")))?;
         s.set_recv_buffer_size(b)
-            .map_err(|e| format!("SO_RCVBUF {b}: {e}"))?;
+            .map_err(|e| Error::Failed(format!("SO_RCVBUF {b}: {e}")))?;
     }
     Ok(s)
 }
 
 /// Binds within `ports` (inclusive), or to an ephemeral port.
-fn bind_in(s: &Socket, ip: IpAddr, ports: Option<[u16; 2]>) -> Result<u16, String> {
+fn bind_in(s: &Socket, ip: IpAddr, ports: Option<[u16; 2]>) -> Result<u16, Error> {
     let candidates: Vec<u16> = match ports {
         Some([lo, hi]) => (lo..=hi).collect(),
         None => vec![0],
@@ -40,21 +41,22 @@ fn bind_in(s: &Socket, ip: IpAddr, ports: Option<[u16; 2]>) -> Result<u16, Strin
                 .unwrap_or(p));
         }
     }
-    Err(match ports {
+    Err(Error::Failed(match ports {
         Some([lo, hi]) => format!("no free port in {lo}-{hi} on {ip}"),
         None => format!("cannot bind to {ip}: is it an address of this namespace?"),
-    })
+    }))
 }
 
 pub fn tcp_listen(
     ip: IpAddr,
     ports: Option<[u16; 2]>,
     buf: Option<usize>,
-) -> Result<(TcpListener, u16), String> {
+) -> Result<(TcpListener, u16), Error> {
     let s = new_socket(&SocketAddr::new(ip, 0), Type::STREAM, Protocol::TCP, buf)?;
     s.set_reuse_address(true).ok();
     let port = bind_in(&s, ip, ports)?;
-    s.listen(1024).map_err(|e| format!("listen: {e}"))?;
+    s.listen(1024)
+        .map_err(|e| Error::Failed(format!("listen: {e}")))?;
     Ok((s.into(), port))
 }
 
@@ -63,14 +65,14 @@ pub fn tcp_connect(
     buf: Option<usize>,
     nodelay: bool,
     zerocopy: bool,
-) -> Result<TcpStream, String> {
+) -> Result<TcpStream, Error> {
     let s = new_socket(&to, Type::STREAM, Protocol::TCP, buf)?;
     if zerocopy {
         crate::sys::sock::set_zerocopy(std::os::fd::AsRawFd::as_raw_fd(&s))
-            .map_err(|e| format!("SO_ZEROCOPY: {e}"))?;
+            .map_err(|e| Error::Failed(format!("SO_ZEROCOPY: {e}")))?;
     }
     s.connect_timeout(&to.into(), CONNECT_TIMEOUT)
-        .map_err(|e| format!("cannot reach {to}: {e}"))?;
+        .map_err(|e| Error::Failed(format!("cannot reach {to}: {e}")))?;
     s.set_nodelay(nodelay).ok();
     Ok(s.into())
 }
@@ -79,13 +81,13 @@ pub fn udp_bind(
     ip: IpAddr,
     ports: Option<[u16; 2]>,
     buf: Option<usize>,
-) -> Result<(UdpSocket, u16), String> {
+) -> Result<(UdpSocket, u16), Error> {
     let s = new_socket(&SocketAddr::new(ip, 0), Type::DGRAM, Protocol::UDP, buf)?;
     let port = bind_in(&s, ip, ports)?;
     Ok((s.into(), port))
 }
 
-pub fn udp_connect(to: SocketAddr, buf: Option<usize>) -> Result<UdpSocket, String> {
+pub fn udp_connect(to: SocketAddr, buf: Option<usize>) -> Result<UdpSocket, Error> {
     let any: IpAddr = if to.is_ipv4() {
         [0, 0, 0, 0].into()
     } else {
@@ -93,6 +95,6 @@ pub fn udp_connect(to: SocketAddr, buf: Option<usize>) -> Result<UdpSocket, Stri
     };
     let (s, _) = udp_bind(any, None, buf)?;
     s.connect(to)
-        .map_err(|e| format!("cannot reach {to}: {e}"))?;
+        .map_err(|e| Error::Failed(format!("cannot reach {to}: {e}")))?;
     Ok(s)
 }

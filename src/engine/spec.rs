@@ -1,6 +1,7 @@
 //! What a test asks for: netperf's test names, sizes, duration, parallelism and pacing, parsed
 //! and checked. Plain data shared by the driver and the agents.
 
+use super::Error;
 use serde::{Deserialize, Serialize};
 
 use crate::vocab::TestKind;
@@ -67,67 +68,82 @@ impl Default for Spec {
 impl Spec {
     /// Checks every field, whether it came from the command line or a control connection: each
     /// size, count and rate within its bounds before anything is allocated.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), Error> {
         if !(1..=MAX_MSG).contains(&self.msg)
             || !(1..=MAX_MSG).contains(&self.req)
             || !(1..=MAX_MSG).contains(&self.resp)
         {
-            return Err(format!("-m and -r sizes: use 1 byte to {}M", MAX_MSG >> 20));
+            return Err(Error::Input(format!(
+                "-m and -r sizes: use 1 byte to {}M",
+                MAX_MSG >> 20
+            )));
         }
         if (1..=256).contains(&self.parallel)
             && self.msg.max(self.req).max(self.resp) * self.parallel as usize > MAX_BUFFERS
         {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "-m × -P asks for more than {}M of buffers: use smaller messages or fewer streams",
                 MAX_BUFFERS >> 20
-            ));
+            )));
         }
         if let Some(r) = self.rate {
             if !(1000..=10_000_000_000_000).contains(&r) {
-                return Err(format!("--rate {r} bit/s: use 1kbit to 10tbit"));
+                return Err(Error::Input(format!(
+                    "--rate {r} bit/s: use 1kbit to 10tbit"
+                )));
             }
         }
         if self.bytes.is_some_and(|b| b > MAX_BYTES) {
-            return Err("--bytes: at most 1T per stream".into());
+            return Err(Error::Input("--bytes: at most 1T per stream".into()));
         }
         if !(0.1..=3600.0).contains(&self.duration) || !self.duration.is_finite() {
-            return Err(format!("-l {}: use 0.1 to 3600 seconds", self.duration));
+            return Err(Error::Input(format!(
+                "-l {}: use 0.1 to 3600 seconds",
+                self.duration
+            )));
         }
         if !(0.0..=60.0).contains(&self.warmup) {
-            return Err(format!("--warmup {}: use 0 to 60 seconds", self.warmup));
+            return Err(Error::Input(format!(
+                "--warmup {}: use 0 to 60 seconds",
+                self.warmup
+            )));
         }
         if !(1..=256).contains(&self.parallel) {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "-P {}: use 1 to 256 parallel streams",
                 self.parallel
-            ));
+            )));
         }
         if !(0.01..=60.0).contains(&self.interval) {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "--interval {}: use 0.01 to 60 seconds",
                 self.interval
-            ));
+            )));
         }
         if self.test.is_udp() && (self.msg > 65507 || self.req > 65507 || self.resp > 65507) {
-            return Err("UDP messages hold at most 65507 bytes: use a smaller -m / -r".into());
+            return Err(Error::Input(
+                "UDP messages hold at most 65507 bytes: use a smaller -m / -r".into(),
+            ));
         }
         if self.test == TestKind::UdpStream && self.msg < 8 {
-            return Err("UDP_STREAM needs -m of at least 8 bytes (each datagram carries its sequence number)".into());
+            return Err(Error::Input("UDP_STREAM needs -m of at least 8 bytes (each datagram carries its sequence number)".into()));
         }
         if (self.bytes.is_some() || self.verify)
             && !matches!(self.test, TestKind::TcpStream | TestKind::TcpMaerts)
         {
-            return Err("--bytes and --verify are for TCP_STREAM and TCP_MAERTS".into());
+            return Err(Error::Input(
+                "--bytes and --verify are for TCP_STREAM and TCP_MAERTS".into(),
+            ));
         }
         if self.bytes == Some(0) {
-            return Err("--bytes 0: send at least one byte".into());
+            return Err(Error::Input("--bytes 0: send at least one byte".into()));
         }
         if self.zerocopy && self.test.is_rr() {
-            return Err("--zerocopy is for stream tests".into());
+            return Err(Error::Input("--zerocopy is for stream tests".into()));
         }
         for b in [self.local_buf, self.remote_buf].into_iter().flatten() {
             if b > (1 << 30) {
-                return Err("socket buffers hold at most 1G".into());
+                return Err(Error::Input("socket buffers hold at most 1G".into()));
             }
         }
         Ok(())

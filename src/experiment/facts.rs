@@ -53,7 +53,7 @@ pub fn lab(name: &str) -> LabFacts {
         Ok(s) => s,
         Err(e) => {
             return LabFacts {
-                error: Some(e),
+                error: Some(e.to_string()),
                 ..Default::default()
             }
         }

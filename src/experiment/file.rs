@@ -3,6 +3,7 @@
 //! duration and repetitions of each point. Every value is checked, with file:line:column and the
 //! allowed values, before anything is built.
 
+use super::Error;
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use std::str::FromStr;
@@ -17,7 +18,8 @@ use crate::vocab::{Gro, Mode};
 fn de_list<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
 where
     D: Deserializer<'de>,
-    T: FromStr<Err = String>,
+    T: FromStr,
+    T::Err: std::fmt::Display,
 {
     let v: Vec<String> = Vec::deserialize(d)?;
     if v.is_empty() {
@@ -48,8 +50,8 @@ where
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Size(pub usize);
 impl FromStr for Size {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::units::Error;
+    fn from_str(s: &str) -> Result<Self, crate::units::Error> {
         units::parse_size(s).map(Size)
     }
 }
@@ -58,14 +60,14 @@ impl FromStr for Size {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SockBuf(pub Option<usize>);
 impl FromStr for SockBuf {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
         if s == "default" {
             return Ok(SockBuf(None));
         }
         units::parse_size(s)
             .map(|v| SockBuf(Some(v)))
-            .map_err(|e| format!("{e}, or default"))
+            .map_err(|e| Error::Input(format!("{e}, or default")))
     }
 }
 
@@ -73,14 +75,14 @@ impl FromStr for SockBuf {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WireRate(pub Option<Rate>);
 impl FromStr for WireRate {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
         if s == "unshaped" {
             return Ok(WireRate(None));
         }
         s.parse::<Rate>()
             .map(|r| WireRate(Some(r)))
-            .map_err(|e| format!("{e}, or unshaped"))
+            .map_err(|e| Error::Input(format!("{e}, or unshaped")))
     }
 }
 
@@ -89,14 +91,14 @@ impl FromStr for WireRate {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Load(pub Option<u64>);
 impl FromStr for Load {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
         if s == "max" {
             return Ok(Load(None));
         }
         units::parse_rate(s)
             .map(|r| Load(Some(r)))
-            .map_err(|e| format!("{e}, or max"))
+            .map_err(|e| Error::Input(format!("{e}, or max")))
     }
 }
 
@@ -145,7 +147,8 @@ pub struct Matrix {
 fn de_opt_list<'de, D, T>(d: D) -> Result<Option<Vec<T>>, D::Error>
 where
     D: Deserializer<'de>,
-    T: FromStr<Err = String>,
+    T: FromStr,
+    T::Err: std::fmt::Display,
 {
     de_list(d).map(Some)
 }
@@ -234,9 +237,9 @@ impl Default for PointSettings {
 }
 
 /// Parses and checks an experiment; errors read `FILE:LINE:COL: message`.
-pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, String> {
+pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, Error> {
     let e: ExperimentFile =
-        toml::from_str(text).map_err(|e| topology::toml_error(&e, text, file))?;
+        toml::from_str(text).map_err(|e| Error::Input(topology::toml_error(&e, text, file)))?;
     let at = |key: &str| -> String {
         // Point at the key's line for checks made after parsing.
         let (line, col) = text
@@ -253,11 +256,11 @@ pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     if !name_ok {
-        return Err(format!(
+        return Err(Error::Input(format!(
             "{}: bad experiment name '{}': use 1 to 40 letters, digits, '-' or '_'",
             at("name"),
             e.name
-        ));
+        )));
     }
     let p = &e.point;
     let s = spec::Spec {
@@ -269,65 +272,71 @@ pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, String> {
             .as_deref()
             .map(units::parse_rate)
             .transpose()
-            .map_err(|m| format!("{}: {m}", at("rate")))?,
+            .map_err(|m| Error::Input(format!("{}: {m}", at("rate"))))?,
         ..Default::default()
     };
     s.validate()
-        .map_err(|m| format!("{}: {m}", at("duration")))?;
-    units::parse_rr(&p.rr).map_err(|m| format!("{}: {m}", at("rr")))?;
+        .map_err(|m| Error::Input(format!("{}: {m}", at("duration"))))?;
+    units::parse_rr(&p.rr).map_err(|m| Error::Input(format!("{}: {m}", at("rr"))))?;
     if e.matrix.loads.is_some() && p.rate.is_some() {
-        return Err(format!(
+        return Err(Error::Input(format!(
             "{}: give the offered load either as [point] rate or as [matrix] loads, not both",
             at("rate")
-        ));
+        )));
     }
     if !(1..=100).contains(&p.repeat) {
-        return Err(format!(
+        return Err(Error::Input(format!(
             "{}: repeat {}: use 1 to 100",
             at("repeat"),
             p.repeat
-        ));
+        )));
     }
     let m = &e.matrix;
     for &g in &m.guests {
         if !(1..=400).contains(&g) {
-            return Err(format!("{}: guests {g}: use 1 to 400", at("guests")));
+            return Err(Error::Input(format!(
+                "{}: guests {g}: use 1 to 400",
+                at("guests")
+            )));
         }
     }
     for &mtu in &m.mtu {
         if !(576..=9000).contains(&mtu) {
-            return Err(format!("{}: mtu {mtu}: use 576 to 9000", at("mtu")));
+            return Err(Error::Input(format!(
+                "{}: mtu {mtu}: use 576 to 9000",
+                at("mtu")
+            )));
         }
     }
     for mode in &m.modes {
         if matches!(mode, Mode::Sriov) {
-            return Err(format!("{}: mode sriov needs a PF named per host: run it with `vnetlab up --mode sriov --pf …` and `vnetlab test`", at("modes")));
+            return Err(Error::Input(format!("{}: mode sriov needs a PF named per host: run it with `vnetlab up --mode sriov --pf …` and `vnetlab test`", at("modes"))));
         }
     }
     if m.lro.contains(&true) && !m.modes.contains(&Mode::Paravirt) {
-        return Err(format!(
+        return Err(Error::Input(format!(
             "{}: lro = true is software LRO in the paravirt backend: add mode paravirt",
             at("lro")
-        ));
+        )));
     }
     if m.directions.contains(&Direction::GuestToGuest) && m.guests.iter().any(|&g| g < 2) {
-        return Err(format!(
+        return Err(Error::Input(format!(
             "{}: direction guest-to-guest needs guests of 2 or more",
             at("directions")
-        ));
+        )));
     }
     for t in &m.tests {
         if t.is_udp() && m.messages.iter().any(|s| s.0 > 65507) {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "{}: UDP tests carry at most 65507-byte messages",
                 at("messages")
-            ));
+            )));
         }
         if *t == TestKind::UdpStream && m.messages.iter().any(|s| s.0 < 8) {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "{}: UDP_STREAM needs messages of at least 8 bytes",
                 at("messages")
-            ));
+            )));
         }
     }
     Ok(e)
@@ -408,7 +417,7 @@ duration = 1.0
             ("name = \"q\"\n", "q.toml:", "missing field `matrix`"),
         ];
         for (text, at, says) in cases {
-            let e = parse(text, "q.toml").unwrap_err();
+            let e = parse(text, "q.toml").unwrap_err().to_string();
             assert!(e.starts_with(at) && e.contains(says), "{text:?} → {e}");
         }
     }

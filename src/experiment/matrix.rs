@@ -262,6 +262,7 @@ mod tests {
         let bad = "name = \"m\"\n[matrix]\nmodes = [\"bridge\"]\nlro = [true]\n";
         assert!(super::super::file::parse(bad, "m.toml")
             .unwrap_err()
+            .to_string()
             .contains("paravirt"));
     }
 
@@ -302,10 +303,12 @@ mod tests {
         let both = "name = \"m\"\n[matrix]\nmodes = [\"bridge\"]\nloads = [\"max\"]\n[point]\nrate = \"1gbit\"\n";
         assert!(super::super::file::parse(both, "m.toml")
             .unwrap_err()
+            .to_string()
             .contains("not both"));
         let bad = "name = \"m\"\n[matrix]\nmodes = [\"bridge\"]\nloads = [\"fast\"]\n";
         assert!(super::super::file::parse(bad, "m.toml")
             .unwrap_err()
+            .to_string()
             .contains("or max"));
     }
 

@@ -2,6 +2,7 @@
 //! the engine with the meter on over exactly the measured window, and repeats it as asked
 //! (`--repeat`, `--confidence`), keeping the spread. Shared by `vnetlab test` and `vnetlab run`.
 
+use super::Error;
 use std::net::{IpAddr, SocketAddr};
 
 use super::bound::{self, Limits};
@@ -70,7 +71,7 @@ pub enum Target {
 }
 
 impl Target {
-    pub fn agents(&self) -> Result<(Vec<AgentConn>, Vec<Pair>), String> {
+    pub fn agents(&self) -> Result<(Vec<AgentConn>, Vec<Pair>), Error> {
         match self {
             Target::Lab { rec, from, to } => lab_agents(rec, *from, *to),
             Target::Remote {
@@ -97,7 +98,7 @@ impl Target {
 
     /// What the meter measures: the lab's cgroups on their sides, the wire ends' NAPI threads,
     /// and this process (the driver and any local agent), with the two sides' cores.
-    pub fn setup(&self) -> Result<Setup, String> {
+    pub fn setup(&self) -> Result<Setup, Error> {
         let mut parts = Vec::new();
         let rec = match self {
             Target::Lab { rec, .. } => rec,
@@ -300,9 +301,9 @@ fn dead_backends(target: &Target) -> Vec<String> {
 }
 
 /// Runs one test with the meter on.
-pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, String> {
+pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, Error> {
     if let Some(e) = dead_backends(target).into_iter().next() {
-        return Err(e);
+        return Err(Error::Failed(e));
     }
     let vnic_before: Vec<(String, Option<crate::vnic::backend::Stats>)> = target
         .backends()
@@ -322,7 +323,7 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, String> {
     let data = meter.stop();
     let dead = dead_backends(target);
     if !dead.is_empty() {
-        return Err(dead.join("; "));
+        return Err(Error::Failed(dead.join("; ")));
     }
     let result = r?;
     // Backends write their counters every 0.25 s: wait for a fresh write so the test's tail is
@@ -355,7 +356,7 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, String> {
             c.bound_by = bound_by(target, &c, spec, pairs.len(), result.throughput_gbps);
             (Some(c), None)
         }
-        Err(e) => (None, Some(e)),
+        Err(e) => (None, Some(e.to_string())),
     };
     Ok(Measured {
         result,
@@ -372,7 +373,7 @@ pub fn lab_agents(
     rec: &LabRecord,
     from: Senders,
     to: Role,
-) -> Result<(Vec<AgentConn>, Vec<Pair>), String> {
+) -> Result<(Vec<AgentConn>, Vec<Pair>), Error> {
     let to_ep = rec.endpoint(to)?;
     let froms: Vec<Role> = match from {
         Senders::AllGuests => rec.guests().map(|g| g.role).collect(),
@@ -382,15 +383,15 @@ pub fn lab_agents(
         }
     };
     if froms.contains(&to) {
-        return Err(format!(
+        return Err(Error::Input(format!(
             "--from and --to both name {to}: pick two different endpoints"
-        ));
+        )));
     }
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let start = |role: Role| -> Result<AgentConn, String> {
+    let exe = std::env::current_exe().map_err(|e| Error::Failed(e.to_string()))?;
+    let start = |role: Role| -> Result<AgentConn, Error> {
         let ep = rec.endpoint(role)?;
         let cmd = crate::lab::exec::command(ep, &[exe.display().to_string(), "agent".into()])?;
-        AgentConn::spawn(&role.to_string(), cmd)
+        Ok(AgentConn::spawn(&role.to_string(), cmd)?)
     };
     let mut agents = vec![start(to)?];
     let mut pairs = Vec::new();
@@ -441,13 +442,13 @@ pub fn repeated(
     repeat: u32,
     confidence: Option<(u32, f64)>,
     progress: &dyn Fn(u32, u32),
-) -> Result<Measured, String> {
+) -> Result<Measured, Error> {
     let (level, width) = confidence.unwrap_or((95, 5.0));
     let mut runs: Vec<Measured> = Vec::new();
     let mut met = None;
     for i in 0..repeat.max(1) {
         if crate::sys::signals::stop_requested() {
-            return Err(crate::engine::controller::INTERRUPTED.into());
+            return Err(crate::engine::Error::Interrupted.into());
         }
         progress(i + 1, repeat);
         runs.push(measured_run(target, spec)?);

@@ -4,6 +4,7 @@
 
 use super::matrix::{self, Point};
 use super::measure::{self, Measured, Target};
+use super::Error;
 use super::{facts, file};
 use crate::lab::{build, state};
 use crate::records::{LabFacts, PointKey, PointRecord, Repeat};
@@ -129,7 +130,7 @@ const NAME_TRIES: u32 = 999;
 /// `create_new` is the reservation, so two runs at once never take the same name.
 fn build_lab(
     cfg: &matrix::LabConfig,
-) -> Result<(String, crate::lab::plan::Plan), build::BuildError> {
+) -> Result<(String, crate::lab::plan::Plan), crate::lab::Error> {
     for i in 1..=NAME_TRIES {
         let name = format!("x{i}");
         let ns = format!("vl{name}-");
@@ -141,11 +142,11 @@ fn build_lab(
         let plan = build::prepare(&cfg.topology(&name))?;
         match build::build(&plan, false, false) {
             Ok(()) => return Ok((name, plan)),
-            Err(build::BuildError::Taken(_)) => continue,
+            Err(crate::lab::Error::Taken(_)) => continue,
             Err(e) => return Err(e),
         }
     }
-    Err(build::BuildError::Failed(format!(
+    Err(crate::lab::Error::Failed(format!(
         "no free lab name among x1…x{NAME_TRIES}: remove stale labs with `vnetlab cleanup`"
     )))
 }
@@ -164,7 +165,7 @@ pub fn run_experiment(
     exp: &Loaded,
     store: &Store,
     progress: &mut dyn FnMut(usize, usize, f64, &str),
-) -> Result<Outcome, String> {
+) -> Result<Outcome, Error> {
     let points = &exp.points;
     let hash = sha256_hex(exp.text.as_bytes());
     crate::sys::signals::install();
@@ -178,7 +179,7 @@ pub fn run_experiment(
             &facts::host(),
             points.len() as u32,
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Error::Failed(e.to_string()))?;
     let total = points.len();
     let mut done = 0;
     let mut failed = 0;
@@ -194,7 +195,7 @@ pub fn run_experiment(
         }
     };
     let mut remaining = eta(0, 0.0, 0.0);
-    let mut result: Result<(), String> = Ok(());
+    let mut result: Result<(), Error> = Ok(());
     let mut i = 0;
     while i < total && !stopping() {
         // One lab for the run of points that share its configuration.
@@ -209,9 +210,9 @@ pub fn run_experiment(
         );
         let (name, plan) = match build_lab(&cfg) {
             Ok(x) => x,
-            Err(build::BuildError::Interrupted(_)) => break,
+            Err(crate::lab::Error::Interrupted(_)) => break,
             Err(e) => {
-                result = Err(e.to_string());
+                result = Err(e.into());
                 break;
             }
         };
@@ -234,17 +235,19 @@ pub fn run_experiment(
                 Err(_) if stopping() => break,
                 Err(e) => {
                     failed += 1;
-                    failed_record(p, &e)
+                    failed_record(p, &e.to_string())
                 }
             };
-            store.add_point(run_id, &rec).map_err(|e| e.to_string())?;
+            store.add_point(run_id, &rec)?;
             done += 1;
             est_done += estimates[p.seq as usize - 1];
             spent += t0.elapsed().as_secs_f64();
             remaining = eta(p.seq as usize, est_done, spent);
         }
         if let Err(e) = build::teardown(&name) {
-            result = Err(format!("removing lab {name}: {e} (run `vnetlab cleanup`)"));
+            result = Err(Error::Failed(format!(
+                "removing lab {name}: {e} (run `vnetlab cleanup`)"
+            )));
             break;
         }
     }
@@ -257,7 +260,7 @@ pub fn run_experiment(
     };
     store
         .finish_run(run_id, status)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Error::Failed(e.to_string()))?;
     progress(done, total, 0.0, status.name());
     result.map(|_| Outcome {
         run_id,

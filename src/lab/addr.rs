@@ -1,6 +1,7 @@
 //! Lab addresses: the private IPv4 range a lab lives in, who gets which address in each mode,
 //! and the check that the range overlaps none of the host's routes.
 
+use crate::lab::Error;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::net::Ipv4Addr;
@@ -35,9 +36,13 @@ impl fmt::Display for Subnet {
 }
 
 impl FromStr for Subnet {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("bad subnet '{s}': write a private IPv4 range such as 10.213.0.0/16");
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let bad = || {
+            Error::Input(format!(
+                "bad subnet '{s}': write a private IPv4 range such as 10.213.0.0/16"
+            ))
+        };
         let (a, l) = s.split_once('/').ok_or_else(bad)?;
         let base: Ipv4Addr = a.parse().map_err(|_| bad())?;
         let len: u8 = l.parse().map_err(|_| bad())?;
@@ -46,16 +51,18 @@ impl FromStr for Subnet {
         }
         let net = Subnet { base, len };
         if net.network() != base {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "bad subnet '{s}': host bits are set; did you mean {}/{len}?",
                 net.network()
-            ));
+            )));
         }
         if !(8..=28).contains(&len) {
-            return Err(format!("subnet '{s}': use a prefix length from /8 to /28"));
+            return Err(Error::Input(format!(
+                "subnet '{s}': use a prefix length from /8 to /28"
+            )));
         }
         if !base.is_private() {
-            return Err(format!("subnet '{s}' is not a private range: use one inside 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16"));
+            return Err(Error::Input(format!("subnet '{s}' is not a private range: use one inside 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16")));
         }
         Ok(net)
     }
@@ -167,9 +174,9 @@ pub fn allocate(mode: Mode, net: &Subnet, guests: u32) -> Addressing {
 
 /// Finds a host route that overlaps `net`, from `ip -j -4 route show table all` output.
 /// The default route is ignored (it covers everything and is where the lab never sends).
-pub fn overlapping_route(routes_json: &str, net: &Subnet) -> Result<Option<String>, String> {
+pub fn overlapping_route(routes_json: &str, net: &Subnet) -> Result<Option<String>, Error> {
     let v: serde_json::Value = serde_json::from_str(routes_json)
-        .map_err(|e| format!("cannot read the host's routes: {e}"))?;
+        .map_err(|e| Error::Input(format!("cannot read the host's routes: {e}")))?;
     for r in v.as_array().into_iter().flatten() {
         let dst = r.get("dst").and_then(|d| d.as_str()).unwrap_or("");
         if dst == "default" || dst.is_empty() {
@@ -202,10 +209,12 @@ mod tests {
         assert!("10.213.0.1/16"
             .parse::<Subnet>()
             .unwrap_err()
+            .to_string()
             .contains("10.213.0.0/16"));
         assert!("8.8.0.0/16"
             .parse::<Subnet>()
             .unwrap_err()
+            .to_string()
             .contains("not a private"));
         assert!("10.0.0.0/30".parse::<Subnet>().is_err());
         assert!("10.0.0.0".parse::<Subnet>().is_err());

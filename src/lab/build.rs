@@ -2,6 +2,7 @@
 //! stops and removes what was made on SIGINT/SIGTERM or any failure, and removes exactly what a
 //! journal names, in reverse.
 
+use crate::lab::Error;
 use std::collections::HashSet;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
@@ -17,38 +18,38 @@ use super::{cgroup, names::Names};
 use crate::vocab::Mode;
 
 /// Everything `up` checks before it makes anything; errors are one line and leave nothing.
-pub fn prepare(t: &Topology) -> Result<Plan, BuildError> {
-    checks(t).map_err(BuildError::Input)
+pub fn prepare(t: &Topology) -> Result<Plan, Error> {
+    checks(t).map_err(Error::as_input)
 }
 
 /// `prepare`'s checks and the plan they allow.
-fn checks(t: &Topology) -> Result<Plan, String> {
+fn checks(t: &Topology) -> Result<Plan, Error> {
     t.validate()?;
     let names = Names::new(&t.name);
     if state::journal_path(&t.name).exists() {
-        return Err(format!(
+        return Err(Error::Failed(format!(
             "lab '{}' already exists: remove it with `vnetlab down {}` or pick another --name",
             t.name, t.name
-        ));
+        )));
     }
     let prefix = names.ns_prefix();
     if let Some(ns) = netns_list().into_iter().find(|n| n.starts_with(&prefix)) {
-        return Err(format!("namespace {ns} already exists and no journal names it: pick another --name (or remove it yourself with `ip netns del {ns}`)"));
+        return Err(Error::Failed(format!("namespace {ns} already exists and no journal names it: pick another --name (or remove it yourself with `ip netns del {ns}`)")));
     }
     let routes = hostcmd::read(&["ip", "-j", "-4", "route", "show", "table", "all"])?;
     if let Some(r) = super::addr::overlapping_route(&routes, &t.subnet)? {
-        return Err(format!(
+        return Err(Error::Failed(format!(
             "subnet {} overlaps the host route {r}: pick another range with --subnet",
             t.subnet
-        ));
+        )));
     }
     if (t.wire.delay.is_some() || t.wire.loss.is_some())
         && kernel_config("CONFIG_NET_SCH_NETEM") == Some(false)
     {
-        return Err(NO_NETEM.into());
+        return Err(Error::Input(NO_NETEM.into()));
     }
     if t.wire.rate.is_some() && kernel_config("CONFIG_NET_SCH_TBF") == Some(false) {
-        return Err("this kernel has no tbf qdisc (CONFIG_NET_SCH_TBF), so --wire-rate cannot shape the wire here: drop --wire-rate".into());
+        return Err(Error::Failed("this kernel has no tbf qdisc (CONFIG_NET_SCH_TBF), so --wire-rate cannot shape the wire here: drop --wire-rate".into()));
     }
     let sriov = match (t.mode, &t.pf) {
         (Mode::Sriov, Some(pf)) => Some(inspect_pf(pf)?),
@@ -60,7 +61,7 @@ fn checks(t: &Topology) -> Result<Plan, String> {
         t.client_cpus.as_ref(),
         t.host_cpus.as_ref(),
         t.pin,
-        cgroup::cpuset_ok(&cg),
+        cgroup::no_cpuset(&cg),
     )?;
     if cpus.placed && threaded_napi_offered() {
         cpus.steering = super::cpus::Steering::ThreadedNapiRps;
@@ -85,10 +86,10 @@ pub fn kernel_config(option: &str) -> Option<bool> {
 }
 
 /// Reads what an SR-IOV PF offers, or says plainly that it is not one.
-pub fn inspect_pf(pf: &str) -> Result<SriovPf, String> {
+pub fn inspect_pf(pf: &str) -> Result<SriovPf, Error> {
     let dev = Path::new("/sys/class/net").join(pf);
     if pf.contains('/') || !dev.exists() {
-        return Err(format!("--pf {pf}: there is no such network interface; name the SR-IOV physical function (see `ip link`), or use --mode macvlan, vnetlab's stand-in for a VF"));
+        return Err(Error::Failed(format!("--pf {pf}: there is no such network interface; name the SR-IOV physical function (see `ip link`), or use --mode macvlan, vnetlab's stand-in for a VF")));
     }
     let read = |f: &str| {
         std::fs::read_to_string(dev.join("device").join(f))
@@ -97,7 +98,7 @@ pub fn inspect_pf(pf: &str) -> Result<SriovPf, String> {
     };
     match (read("sriov_totalvfs"), read("sriov_numvfs")) {
         (Some(total), Some(num)) if total > 0 => Ok(SriovPf { pf: pf.into(), numvfs: num, totalvfs: total }),
-        _ => Err(format!("--pf {pf}: {pf} is not an SR-IOV NIC (it has no virtual functions), so this host cannot build mode sriov; use --mode macvlan, vnetlab's stand-in for a VF")),
+        _ => Err(Error::Failed(format!("--pf {pf}: {pf} is not an SR-IOV NIC (it has no virtual functions), so this host cannot build mode sriov; use --mode macvlan, vnetlab's stand-in for a VF"))),
     }
 }
 
@@ -111,151 +112,138 @@ pub fn netns_list() -> Vec<String> {
         .collect()
 }
 
-/// The lab stage's error, as `build` returns it.
-pub use super::Error as BuildError;
-
 /// Builds the plan. `kept`: the lab outlives this process (`up`); otherwise it belongs to it and
 /// `cleanup` may remove it once the process is gone. On failure or a signal, removes what it made.
-pub fn build(p: &Plan, progress: bool, kept: bool) -> Result<(), BuildError> {
+pub fn build(p: &Plan, progress: bool, kept: bool) -> Result<(), Error> {
     let progress = progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let lab = p.record.topology.name.clone();
     std::fs::create_dir_all(state::dir())
-        .map_err(|e| BuildError::Failed(format!("cannot make {}: {e}", state::dir().display())))?;
-    let mut j = match Journal::create(&state::journal_path(&lab), kept) {
-        Ok(j) => j,
-        Err(journal::CreateError::Taken) => {
-            return Err(BuildError::Taken(format!("lab '{lab}' already exists: remove it with `vnetlab down {lab}` or pick another --name")))
-        }
-        Err(journal::CreateError::Io(e)) => return Err(BuildError::Failed(e)),
-    };
+        .map_err(|e| Error::Failed(format!("cannot make {}: {e}", state::dir().display())))?;
+    let mut j = Journal::create(&state::journal_path(&lab), kept)?;
     crate::sys::signals::install();
-    let result = (|| {
-        std::fs::write(
-            state::record_path(&lab),
-            serde_json::to_string_pretty(&p.record).unwrap(),
-        )
-        .map_err(|e| format!("cannot write the lab record: {e}"))?;
-        let mut log = std::fs::File::create(state::log_path(&lab)).map_err(|e| e.to_string())?;
-        let start = Instant::now();
-        let total = p.steps.len();
-        // Independent per-interface commands (ethtool) run a few at a time.
-        let mut i = 0;
-        while i < total {
-            if stopping() {
-                return Err(INTERRUPTED.to_string());
-            }
-            if progress {
-                crate::err!("\rbuilding lab {lab}: step {}/{total}", i + 1);
-            }
-            match &p.steps[i] {
-                Step::Run {
-                    cmd: HostCmd::Ethtool { .. },
-                    ..
-                } => {
-                    let mut k = i;
-                    while k < total
-                        && matches!(&p.steps[k], Step::Run { cmd: HostCmd::Ethtool { .. }, creates } if creates.is_empty())
-                    {
-                        k += 1;
-                    }
-                    let cmds: Vec<&HostCmd> = p.steps[i..k]
-                        .iter()
-                        .map(|s| match s {
-                            Step::Run { cmd, .. } => cmd,
-                            _ => unreachable!(),
-                        })
-                        .collect();
-                    for c in &cmds {
-                        let _ = writeln!(log, "{}", c.shell());
-                    }
-                    run_parallel(&cmds, 4)?;
-                    i = k.max(i + 1);
-                    continue;
-                }
-                Step::Run { creates, cmd } => {
-                    j.record(creates)?;
-                    let _ = writeln!(log, "{}", cmd.shell());
-                    cmd.run().map_err(|e| match e.failure() {
-                        hostcmd::Failure::UnknownQdisc if matches!(cmd, HostCmd::Tc { .. }) => {
-                            NO_NETEM.to_string()
-                        }
-                        _ => e.to_string(),
-                    })?;
-                }
-                Step::StartBackend {
-                    guest,
-                    args,
-                    netns,
-                    cgroups,
-                    stats,
-                    log: logf,
-                } => {
-                    let _ = writeln!(log, "{}", plan::shell_step(&p.steps[i]));
-                    start_backend(guest, args, netns, cgroups, stats, logf)?;
-                }
-                Step::PlaceNapi { netns, dev, cpus } => {
-                    let _ = writeln!(log, "{}", plan::shell_step(&p.steps[i]));
-                    super::steer::place_napi(netns, dev, cpus)?;
-                }
-                Step::MoveVf {
-                    pf,
-                    vf,
-                    netns,
-                    name,
-                } => {
-                    let ifname = vf_ifname(pf, *vf)?;
-                    j.record(&[Entry::Vf {
-                        pf: pf.clone(),
-                        ifname: ifname.clone(),
-                        netns: netns.clone(),
-                        lab_name: name.clone(),
-                    }])?;
-                    let cmd = HostCmd::ip(
-                        None,
-                        vec![IpCmd::MoveRename {
-                            dev: ifname.clone(),
-                            netns: netns.clone(),
-                            name: name.clone(),
-                        }],
-                    );
-                    let _ = writeln!(log, "{}", cmd.shell());
-                    cmd.run()?;
-                }
-            }
-            i += 1;
+    let start = Instant::now();
+    let result = run_steps(p, &mut j, progress);
+    match result {
+        Ok(()) if progress => {
+            let secs = start.elapsed().as_secs_f64();
+            crate::errln!("\rbuilt lab {lab}: {} steps in {secs:.2} s", p.steps.len());
         }
-        settle(&p.record)?;
-        j.record(&[Entry::Complete])?;
-        if progress {
-            crate::errln!(
-                "\rbuilt lab {lab}: {total} steps in {:.2} s",
-                start.elapsed().as_secs_f64()
-            );
-        }
-        Ok(())
-    })();
-    if let Err(e) = result {
-        if progress {
-            crate::errln!();
-        }
-        let stopped = stopping();
-        let undo = teardown(&lab);
-        let msg = match (stopped, undo) {
-            (true, Ok(())) => {
-                format!("interrupted while building lab {lab}; removed what was made")
-            }
-            (false, Ok(())) => format!("{e}; removed what was made"),
-            (_, Err(u)) => {
-                format!("{e}; removing what was made also failed: {u} (run `vnetlab cleanup`)")
-            }
-        };
-        return Err(if stopped {
-            BuildError::Interrupted(msg)
-        } else {
-            BuildError::Failed(msg)
-        });
+        Ok(()) => {}
+        Err(_) if progress => crate::errln!(),
+        Err(_) => {}
     }
-    Ok(())
+    result.map_err(|e| undo_failed_build(&lab, e))
+}
+
+/// Removes what a failed or interrupted build made, and says so in the error it returns.
+fn undo_failed_build(lab: &str, e: Error) -> Error {
+    let stopped = stopping();
+    let msg = match (stopped, teardown(lab)) {
+        (true, Ok(())) => format!("interrupted while building lab {lab}; removed what was made"),
+        (false, Ok(())) => format!("{e}; removed what was made"),
+        (_, Err(u)) => {
+            format!("{e}; removing what was made also failed: {u} (run `vnetlab cleanup`)")
+        }
+    };
+    if stopped {
+        Error::Interrupted(msg)
+    } else {
+        Error::Failed(msg)
+    }
+}
+
+/// Writes the lab record, then runs the plan's steps in order, journaling each object before it
+/// is made; a run of independent per-interface commands (ethtool) goes a few at a time.
+fn run_steps(p: &Plan, j: &mut Journal, progress: bool) -> Result<(), Error> {
+    let lab = &p.record.topology.name;
+    let record = serde_json::to_string_pretty(&p.record).unwrap();
+    std::fs::write(state::record_path(lab), record)
+        .map_err(|e| Error::Failed(format!("cannot write the lab record: {e}")))?;
+    let log_path = state::log_path(lab);
+    let mut log = std::fs::File::create(&log_path)
+        .map_err(|e| Error::Failed(format!("cannot write {}: {e}", log_path.display())))?;
+    let total = p.steps.len();
+    let mut i = 0;
+    while i < total {
+        if stopping() {
+            return Err(Error::Interrupted(INTERRUPTED.to_string()));
+        }
+        if progress {
+            crate::err!("\rbuilding lab {lab}: step {}/{total}", i + 1);
+        }
+        let batch = ethtool_batch(&p.steps[i..]);
+        if batch.is_empty() {
+            let _ = writeln!(log, "{}", plan::shell_step(&p.steps[i]));
+            run_step(&p.steps[i], j)?;
+            i += 1;
+        } else {
+            for c in &batch {
+                let _ = writeln!(log, "{}", c.shell());
+            }
+            run_parallel(&batch, 4)?;
+            i += batch.len();
+        }
+    }
+    settle(&p.record)?;
+    j.record(&[Entry::Complete])
+}
+
+/// The ethtool commands at the head of `steps` that create nothing (they may run together).
+fn ethtool_batch(steps: &[Step]) -> Vec<&HostCmd> {
+    steps
+        .iter()
+        .map_while(|s| match s {
+            Step::Run {
+                cmd: cmd @ HostCmd::Ethtool { .. },
+                creates,
+            } if creates.is_empty() => Some(cmd),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Runs one step, journaling what it creates first.
+fn run_step(step: &Step, j: &mut Journal) -> Result<(), Error> {
+    match step {
+        Step::Run { creates, cmd } => {
+            j.record(creates)?;
+            cmd.run().map_err(|e| match e.failure() {
+                hostcmd::Failure::UnknownQdisc if matches!(cmd, HostCmd::Tc { .. }) => {
+                    Error::Input(NO_NETEM.to_string())
+                }
+                _ => Error::Host(e),
+            })
+        }
+        Step::StartBackend {
+            guest,
+            args,
+            netns,
+            cgroups,
+            stats,
+            log,
+        } => start_backend(guest, args, netns, cgroups, stats, log),
+        Step::PlaceNapi { netns, dev, cpus } => super::steer::place_napi(netns, dev, cpus),
+        Step::MoveVf {
+            pf,
+            vf,
+            netns,
+            name,
+        } => {
+            let ifname = vf_ifname(pf, *vf)?;
+            j.record(&[Entry::Vf {
+                pf: pf.clone(),
+                ifname: ifname.clone(),
+                netns: netns.clone(),
+                lab_name: name.clone(),
+            }])?;
+            let mv = IpCmd::MoveRename {
+                dev: ifname,
+                netns: netns.clone(),
+                name: name.clone(),
+            };
+            Ok(HostCmd::ip(None, vec![mv]).run()?)
+        }
+    }
 }
 
 /// What a build stopped by SIGINT/SIGTERM (or a closed output) says.
@@ -275,20 +263,25 @@ fn start_backend(
     cgroups: &[std::path::PathBuf],
     stats: &Path,
     log: &Path,
-) -> Result<(), String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+) -> Result<(), Error> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::Failed(format!("cannot find vnetlab's own binary: {e}")))?;
     let mut argv = vec![exe.display().to_string()];
     argv.extend(args.iter().cloned());
     let mut cmd = super::exec::command_in(netns, cgroups, &argv)?;
-    let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let out =
+        std::fs::File::create(log).map_err(|e| Error::Failed(format!("{}: {e}", log.display())))?;
     let _ = std::fs::remove_file(stats);
     crate::sys::spawn::new_session(&mut cmd);
     let mut child = cmd
         .stdin(std::process::Stdio::null())
-        .stdout(out.try_clone().map_err(|e| e.to_string())?)
+        .stdout(
+            out.try_clone()
+                .map_err(|e| Error::Failed(format!("{}: {e}", log.display())))?,
+        )
         .stderr(out)
         .spawn()
-        .map_err(|e| format!("cannot start the vNIC backend of {guest}: {e}"))?;
+        .map_err(|e| Error::Failed(format!("cannot start the vNIC backend of {guest}: {e}")))?;
     let t0 = Instant::now();
     loop {
         if stats.exists() {
@@ -296,16 +289,16 @@ fn start_backend(
         }
         if let Ok(Some(st)) = child.try_wait() {
             let tail = std::fs::read_to_string(log).unwrap_or_default();
-            return Err(format!(
+            return Err(Error::Failed(format!(
                 "the vNIC backend of {guest} exited ({st}): {}",
                 hostcmd::one_line(&tail)
-            ));
+            )));
         }
         if t0.elapsed() > Duration::from_secs(5) {
-            return Err(format!(
+            return Err(Error::Failed(format!(
                 "the vNIC backend of {guest} did not attach its taps within 5 s (see {})",
                 log.display()
-            ));
+            )));
         }
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -313,7 +306,7 @@ fn start_backend(
 
 /// Waits (at most 3 s) until the kernel reports every lab interface that is set up as up: the
 /// operational state follows the admin state a moment later (linkwatch).
-fn settle(r: &state::LabRecord) -> Result<(), String> {
+fn settle(r: &state::LabRecord) -> Result<(), Error> {
     let mut namespaces: Vec<&str> = r.endpoints.iter().map(|e| e.netns.as_str()).collect();
     namespaces.sort();
     namespaces.dedup();
@@ -321,7 +314,8 @@ fn settle(r: &state::LabRecord) -> Result<(), String> {
     for ns in namespaces {
         loop {
             let out = hostcmd::read(&["ip", "-n", ns, "-j", "link", "show"])?;
-            let links: serde_json::Value = serde_json::from_str(&out).map_err(|e| e.to_string())?;
+            let links: serde_json::Value = serde_json::from_str(&out)
+                .map_err(|e| Error::Failed(format!("cannot read `ip -j link` in {ns}: {e}")))?;
             let pending = links.as_array().into_iter().flatten().find(|l| {
                 let up = l["flags"]
                     .as_array()
@@ -331,12 +325,12 @@ fn settle(r: &state::LabRecord) -> Result<(), String> {
             });
             match pending {
                 None => break,
-                Some(_) if stopping() => return Err(INTERRUPTED.to_string()),
+                Some(_) if stopping() => return Err(Error::Interrupted(INTERRUPTED.to_string())),
                 Some(l) if start.elapsed() > Duration::from_secs(3) => {
-                    return Err(format!(
+                    return Err(Error::Failed(format!(
                         "{} in {ns} did not come up (state {})",
                         l["ifname"], l["operstate"]
-                    ));
+                    )));
                 }
                 Some(_) => std::thread::sleep(Duration::from_millis(20)),
             }
@@ -345,29 +339,28 @@ fn settle(r: &state::LabRecord) -> Result<(), String> {
     Ok(())
 }
 
-fn run_parallel(cmds: &[&HostCmd], width: usize) -> Result<(), String> {
+fn run_parallel(cmds: &[&HostCmd], width: usize) -> Result<(), Error> {
     let chunk = cmds.len().div_ceil(width).max(1);
     std::thread::scope(|s| {
         let handles: Vec<_> = cmds
             .chunks(chunk)
-            .map(|part| {
-                s.spawn(move || part.iter().try_for_each(|c| c.run().map_err(String::from)))
-            })
+            .map(|part| s.spawn(move || part.iter().try_for_each(|c| c.run().map_err(Error::Host))))
             .collect();
-        handles
-            .into_iter()
-            .try_for_each(|h| h.join().unwrap_or_else(|_| Err("a worker panicked".into())))
+        handles.into_iter().try_for_each(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(Error::Failed("a worker panicked".into())))
+        })
     })
 }
 
-fn vf_ifname(pf: &str, vf: u32) -> Result<String, String> {
+fn vf_ifname(pf: &str, vf: u32) -> Result<String, Error> {
     let dir = format!("/sys/class/net/{pf}/device/virtfn{vf}/net");
     std::fs::read_dir(&dir)
         .ok()
         .and_then(|mut d| d.next())
         .and_then(|e| e.ok())
         .and_then(|e| e.file_name().to_str().map(str::to_string))
-        .ok_or_else(|| format!("VF {vf} of {pf} has no network interface (is it bound to vfio-pci or another driver?)"))
+        .ok_or_else(|| Error::Failed(format!("VF {vf} of {pf} has no network interface (is it bound to vfio-pci or another driver?)")))
 }
 
 /// One thing `down` does, derived from a journal entry.
@@ -426,7 +419,7 @@ impl Undo {
 }
 
 /// The undo steps for a journal: its entries in reverse; objects inside a lab namespace go with it.
-pub fn undo_steps(entries: &[Entry]) -> Result<Vec<Undo>, String> {
+pub fn undo_steps(entries: &[Entry]) -> Result<Vec<Undo>, Error> {
     let namespaces: HashSet<&String> = entries
         .iter()
         .filter_map(|e| {
@@ -443,9 +436,9 @@ pub fn undo_steps(entries: &[Entry]) -> Result<Vec<Undo>, String> {
             Entry::Complete | Entry::Owner { .. } => {}
             Entry::InNetns { netns, object } => {
                 if !namespaces.contains(netns) {
-                    return Err(format!(
+                    return Err(Error::Failed(format!(
                         "journal names {object} in {netns}, a namespace the lab did not make"
-                    ));
+                    )));
                 }
             }
             Entry::Netns { name } => match out.last_mut() {
@@ -476,14 +469,14 @@ pub fn undo_steps(entries: &[Entry]) -> Result<Vec<Undo>, String> {
 }
 
 /// What `down LAB` would run (for --dry-run).
-pub fn teardown_plan(lab: &str) -> Result<Vec<String>, BuildError> {
+pub fn teardown_plan(lab: &str) -> Result<Vec<String>, Error> {
     let jpath = state::journal_path(lab);
     if !jpath.exists() {
-        return Err(BuildError::Input(no_such_lab(lab)));
+        return Err(Error::Input(no_such_lab(lab)));
     }
-    let entries = journal::read(&jpath, lab).map_err(BuildError::Input)?;
+    let entries = journal::read(&jpath, lab).map_err(Error::as_input)?;
     Ok(undo_steps(&entries)
-        .map_err(BuildError::Input)?
+        .map_err(Error::as_input)?
         .iter()
         .map(Undo::shell)
         .collect())
@@ -499,104 +492,20 @@ fn no_such_lab(lab: &str) -> String {
 }
 
 /// Removes everything the lab's journal names, in reverse, then the journal itself.
-pub fn teardown(lab: &str) -> Result<(), String> {
+pub fn teardown(lab: &str) -> Result<(), Error> {
     let jpath = state::journal_path(lab);
     let entries = if jpath.exists() {
         journal::read(&jpath, lab)?
     } else {
         vec![]
     };
-    let mut errors = Vec::new();
-    for u in undo_steps(&entries)? {
-        let r = match &u {
-            Undo::KillProcesses => {
-                for e in &entries {
-                    if let Entry::Cgroup {
-                        path,
-                        shared: false,
-                    } = e
-                    {
-                        let _ = cgroup::kill_all(path);
-                    }
-                }
-                let ns: HashSet<String> = entries
-                    .iter()
-                    .filter_map(|e| {
-                        if let Entry::Netns { name } = e {
-                            Some(name.clone())
-                        } else {
-                            None
-                        }
-                    })
-                    .collect();
-                kill_in_netns(&ns);
-                Ok(())
-            }
-            Undo::DelNetns(names) => {
-                let present: Vec<&String> = names
-                    .iter()
-                    .filter(|n| Path::new("/run/netns").join(n).exists())
-                    .collect();
-                if !present.is_empty() {
-                    let lines: Vec<String> = present
-                        .iter()
-                        .map(|n| IpCmd::NetnsDel(n.to_string()).to_string())
-                        .collect();
-                    let mut c = std::process::Command::new("ip");
-                    c.args(["-force", "-batch", "-"]);
-                    let _ = hostcmd::run_child(
-                        &mut c,
-                        Some(&(lines.join("\n") + "\n")),
-                        hostcmd::TIMEOUT,
-                    );
-                }
-                match present
-                    .iter()
-                    .find(|n| Path::new("/run/netns").join(n).exists())
-                {
-                    Some(n) => Err(format!("namespace {n} could not be removed")),
-                    None => Ok(()),
-                }
-            }
-            Undo::ReturnVf {
-                netns,
-                lab_name,
-                ifname,
-            } => {
-                if Path::new("/run/netns").join(netns).exists() {
-                    let cmd = HostCmd::ip(
-                        Some(netns),
-                        vec![IpCmd::MoveRename {
-                            dev: lab_name.clone(),
-                            netns: "1".into(),
-                            name: ifname.clone(),
-                        }],
-                    );
-                    cmd.run().or_else(|e| match e.failure() {
-                        hostcmd::Failure::NoSuchDevice => Ok(()),
-                        _ => Err(e.to_string()),
-                    })
-                } else {
-                    Ok(())
-                }
-            }
-            Undo::NumVfs { pf, previous } => {
-                let p = format!("/sys/class/net/{pf}/device/sriov_numvfs");
-                (HostCmd::Write {
-                    path: p.into(),
-                    value: previous.to_string(),
-                })
-                .run()
-                .map_err(String::from)
-            }
-            Undo::RmCgroup { path, shared } => cgroup::remove(path, *shared),
-        };
-        if let Err(e) = r {
-            errors.push(e);
-        }
-    }
+    let errors: Vec<String> = undo_steps(&entries)?
+        .iter()
+        .filter_map(|u| undo(u, &entries).err())
+        .map(|e| e.to_string())
+        .collect();
     if !errors.is_empty() {
-        return Err(errors.join("; "));
+        return Err(Error::Failed(errors.join("; ")));
     }
     for p in [jpath, state::record_path(lab), state::log_path(lab)] {
         let _ = std::fs::remove_file(p);
@@ -618,10 +527,91 @@ pub fn teardown(lab: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Does one thing `down` does.
+fn undo(u: &Undo, entries: &[Entry]) -> Result<(), Error> {
+    match u {
+        Undo::KillProcesses => {
+            kill_processes(entries);
+            Ok(())
+        }
+        Undo::DelNetns(names) => del_netns(names),
+        Undo::ReturnVf {
+            netns,
+            lab_name,
+            ifname,
+        } => return_vf(netns, lab_name, ifname),
+        Undo::NumVfs { pf, previous } => {
+            let path = format!("/sys/class/net/{pf}/device/sriov_numvfs");
+            let value = previous.to_string();
+            Ok(HostCmd::Write {
+                path: path.into(),
+                value,
+            }
+            .run()?)
+        }
+        Undo::RmCgroup { path, shared } => cgroup::remove(path, *shared),
+    }
+}
+
+/// Kills the processes in the lab's own cgroups and in its namespaces.
+fn kill_processes(entries: &[Entry]) {
+    let mut ns = HashSet::new();
+    for e in entries {
+        match e {
+            Entry::Cgroup {
+                path,
+                shared: false,
+            } => {
+                let _ = cgroup::kill_all(path);
+            }
+            Entry::Netns { name } => {
+                ns.insert(name.clone());
+            }
+            _ => {}
+        }
+    }
+    kill_in_netns(&ns);
+}
+
+/// Deletes the namespaces still present, in one `ip -batch`.
+fn del_netns(names: &[String]) -> Result<(), Error> {
+    let exists = |n: &&String| Path::new("/run/netns").join(n).exists();
+    let present: Vec<&String> = names.iter().filter(exists).collect();
+    if !present.is_empty() {
+        let lines: String = present
+            .iter()
+            .map(|n| IpCmd::NetnsDel(n.to_string()).to_string() + "\n")
+            .collect();
+        let mut c = std::process::Command::new("ip");
+        c.args(["-force", "-batch", "-"]);
+        let _ = hostcmd::run_child(&mut c, Some(&lines), hostcmd::TIMEOUT);
+    }
+    match present.into_iter().find(exists) {
+        Some(n) => Err(Error::Failed(format!("namespace {n} could not be removed"))),
+        None => Ok(()),
+    }
+}
+
+/// Gives a VF back to the root namespace under its own name (it may be gone already).
+fn return_vf(netns: &str, lab_name: &str, ifname: &str) -> Result<(), Error> {
+    if !Path::new("/run/netns").join(netns).exists() {
+        return Ok(());
+    }
+    let mv = IpCmd::MoveRename {
+        dev: lab_name.to_string(),
+        netns: "1".into(),
+        name: ifname.to_string(),
+    };
+    match HostCmd::ip(Some(netns), vec![mv]).run() {
+        Err(e) if e.failure() != hostcmd::Failure::NoSuchDevice => Err(Error::Host(e)),
+        _ => Ok(()),
+    }
+}
+
 /// `vnetlab down LAB`.
-pub fn down(lab: &str) -> Result<(), String> {
+pub fn down(lab: &str) -> Result<(), Error> {
     if !state::journal_path(lab).exists() {
-        return Err(no_such_lab(lab));
+        return Err(Error::Input(no_such_lab(lab)));
     }
     teardown(lab)
 }

@@ -1,6 +1,7 @@
 //! Cgroups for CPU accounting and pinning: one folder per lab part (host, client, each guest),
 //! in cgroup v2 where it has the cpu controller, else in v1 cpuacct (+ cpuset for pinning).
 
+use crate::lab::Error;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -94,16 +95,16 @@ pub fn shared_folders(h: &Hierarchy) -> Vec<PathBuf> {
     }
 }
 
-/// Whether processes can be confined to cores here (a cpuset controller), or why not.
-pub fn cpuset_ok(h: &Hierarchy) -> Result<(), String> {
+/// Why processes cannot be confined to cores here (no cpuset controller), or None if they can.
+pub fn no_cpuset(h: &Hierarchy) -> Option<String> {
     match h {
         Hierarchy::V2 { cpuset: true, .. }
         | Hierarchy::V1 {
             cpuset: Some(_), ..
-        } => Ok(()),
-        Hierarchy::V2 { .. } => Err("cgroup v2 offers no cpuset controller".into()),
-        Hierarchy::V1 { .. } => Err("the cgroup v1 cpuset hierarchy is not mounted".into()),
-        Hierarchy::None { why } => Err(why.clone()),
+        } => None,
+        Hierarchy::V2 { .. } => Some("cgroup v2 offers no cpuset controller".into()),
+        Hierarchy::V1 { .. } => Some("the cgroup v1 cpuset hierarchy is not mounted".into()),
+        Hierarchy::None { why } => Some(why.clone()),
     }
 }
 
@@ -121,11 +122,14 @@ pub fn plan(
     h: &Hierarchy,
     lab_dir: &str,
     parts: &[(String, Option<String>)],
-) -> Result<CgroupPlan, String> {
+) -> Result<CgroupPlan, Error> {
     let pinned = parts.iter().any(|(_, c)| c.is_some());
     if pinned {
-        cpuset_ok(h)
-            .map_err(|why| format!("placing the lab on cores needs a cpuset cgroup, and {why}"))?;
+        if let Some(why) = no_cpuset(h) {
+            return Err(Error::Input(format!(
+                "placing the lab on cores needs a cpuset cgroup, and {why}"
+            )));
+        }
     }
     let mut steps = Vec::new();
     let mut roots: Vec<(PathBuf, bool)> = Vec::new(); // (hierarchy root, is a v1 cpuset)
@@ -184,10 +188,10 @@ pub fn plan(
         }
         if is_cpuset {
             let (Some(cpus), Some(mems)) = (all_cpus, mems.clone()) else {
-                return Err(format!(
+                return Err(Error::Failed(format!(
                     "cannot read the cpus and mems of the cpuset root {}",
                     root.display()
-                ));
+                )));
             };
             for dir in [&top, &lab] {
                 steps.push((
@@ -248,7 +252,7 @@ fn read_trim(p: &Path) -> Option<String> {
 }
 
 /// Kills every process in a cgroup folder and waits until it is empty (at most 5 s).
-pub fn kill_all(dir: &Path) -> Result<(), String> {
+pub fn kill_all(dir: &Path) -> Result<(), Error> {
     let procs = dir.join("cgroup.procs");
     let start = Instant::now();
     loop {
@@ -264,17 +268,17 @@ pub fn kill_all(dir: &Path) -> Result<(), String> {
             crate::sys::kill9(p);
         }
         if start.elapsed() > Duration::from_secs(5) {
-            return Err(format!(
+            return Err(Error::Failed(format!(
                 "processes in {} did not die within 5 s",
                 dir.display()
-            ));
+            )));
         }
         std::thread::sleep(Duration::from_millis(5));
     }
 }
 
 /// Removes a cgroup folder; a missing one is fine, a busy shared one is left to its other users.
-pub fn remove(dir: &Path, shared: bool) -> Result<(), String> {
+pub fn remove(dir: &Path, shared: bool) -> Result<(), Error> {
     if !dir.exists() {
         return Ok(());
     }
@@ -291,7 +295,12 @@ pub fn remove(dir: &Path, shared: bool) -> Result<(), String> {
             Err(_) if start.elapsed() < Duration::from_secs(3) => {
                 std::thread::sleep(Duration::from_millis(5))
             }
-            Err(e) => return Err(format!("cannot remove cgroup {}: {e}", dir.display())),
+            Err(e) => {
+                return Err(Error::Failed(format!(
+                    "cannot remove cgroup {}: {e}",
+                    dir.display()
+                )))
+            }
         }
     }
 }
@@ -360,6 +369,9 @@ cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
             "the shared folder is journaled by every lab"
         );
         let pinned = vec![("g1".to_string(), Some("0".to_string()))];
-        assert!(plan(&h, "vlx", &pinned).unwrap_err().contains("cpuset"));
+        assert!(plan(&h, "vlx", &pinned)
+            .unwrap_err()
+            .to_string()
+            .contains("cpuset"));
     }
 }

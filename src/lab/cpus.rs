@@ -2,6 +2,7 @@
 //! each guest and backend may run, and how receive processing on each end of the wire is steered
 //! to the receiving side's cores. Pure: it reads nothing from the host.
 
+use crate::lab::Error;
 use serde::{Deserialize, Serialize};
 
 use crate::units::CpuList;
@@ -41,25 +42,27 @@ pub fn default_client(online: &[usize]) -> CpuList {
     CpuList(online[online.len() - n..].to_vec())
 }
 
-/// Builds the CPU plan from the online CPUs and the lab's requests. `cpuset` says whether the
-/// host can confine processes (a cpuset controller); without one the plan is unplaced.
+/// Builds the CPU plan from the online CPUs and the lab's requests. `no_cpuset` says why the
+/// host cannot confine processes (no cpuset controller); then the plan is unplaced.
 pub fn plan(
     online: &[usize],
     client: Option<&CpuList>,
     host: Option<&CpuList>,
     pin: bool,
-    cpuset: Result<(), String>,
-) -> Result<CpuPlan, String> {
+    no_cpuset: Option<String>,
+) -> Result<CpuPlan, Error> {
     for (flag, list) in [("--client-cpus", client), ("--host-cpus", host)] {
         if let Some(l) = list {
             if l.is_empty() {
-                return Err(format!("{flag}: the list is empty: name at least one CPU"));
+                return Err(Error::Input(format!(
+                    "{flag}: the list is empty: name at least one CPU"
+                )));
             }
             if let Some(c) = l.0.iter().find(|c| !online.contains(c)) {
-                return Err(format!(
+                return Err(Error::Input(format!(
                     "{flag} {l}: CPU {c} is not online here (online: {}): use CPUs from that list",
                     CpuList(online.to_vec())
-                ));
+                )));
             }
         }
     }
@@ -75,7 +78,7 @@ pub fn plan(
         ),
     };
     if let Some(c) = host.0.iter().find(|c| client.contains(**c)) {
-        return Err(format!("--host-cpus {host} and --client-cpus {client} share CPU {c}: the client stands for another machine, so give them disjoint CPUs"));
+        return Err(Error::Input(format!("--host-cpus {host} and --client-cpus {client} share CPU {c}: the client stands for another machine, so give them disjoint CPUs")));
     }
     let unplaced = |why: String| CpuPlan {
         host: CpuList(online.to_vec()),
@@ -91,13 +94,13 @@ pub fn plan(
                 "this host has one CPU, so the client and the host share it".into(),
             ));
         }
-        return Err(format!("--client-cpus {client} takes every CPU and leaves none for the host: give the client fewer"));
+        return Err(Error::Input(format!("--client-cpus {client} takes every CPU and leaves none for the host: give the client fewer")));
     }
-    if let Err(why) = cpuset {
+    if let Some(why) = no_cpuset {
         if pin {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "--pin needs a cpuset cgroup, and this host has none ({why}): run without --pin"
-            ));
+            )));
         }
         return Ok(unplaced(format!(
             "no cpuset controller ({why}), so processes run on any core"
@@ -160,46 +163,53 @@ mod tests {
 
     #[test]
     fn default_gives_the_client_a_quarter_from_the_top() {
-        let p = plan(&[0, 1], None, None, false, Ok(())).unwrap();
+        let p = plan(&[0, 1], None, None, false, None).unwrap();
         assert_eq!(
             (p.host.0.clone(), p.client.0.clone(), p.placed),
             (vec![0], vec![1], true)
         );
-        let p = plan(&[0, 1, 2, 3, 4, 5, 6, 7], None, None, false, Ok(())).unwrap();
+        let p = plan(&[0, 1, 2, 3, 4, 5, 6, 7], None, None, false, None).unwrap();
         assert_eq!(
             (p.host.to_string(), p.client.to_string()),
             ("0-5".into(), "6-7".into())
         );
-        let p = plan(&[0, 1, 2, 3, 4], None, None, false, Ok(())).unwrap();
+        let p = plan(&[0, 1, 2, 3, 4], None, None, false, None).unwrap();
         assert_eq!(p.client.to_string(), "3-4");
     }
 
     #[test]
     fn lists_are_checked() {
-        let e = plan(&[0, 1], Some(&l("1")), Some(&l("0-1")), false, Ok(())).unwrap_err();
+        let e = plan(&[0, 1], Some(&l("1")), Some(&l("0-1")), false, None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("share CPU 1"), "{e}");
-        let e = plan(&[0, 1], Some(&l("7")), None, false, Ok(())).unwrap_err();
+        let e = plan(&[0, 1], Some(&l("7")), None, false, None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("CPU 7 is not online"), "{e}");
-        let e = plan(&[0, 1], Some(&l("0-1")), None, false, Ok(())).unwrap_err();
+        let e = plan(&[0, 1], Some(&l("0-1")), None, false, None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("leaves none for the host"), "{e}");
-        let p = plan(&[0, 1, 2], Some(&l("0")), Some(&l("2")), false, Ok(())).unwrap();
+        let p = plan(&[0, 1, 2], Some(&l("0")), Some(&l("2")), false, None).unwrap();
         assert_eq!((p.host.0.clone(), p.client.0.clone()), (vec![2], vec![0]));
     }
 
     #[test]
     fn without_a_cpuset_or_a_second_cpu_the_lab_is_unplaced() {
-        let p = plan(&[0, 1], None, None, false, Err("not mounted".into())).unwrap();
+        let p = plan(&[0, 1], None, None, false, Some("not mounted".into())).unwrap();
         assert!(!p.placed && p.unplaced_because.unwrap().contains("no cpuset"));
-        assert!(plan(&[0, 1], None, None, true, Err("not mounted".into()))
+        assert!(plan(&[0, 1], None, None, true, Some("not mounted".into()))
             .unwrap_err()
+            .to_string()
             .contains("--pin"));
-        let p = plan(&[0], None, None, false, Ok(())).unwrap();
+        let p = plan(&[0], None, None, false, None).unwrap();
         assert!(!p.placed && p.describe().contains("one CPU"));
     }
 
     #[test]
     fn pin_spreads_guests_and_backends_over_the_host() {
-        let p = plan(&[0, 1, 2, 3], None, None, true, Ok(())).unwrap();
+        let p = plan(&[0, 1, 2, 3], None, None, true, None).unwrap();
         assert_eq!(p.host.to_string(), "0-2");
         assert_eq!(
             (
@@ -209,7 +219,7 @@ mod tests {
             ),
             (vec![0], vec![1], vec![2])
         );
-        let free = plan(&[0, 1, 2, 3], None, None, false, Ok(())).unwrap();
+        let free = plan(&[0, 1, 2, 3], None, None, false, None).unwrap();
         assert_eq!(free.guest(3), free.host);
     }
 }

@@ -1,6 +1,7 @@
 //! Runs programs inside a lab endpoint: its cgroups joined, its network namespace entered, and
 //! /sys remounted so tools there see the namespace's own interfaces (as `ip netns exec` does).
 
+use crate::lab::Error;
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
@@ -10,7 +11,7 @@ use std::process::Command;
 use super::state::Endpoint;
 
 /// A `Command` that, when spawned, runs `argv` inside `ep`.
-pub fn command(ep: &Endpoint, argv: &[String]) -> Result<Command, String> {
+pub fn command(ep: &Endpoint, argv: &[String]) -> Result<Command, Error> {
     command_in(&ep.netns, &ep.cgroups, argv)
 }
 
@@ -19,16 +20,16 @@ pub fn command_in(
     netns: &str,
     cgroups: &[std::path::PathBuf],
     argv: &[String],
-) -> Result<Command, String> {
+) -> Result<Command, Error> {
     let (prog, args) = argv
         .split_first()
-        .ok_or("no command given: write it after `--`")?;
+        .ok_or_else(|| Error::Input("no command given: write it after `--`".into()))?;
     let ns_path = Path::new("/run/netns").join(netns);
     let ns: OwnedFd = std::fs::File::open(&ns_path)
         .map_err(|e| {
-            format!(
+            Error::Input(format!(
                 "cannot open namespace {netns} ({e}): is the lab still up? see `vnetlab status`"
-            )
+            ))
         })?
         .into();
     let procs: Vec<CString> = cgroups
@@ -49,6 +50,6 @@ pub fn exec(ep: &Endpoint, argv: &[String]) -> String {
             let e = c.exec();
             format!("cannot run {}: {e}", argv[0])
         }
-        Err(e) => e,
+        Err(e) => e.to_string(),
     }
 }

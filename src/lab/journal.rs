@@ -1,6 +1,7 @@
 //! The journal: one file per lab naming every object before it is made, so `down` and
 //! `cleanup` remove exactly what the lab made, in reverse, and nothing else.
 
+use crate::lab::Error;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -62,12 +63,13 @@ impl From<NsObject> for String {
 }
 
 impl TryFrom<String> for NsObject {
-    type Error = String;
-    fn try_from(s: String) -> Result<NsObject, String> {
+    type Error = Error;
+    fn try_from(s: String) -> Result<NsObject, Error> {
         let named = |n: &str| {
             let ok = !n.is_empty() && n.len() <= 64 && !n.contains(['\n', '/', ' ']);
-            ok.then(|| n.to_string())
-                .ok_or_else(|| format!("bad object name in '{}'", crate::text::clip(&s)))
+            ok.then(|| n.to_string()).ok_or_else(|| {
+                Error::Failed(format!("bad object name in '{}'", crate::text::clip(&s)))
+            })
         };
         if let Some(n) = s.strip_prefix("link ") {
             Ok(NsObject::Link(named(n)?))
@@ -76,7 +78,10 @@ impl TryFrom<String> for NsObject {
         } else if let Some(t) = s.strip_prefix("nft table ip ") {
             Ok(NsObject::NftTable(named(t)?))
         } else {
-            Err(format!("unknown object '{}'", crate::text::clip(&s)))
+            Err(Error::Failed(format!(
+                "unknown object '{}'",
+                crate::text::clip(&s)
+            )))
         }
     }
 }
@@ -86,25 +91,20 @@ pub struct Journal {
     file: File,
 }
 
-/// Why a journal could not be started.
-#[derive(Debug)]
-pub enum CreateError {
-    /// Another lab (or an interrupted one) has this name: the journal is the reservation.
-    Taken,
-    Io(String),
-}
-
 impl Journal {
     /// Starts a new journal, owned by this process, its first line naming it; refuses atomically
     /// if one exists (the name is taken: the lab exists, is being built, or was interrupted).
-    pub fn create(path: &Path, kept: bool) -> Result<Journal, CreateError> {
+    pub fn create(path: &Path, kept: bool) -> Result<Journal, Error> {
+        let lab = path.file_stem().unwrap_or_default().to_string_lossy();
         let file = OpenOptions::new()
             .create_new(true)
             .append(true)
             .open(path)
             .map_err(|e| match e.kind() {
-                std::io::ErrorKind::AlreadyExists => CreateError::Taken,
-                _ => CreateError::Io(format!("cannot start journal {}: {e}", path.display())),
+                std::io::ErrorKind::AlreadyExists => Error::Taken(format!(
+                    "lab '{lab}' already exists: remove it with `vnetlab down {lab}` or pick another --name"
+                )),
+                _ => Error::Failed(format!("cannot start journal {}: {e}", path.display())),
             })?;
         let mut j = Journal {
             path: path.to_path_buf(),
@@ -115,13 +115,12 @@ impl Journal {
             pid,
             start: crate::sys::start_time(pid),
             kept,
-        }])
-        .map_err(CreateError::Io)?;
+        }])?;
         Ok(j)
     }
 
     /// Records entries durably; called before the objects are made.
-    pub fn record(&mut self, entries: &[Entry]) -> Result<(), String> {
+    pub fn record(&mut self, entries: &[Entry]) -> Result<(), Error> {
         let mut buf = String::new();
         for e in entries {
             buf.push_str(&serde_json::to_string(e).unwrap());
@@ -130,7 +129,9 @@ impl Journal {
         self.file
             .write_all(buf.as_bytes())
             .and_then(|_| self.file.sync_data())
-            .map_err(|e| format!("cannot write journal {}: {e}", self.path.display()))
+            .map_err(|e| {
+                Error::Failed(format!("cannot write journal {}: {e}", self.path.display()))
+            })
     }
 }
 
@@ -174,26 +175,28 @@ pub const MAX_BYTES: u64 = 16 << 20;
 
 /// Reads a journal and checks that it names only vnetlab's own objects of lab `lab`. A torn last
 /// line (a crash mid-write) is ignored: its object was not made.
-pub fn read(path: &Path, lab: &str) -> Result<Vec<Entry>, String> {
-    let f = File::open(path).map_err(|e| format!("cannot read journal {}: {e}", path.display()))?;
+pub fn read(path: &Path, lab: &str) -> Result<Vec<Entry>, Error> {
+    let f = File::open(path)
+        .map_err(|e| Error::Failed(format!("cannot read journal {}: {e}", path.display())))?;
     let lines: Vec<String> = BufReader::new(f.take(MAX_BYTES))
         .lines()
         .map_while(Result::ok)
         .collect();
-    let entries =
-        parse(&lines).map_err(|(n, e)| format!("{}:{n}: bad journal line: {e}", path.display()))?;
+    let entries = parse(&lines).map_err(|(n, e)| {
+        Error::Failed(format!("{}:{n}: bad journal line: {e}", path.display()))
+    })?;
     validate(lab, &entries).map_err(|e| {
-        format!(
+        Error::Failed(format!(
             "{}: {e}: vnetlab will not act on it; look at the file and remove it by hand",
             path.display()
-        )
+        ))
     })?;
     Ok(entries)
 }
 
 /// A journal may name only this lab's namespaces, cgroup folders inside vnetlab's own folder, and
 /// VFs given a `vl` name: anything else (a planted or corrupted journal) is refused, not executed.
-pub fn validate(lab: &str, entries: &[Entry]) -> Result<(), String> {
+pub fn validate(lab: &str, entries: &[Entry]) -> Result<(), Error> {
     let prefix = format!("vl{lab}-");
     let plain = |s: &str| {
         !s.is_empty()
@@ -225,10 +228,10 @@ pub fn validate(lab: &str, entries: &[Entry]) -> Result<(), String> {
             Entry::NumVfs { pf, .. } => plain(pf),
         };
         if !ok {
-            return Err(format!(
+            return Err(Error::Failed(format!(
                 "it names {}, which is not one of lab {lab}'s objects",
                 crate::text::clip(&serde_json::to_string(e).unwrap_or_default())
-            ));
+            )));
         }
     }
     Ok(())
@@ -318,7 +321,7 @@ mod tests {
         ];
         j.record(&es).unwrap();
         assert!(
-            matches!(Journal::create(&p, false), Err(CreateError::Taken)),
+            matches!(Journal::create(&p, false), Err(Error::Taken(_))),
             "a second journal for one lab is refused"
         );
         std::fs::OpenOptions::new()

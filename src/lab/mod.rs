@@ -33,4 +33,38 @@ pub enum Error {
     /// Building or removing a lab failed on the host.
     #[error("{0}")]
     Failed(String),
+    /// A host tool (ip, tc, nft, ethtool, …) could not run or refused.
+    #[error(transparent)]
+    Host(#[from] hostcmd::Error),
+    /// A namespace could not be entered.
+    #[error(transparent)]
+    Netns(#[from] crate::sys::Error),
+    /// A quantity in the topology is not written as vnetlab reads it.
+    #[error(transparent)]
+    Quantity(#[from] crate::units::Error),
+    /// A word in the topology (mode, gro, …) names nothing vnetlab knows.
+    #[error(transparent)]
+    Word(#[from] crate::vocab::Error),
+    /// A topology file could not be read.
+    #[error(transparent)]
+    File(#[from] crate::text::Error),
+}
+
+impl Error {
+    /// Whether the fault is in what was asked (exit 2) rather than on the host.
+    pub fn is_input(&self) -> bool {
+        matches!(
+            self,
+            Error::Input(_) | Error::Quantity(_) | Error::Word(_) | Error::File(_)
+        )
+    }
+
+    /// The same message, classed as the user's input (a named lab's journal or record that
+    /// cannot be read is reported as a bad name, exit 2, as it always was).
+    pub fn as_input(self) -> Error {
+        match self {
+            Error::Failed(m) => Error::Input(m),
+            e => e,
+        }
+    }
 }

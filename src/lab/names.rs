@@ -1,11 +1,13 @@
 //! Names of lab objects. Every one starts with `vl` and the lab name, so a lab's objects are
 //! recognisable and never collide with the host's; interface names fit Linux's 15 characters.
 
+use crate::lab::Error;
+
 pub const MAX_GUESTS: u32 = 9999;
 const MAX_LAB_NAME: usize = 6;
 
 /// Lab names: 1–6 of [a-z0-9], starting with a letter.
-pub fn check_lab_name(name: &str) -> Result<(), String> {
+pub fn check_lab_name(name: &str) -> Result<(), Error> {
     let ok = !name.is_empty()
         && name.len() <= MAX_LAB_NAME
         && name
@@ -15,9 +17,9 @@ pub fn check_lab_name(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
+        Err(Error::Input(format!(
             "bad lab name '{name}': use 1 to {MAX_LAB_NAME} lowercase letters or digits, starting with a letter (e.g. lab, demo1)"
-        ))
+        )))
     }
 }
 

@@ -1,6 +1,7 @@
 //! Reachability checks between lab endpoints: a TCP connect and echo from one namespace to
 //! another, done in-process by two threads that each enter one endpoint's namespace.
 
+use crate::lab::Error;
 use serde::Serialize;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -32,9 +33,9 @@ pub fn tcp(lab: &LabRecord, from: &Endpoint, to: &Endpoint) -> ProbeResult {
         .as_ref()
         .filter(|_| via_nat)
         .map(|r| r.ports);
-    let (tx, rx) = mpsc::channel::<Result<u16, String>>();
-    let server = std::thread::spawn(move || -> Result<(), String> {
-        let bind = || -> Result<TcpListener, String> {
+    let (tx, rx) = mpsc::channel::<Option<u16>>();
+    let server = std::thread::spawn(move || -> Result<(), Error> {
+        let bind = || -> Result<TcpListener, Error> {
             crate::sys::enter_netns(&listen_ns)?;
             let ports: Vec<u16> = match port_range {
                 Some([lo, hi]) => (lo..=hi).collect(),
@@ -43,30 +44,27 @@ pub fn tcp(lab: &LabRecord, from: &Endpoint, to: &Endpoint) -> ProbeResult {
             ports
                 .iter()
                 .find_map(|&p| TcpListener::bind(SocketAddr::from((to_addr, p))).ok())
-                .ok_or_else(|| format!("cannot listen on {to_addr}"))
+                .ok_or_else(|| Error::Failed(format!("cannot listen on {to_addr}")))
         };
-        let l = match bind() {
-            Ok(l) => l,
-            Err(e) => {
-                let _ = tx.send(Err(e.clone()));
-                return Err(e);
-            }
-        };
-        let _ = tx.send(Ok(l.local_addr().unwrap().port()));
+        let l = bind().inspect_err(|_| {
+            let _ = tx.send(None);
+        })?;
+        let _ = tx.send(Some(l.local_addr().unwrap().port()));
         l.set_nonblocking(true).unwrap();
         let start = Instant::now();
         let (mut s, _) = loop {
             match l.accept() {
                 Ok(c) => break c,
                 Err(_) if start.elapsed() < TIMEOUT => std::thread::sleep(Duration::from_millis(1)),
-                Err(_) => return Err("nothing arrived".into()),
+                Err(_) => return Err(Error::Failed("nothing arrived".into())),
             }
         };
         s.set_nonblocking(false).unwrap();
         s.set_read_timeout(Some(TIMEOUT)).unwrap();
         let mut buf = [0u8; 8];
-        s.read_exact(&mut buf).map_err(|e| e.to_string())?;
-        s.write_all(&buf).map_err(|e| e.to_string())
+        let echo = |e| Error::Failed(format!("echo: {e}"));
+        s.read_exact(&mut buf).map_err(echo)?;
+        s.write_all(&buf).map_err(echo)
     });
     let from_ns = from.netns.clone();
     let target_addr = if via_nat {
@@ -82,40 +80,42 @@ pub fn tcp(lab: &LabRecord, from: &Endpoint, to: &Endpoint) -> ProbeResult {
         ms: 0.0,
         error: None,
     };
-    let client = rx
-        .recv_timeout(TIMEOUT)
-        .map_err(|_| "the listener did not start".to_string())
-        .and_then(|r| r)
+    let port = rx.recv_timeout(TIMEOUT).ok().flatten();
+    let client = port
+        .ok_or_else(|| Error::Failed("the listener did not start".into()))
         .and_then(|port| {
             let target = SocketAddr::from((target_addr, port));
             result.target = target.to_string();
-            std::thread::spawn(move || -> Result<f64, String> {
+            std::thread::spawn(move || -> Result<f64, Error> {
                 crate::sys::enter_netns(&from_ns)?;
                 let t0 = Instant::now();
                 let mut s = TcpStream::connect_timeout(&target, TIMEOUT)
-                    .map_err(|e| format!("connect to {target}: {e}"))?;
+                    .map_err(|e| Error::Failed(format!("connect to {target}: {e}")))?;
                 s.set_read_timeout(Some(TIMEOUT)).unwrap();
-                s.write_all(b"vnetlab!").map_err(|e| e.to_string())?;
+                s.write_all(b"vnetlab!")
+                    .map_err(|e| Error::Failed(format!("send to {target}: {e}")))?;
                 let mut buf = [0u8; 8];
                 s.read_exact(&mut buf)
-                    .map_err(|e| format!("no echo from {target}: {e}"))?;
+                    .map_err(|e| Error::Failed(format!("no echo from {target}: {e}")))?;
                 if &buf != b"vnetlab!" {
-                    return Err("the echo came back changed".into());
+                    return Err(Error::Failed("the echo came back changed".into()));
                 }
                 Ok(t0.elapsed().as_secs_f64() * 1e3)
             })
             .join()
-            .unwrap_or_else(|_| Err("probe thread panicked".into()))
+            .unwrap_or_else(|_| Err(Error::Failed("probe thread panicked".into())))
         });
     let served = server
         .join()
-        .unwrap_or_else(|_| Err("listener thread panicked".into()));
+        .unwrap_or_else(|_| Err(Error::Failed("listener thread panicked".into())));
     match (client, served) {
         (Ok(ms), Ok(())) => {
             result.ok = true;
             result.ms = ms;
         }
-        (Err(e), _) | (Ok(_), Err(e)) => result.error = Some(e),
+        // A listener that never started explains the client's failure best.
+        (_, Err(e)) if port.is_none() => result.error = Some(e.to_string()),
+        (Err(e), _) | (Ok(_), Err(e)) => result.error = Some(e.to_string()),
     }
     let _ = lab;
     result

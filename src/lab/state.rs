@@ -1,6 +1,7 @@
 //! Where labs are kept between commands: the state folder with each lab's journal and record,
 //! and the record itself — the plain data other stages use to reach a lab's endpoints.
 
+use crate::lab::Error;
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -109,15 +110,15 @@ pub struct LabRecord {
 }
 
 impl LabRecord {
-    pub fn endpoint(&self, role: Role) -> Result<&Endpoint, String> {
+    pub fn endpoint(&self, role: Role) -> Result<&Endpoint, Error> {
         self.endpoints
             .iter()
             .find(|e| e.role == role)
             .ok_or_else(|| {
-                format!(
+                Error::Input(format!(
                     "lab {} has no endpoint '{role}': use host, client or g1…g{}",
                     self.topology.name, self.topology.guests
-                )
+                ))
             })
     }
     pub fn guests(&self) -> impl Iterator<Item = &Endpoint> {
@@ -142,36 +143,38 @@ pub fn labs() -> Vec<String> {
     v
 }
 
-pub fn load(lab: &str) -> Result<LabRecord, String> {
+pub fn load(lab: &str) -> Result<LabRecord, Error> {
     let p = record_path(lab);
     let text = std::fs::read_to_string(&p).map_err(|_| {
         let known = labs();
-        if known.is_empty() {
+        Error::Input(if known.is_empty() {
             format!("no lab named '{lab}': there are no labs; make one with `vnetlab up`")
         } else {
             format!("no lab named '{lab}': the labs are {}", known.join(", "))
-        }
+        })
     })?;
     serde_json::from_str(&text).map_err(|e| {
-        format!(
+        Error::Input(format!(
             "{}: unreadable lab record ({e}); `vnetlab down {lab}` removes it",
             p.display()
-        )
+        ))
     })
 }
 
 /// Picks the lab a command means: the one named, or the only one there is.
-pub fn resolve(lab: Option<&str>) -> Result<String, String> {
+pub fn resolve(lab: Option<&str>) -> Result<String, Error> {
     if let Some(l) = lab {
         return Ok(l.to_string());
     }
     match labs().as_slice() {
         [one] => Ok(one.clone()),
-        [] => Err("there are no labs: make one with `vnetlab up`".into()),
-        many => Err(format!(
+        [] => Err(Error::Input(
+            "there are no labs: make one with `vnetlab up`".into(),
+        )),
+        many => Err(Error::Input(format!(
             "there are {} labs ({}): name the one you mean",
             many.len(),
             many.join(", ")
-        )),
+        ))),
     }
 }

@@ -1,6 +1,7 @@
 //! `vnetlab status`: each lab's endpoints with interface, MTU, addresses and offload states
 //! read back from the kernel (ip -d link, ip addr, ethtool -k), not as requested.
 
+use crate::lab::Error;
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -84,7 +85,7 @@ pub struct Status {
     pub broken: Vec<String>,
 }
 
-pub fn status(only: Option<&str>) -> Result<Status, String> {
+pub fn status(only: Option<&str>) -> Result<Status, Error> {
     let mut labs = Vec::new();
     let mut broken = Vec::new();
     let names = match only {
@@ -103,7 +104,7 @@ pub fn status(only: Option<&str>) -> Result<Status, String> {
     Ok(Status { labs, broken })
 }
 
-fn lab_status(r: &LabRecord) -> Result<LabStatus, String> {
+fn lab_status(r: &LabRecord) -> Result<LabStatus, Error> {
     let t = &r.topology;
     let n = Names::new(&t.name);
     let entries = super::journal::read(&state::journal_path(&t.name), &t.name).unwrap_or_default();
@@ -164,7 +165,7 @@ fn lab_status(r: &LabRecord) -> Result<LabStatus, String> {
     }
     let h = n.host_ns();
     let get = |ns: &str, dev: &str| links.get(&(ns.to_string(), dev.to_string())).cloned();
-    let ep = |role: Role| -> Result<EndpointStatus, String> {
+    let ep = |role: Role| -> Result<EndpointStatus, Error> {
         let e = r.endpoint(role)?;
         let port = match role {
             Role::Guest(i)
@@ -232,14 +233,14 @@ fn lab_status(r: &LabRecord) -> Result<LabStatus, String> {
 }
 
 /// Every interface of a namespace from `ip -d link` and `ip addr` (JSON).
-pub fn read_links(ns: &str) -> Result<Vec<Iface>, String> {
-    let links: serde_json::Value = serde_json::from_str(&hostcmd::read(&[
-        "ip", "-n", ns, "-j", "-d", "link", "show",
-    ])?)
-    .map_err(|e| e.to_string())?;
-    let addrs: serde_json::Value =
-        serde_json::from_str(&hostcmd::read(&["ip", "-n", ns, "-j", "addr", "show"])?)
-            .map_err(|e| e.to_string())?;
+pub fn read_links(ns: &str) -> Result<Vec<Iface>, Error> {
+    let json = |args: &[&str]| -> Result<serde_json::Value, Error> {
+        let out = hostcmd::read(args)?;
+        serde_json::from_str(&out)
+            .map_err(|e| Error::Failed(format!("cannot read `{}`: {e}", args.join(" "))))
+    };
+    let links = json(&["ip", "-n", ns, "-j", "-d", "link", "show"])?;
+    let addrs = json(&["ip", "-n", ns, "-j", "addr", "show"])?;
     let qdiscs: serde_json::Value = hostcmd::read(&["tc", "-n", ns, "-j", "qdisc", "show"])
         .ok()
         .and_then(|s| serde_json::from_str(&s).ok())

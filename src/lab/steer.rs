@@ -2,6 +2,7 @@
 //! threads of a lab's wire ends, and reads the RPS/XPS masks and thread placement back from the
 //! kernel for `status`, tests and every result.
 
+use crate::lab::Error;
 use serde::Serialize;
 
 use super::hostcmd;
@@ -39,16 +40,18 @@ fn is_kthread(pid: i32) -> bool {
 }
 
 /// Places `dev`'s NAPI threads on `cpus`; an error if the device has none.
-pub fn place_napi(netns: &str, dev: &str, cpus: &CpuList) -> Result<(), String> {
+pub fn place_napi(netns: &str, dev: &str, cpus: &CpuList) -> Result<(), Error> {
     let pids = napi_threads(dev);
     if pids.is_empty() {
-        return Err(format!(
+        return Err(Error::Failed(format!(
             "threaded NAPI is on for {dev} in {netns} but it has no NAPI thread"
-        ));
+        )));
     }
     for pid in pids {
         crate::sys::set_affinity(pid, &cpus.0).map_err(|e| {
-            format!("cannot place the NAPI thread {pid} of {dev} on cores {cpus}: {e}")
+            Error::Failed(format!(
+                "cannot place the NAPI thread {pid} of {dev} on cores {cpus}: {e}"
+            ))
         })?;
     }
     Ok(())
@@ -65,7 +68,7 @@ pub struct NapiThread {
 
 /// Puts every threaded-NAPI wire end's threads back on its side's cores (a device whose NAPI was
 /// re-created would get a new thread with no placement) and returns them, for the meter.
-pub fn ensure_placed(rec: &LabRecord) -> Result<Vec<NapiThread>, String> {
+pub fn ensure_placed(rec: &LabRecord) -> Result<Vec<NapiThread>, Error> {
     let mut out = Vec::new();
     for s in rec.steered.iter().filter(|s| s.napi_threaded) {
         place_napi(&s.netns, &s.iface, &s.cpus)?;

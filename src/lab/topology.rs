@@ -1,6 +1,7 @@
 //! The lab's plain description: what `vnetlab up` builds, from flags or a TOML file.
 //! Parsing and validation only; nothing here touches the host.
 
+use crate::lab::Error;
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
@@ -87,46 +88,50 @@ impl Default for Topology {
 
 impl Topology {
     /// Checks what no single field can check alone. Errors are one line naming the fix.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), Error> {
         super::names::check_lab_name(&self.name)?;
         if self.guests == 0 {
-            return Err("--guests 0: a lab needs at least 1 guest".into());
+            return Err(Error::Input(
+                "--guests 0: a lab needs at least 1 guest".into(),
+            ));
         }
         let max = super::addr::max_guests(self.mode, &self.subnet);
         if self.guests > max {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "--guests {}: subnet {} holds at most {max} guests in mode {}; use fewer guests or a larger --subnet",
                 self.guests, self.subnet, self.mode
-            ));
+            )));
         }
         if self.guests > super::names::MAX_GUESTS {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "--guests {}: at most {} guests per lab (interface names are limited to 15 characters)",
                 self.guests,
                 super::names::MAX_GUESTS
-            ));
+            )));
         }
         if !(576..=9000).contains(&self.mtu) {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "--mtu {}: use 576 to 9000 (1500 or 9000 as in the papers)",
                 self.mtu
-            ));
+            )));
         }
         match (self.mode, &self.pf) {
             (Mode::Sriov, None) => {
-                return Err(
+                return Err(Error::Input(
                     "mode sriov needs --pf IFACE, the SR-IOV physical function to take VFs from"
                         .into(),
-                )
+                ))
             }
             (Mode::Sriov, Some(_)) => {}
             (_, Some(_)) => {
-                return Err("--pf is only for mode sriov: drop it or use --mode sriov".into())
+                return Err(Error::Input(
+                    "--pf is only for mode sriov: drop it or use --mode sriov".into(),
+                ))
             }
             _ => {}
         }
         if self.lro && self.mode != Mode::Paravirt {
-            return Err(format!("--lro guest is software LRO in the paravirt backend: use --mode paravirt (this lab is {})", self.mode));
+            return Err(Error::Input(format!("--lro guest is software LRO in the paravirt backend: use --mode paravirt (this lab is {})", self.mode)));
         }
         Ok(())
     }
@@ -166,15 +171,17 @@ pub struct TopologyFile {
 pub struct LroPlace(pub bool);
 
 impl FromStr for LroPlace {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
         match s {
             "guest" => Ok(LroPlace(true)),
             "off" => Ok(LroPlace(false)),
-            "host" => {
-                Err("--lro host: LRO on the physical side is the host's GRO: use --gro host".into())
-            }
-            _ => Err(format!("unknown lro setting '{s}': use guest or off")),
+            "host" => Err(Error::Input(
+                "--lro host: LRO on the physical side is the host's GRO: use --gro host".into(),
+            )),
+            _ => Err(Error::Input(format!(
+                "unknown lro setting '{s}': use guest or off"
+            ))),
         }
     }
 }
@@ -195,7 +202,8 @@ pub struct WireFile {
 fn de_from_str<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
 where
     D: serde::Deserializer<'de>,
-    T: FromStr<Err = String>,
+    T: FromStr,
+    T::Err: std::fmt::Display,
 {
     let s = String::deserialize(d)?;
     s.parse().map(Some).map_err(serde::de::Error::custom)
@@ -216,8 +224,8 @@ fn de_on_off<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<bool>, D::
 
 impl TopologyFile {
     /// Parses TOML text; errors read `FILE:LINE:COL: message`.
-    pub fn parse(text: &str, file: &str) -> Result<TopologyFile, String> {
-        toml::from_str(text).map_err(|e| toml_error(&e, text, file))
+    pub fn parse(text: &str, file: &str) -> Result<TopologyFile, Error> {
+        toml::from_str(text).map_err(|e| Error::Input(toml_error(&e, text, file)))
     }
 
     pub fn into_topology(self) -> Topology {
@@ -290,27 +298,39 @@ mod tests {
 
     #[test]
     fn toml_errors_name_line_and_column() {
-        let e = TopologyFile::parse("guests = 2\ngest = 3\n", "lab.toml").unwrap_err();
+        let e = TopologyFile::parse("guests = 2\ngest = 3\n", "lab.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("lab.toml:2:1:"), "{e}");
         assert!(e.contains("unknown field `gest`"), "{e}");
-        let e = TopologyFile::parse("mode = \"hub\"\n", "lab.toml").unwrap_err();
+        let e = TopologyFile::parse("mode = \"hub\"\n", "lab.toml")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("lab.toml:1:8:") && e.contains("bridge, nat"),
             "{e}"
         );
-        let e = TopologyFile::parse("guests = \"two\"\n", "x.toml").unwrap_err();
+        let e = TopologyFile::parse("guests = \"two\"\n", "x.toml")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("x.toml:1:10:") && e.contains("invalid type"),
             "{e}"
         );
-        let e = TopologyFile::parse("[wire]\nrate = \"fast\"\n", "x.toml").unwrap_err();
+        let e = TopologyFile::parse("[wire]\nrate = \"fast\"\n", "x.toml")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("x.toml:2:8:") && e.contains("bad rate"),
             "{e}"
         );
-        let e = TopologyFile::parse("[wire]\njitter = \"1ms\"\n", "x.toml").unwrap_err();
+        let e = TopologyFile::parse("[wire]\njitter = \"1ms\"\n", "x.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("x.toml:2:1:"), "{e}");
-        let e = TopologyFile::parse("guests = 2\nguests = 3\n", "x.toml").unwrap_err();
+        let e = TopologyFile::parse("guests = 2\nguests = 3\n", "x.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("x.toml:2:"), "{e}");
     }
 
@@ -320,20 +340,28 @@ mod tests {
             guests: 0,
             ..Default::default()
         };
-        assert!(t.validate().unwrap_err().contains("at least 1"));
+        assert!(t.validate().unwrap_err().to_string().contains("at least 1"));
         t.guests = 300;
         t.subnet = "10.213.0.0/24".parse().unwrap();
-        assert!(t.validate().unwrap_err().contains("holds at most"));
+        assert!(t
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("holds at most"));
         t = Topology {
             mode: Mode::Sriov,
             ..Default::default()
         };
-        assert!(t.validate().unwrap_err().contains("--pf"));
+        assert!(t.validate().unwrap_err().to_string().contains("--pf"));
         t = Topology {
             pf: Some("eth9".into()),
             ..Default::default()
         };
-        assert!(t.validate().unwrap_err().contains("only for mode sriov"));
+        assert!(t
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("only for mode sriov"));
         t = Topology {
             mtu: 100,
             ..Default::default()

@@ -2,33 +2,36 @@
 //! ticks /proc/stat counts, softirq taken while a member task ran included) or v2 `cpu.stat`
 //! (`usage_usec`).
 
+use super::Error;
 use std::path::Path;
 
 /// CPU seconds used by a cgroup so far, from the text of its stat file.
-pub fn parse(file_name: &str, text: &str, ticks_per_s: f64) -> Result<f64, String> {
+pub fn parse(file_name: &str, text: &str, ticks_per_s: f64) -> Result<f64, Error> {
     let field = |k: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(k).and_then(|v| v.trim().parse::<u64>().ok()))
-            .ok_or_else(|| format!("{file_name}: no '{}' line", k.trim()))
+            .ok_or_else(|| Error::Unreadable(format!("{file_name}: no '{}' line", k.trim())))
     };
     match file_name {
         "cpuacct.stat" => Ok((field("user ")? + field("system ")?) as f64 / ticks_per_s),
         "cpu.stat" => Ok(field("usage_usec ")? as f64 / 1e6),
-        _ => Err(format!("{file_name}: not a cgroup CPU file")),
+        _ => Err(Error::Unreadable(format!(
+            "{file_name}: not a cgroup CPU file"
+        ))),
     }
 }
 
 /// CPU seconds of a cgroup folder (whichever hierarchy it is in).
-pub fn read(dir: &Path, ticks_per_s: f64) -> Result<f64, String> {
+pub fn read(dir: &Path, ticks_per_s: f64) -> Result<f64, Error> {
     for f in ["cpuacct.stat", "cpu.stat"] {
         if let Ok(t) = std::fs::read_to_string(dir.join(f)) {
             return parse(f, &t, ticks_per_s);
         }
     }
-    Err(format!(
+    Err(Error::Unreadable(format!(
         "{}: no cpuacct.stat or cpu.stat (is the lab still up?)",
         dir.display()
-    ))
+    )))
 }
 
 /// CPU seconds per CPU of a cgroup v1 cpuacct folder (`cpuacct.usage_percpu`, nanoseconds of
@@ -47,8 +50,8 @@ pub fn parse_percpu(text: &str) -> Option<Vec<f64>> {
 
 /// The folders' accounting file for CPU time: the first folder that has one (a part may also sit
 /// in a cpuset hierarchy, which counts nothing).
-pub fn read_any(dirs: &[std::path::PathBuf], ticks_per_s: f64) -> Result<f64, String> {
-    let mut last = Err("no cgroup folders".to_string());
+pub fn read_any(dirs: &[std::path::PathBuf], ticks_per_s: f64) -> Result<f64, Error> {
+    let mut last = Err(Error::Unreadable("no cgroup folders".into()));
     for d in dirs {
         last = read(d, ticks_per_s);
         if last.is_ok() {

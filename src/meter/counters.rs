@@ -2,6 +2,7 @@
 //! counter per CPU) and per part where the part's cgroup can be named to perf (cgroup v2). Hosts
 //! without them (virtual machines, this one) get a plain "not supported" with the reason.
 
+use super::Error;
 use serde::{Deserialize, Serialize};
 use std::os::fd::OwnedFd;
 
@@ -9,10 +10,10 @@ use crate::sys::perf::{self, Hw, PERF_FLAG_PID_CGROUP};
 use std::path::Path;
 
 /// Whether this host counts cycles; Err names why not.
-pub fn probe() -> Result<(), String> {
+pub fn probe() -> Result<(), Error> {
     perf::open(Hw::Cycles, 0, -1, 0)
         .map(|_| ())
-        .map_err(|e| format!("perf_event_open(cycles): {e}"))
+        .map_err(|e| Error::Unsupported(format!("perf_event_open(cycles): {e}")))
 }
 
 /// Running counters for the host and some parts.
@@ -52,10 +53,10 @@ fn per_cpu(
 
 impl Counters {
     /// Starts counting; `parts` are (name, cgroup v2 folder). Err: not supported here.
-    pub fn start(parts: &[(String, Option<&Path>)], ncpu: usize) -> Result<Counters, String> {
+    pub fn start(parts: &[(String, Option<&Path>)], ncpu: usize) -> Result<Counters, Error> {
         probe()?;
-        let host =
-            per_cpu(-1, 0, ncpu).map_err(|e| format!("system-wide counters: {e} (needs root)"))?;
+        let host = per_cpu(-1, 0, ncpu)
+            .map_err(|e| Error::Unsupported(format!("system-wide counters: {e} (needs root)")))?;
         let mut out = Counters {
             host,
             parts: Vec::new(),

@@ -12,6 +12,17 @@ pub mod procs;
 pub mod procstat;
 pub mod report;
 
+/// Why the meter could not measure. Its `Display` is the one line users see.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A kernel file (/proc/stat, a cgroup's counters) could not be read or parsed.
+    #[error("{0}")]
+    Unreadable(String),
+    /// This host does not offer what was asked (hardware counters).
+    #[error("{0}")]
+    Unsupported(String),
+}
+
 pub use crate::vocab::Side;
 use serde::Serialize;
 use std::collections::HashSet;
@@ -172,7 +183,7 @@ impl Meter {
                     v2.iter().map(|(n, d)| (n.clone(), d.as_deref())).collect();
                 let (counters, unsupported) = match counters::Counters::start(&v2_refs, ncpu) {
                     Ok(c) => (Some(c), None),
-                    Err(e) => (None, Some(e)),
+                    Err(e) => (None, Some(e.to_string())),
                 };
                 let mut data = MeterData {
                     parts: parts.clone(),

@@ -2,6 +2,7 @@
 //! steal, guest and idle, and the busy share between two snapshots. Guest time is already inside
 //! user (and guest_nice inside nice), so it is shown but never added twice.
 
+use super::Error;
 use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -73,7 +74,7 @@ impl Snapshot {
     }
 }
 
-pub fn parse(text: &str) -> Result<Snapshot, String> {
+pub fn parse(text: &str) -> Result<Snapshot, Error> {
     let mut s = Snapshot::default();
     let mut saw_total = false;
     for line in text.lines() {
@@ -84,7 +85,9 @@ pub fn parse(text: &str) -> Result<Snapshot, String> {
         }
         let v: Vec<u64> = f.map(|x| x.parse().unwrap_or(0)).collect();
         if v.len() < 4 {
-            return Err(format!("/proc/stat: short line '{line}'"));
+            return Err(Error::Unreadable(format!(
+                "/proc/stat: short line '{line}'"
+            )));
         }
         let g = |i: usize| v.get(i).copied().unwrap_or(0);
         let t = CpuTimes {
@@ -103,22 +106,27 @@ pub fn parse(text: &str) -> Result<Snapshot, String> {
             s.total = t;
             saw_total = true;
         } else {
-            let id = name[3..]
-                .parse::<usize>()
-                .map_err(|_| format!("/proc/stat: bad CPU line '{}'", crate::text::clip(line)))?;
+            let id = name[3..].parse::<usize>().map_err(|_| {
+                Error::Unreadable(format!(
+                    "/proc/stat: bad CPU line '{}'",
+                    crate::text::clip(line)
+                ))
+            })?;
             s.cores.push(t);
             s.ids.push(id);
         }
     }
     if !saw_total {
-        return Err("/proc/stat has no cpu line".into());
+        return Err(Error::Unreadable("/proc/stat has no cpu line".into()));
     }
     Ok(s)
 }
 
-pub fn read() -> Result<Snapshot, String> {
-    let mut s =
-        parse(&std::fs::read_to_string("/proc/stat").map_err(|e| format!("/proc/stat: {e}"))?)?;
+pub fn read() -> Result<Snapshot, Error> {
+    let mut s = parse(
+        &std::fs::read_to_string("/proc/stat")
+            .map_err(|e| Error::Unreadable(format!("/proc/stat: {e}")))?,
+    )?;
     s.idle_us = s.ids.iter().map(|&c| cpuidle_us(c)).collect();
     Ok(s)
 }

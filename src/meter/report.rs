@@ -3,6 +3,7 @@
 //! splits, CPU per part on each side with what nothing was charged for, the leak across the
 //! boundary, normalized CPU (% per Gb/s) and netperf's service demand.
 
+use super::Error;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -296,11 +297,13 @@ fn unplaced(
     parts
 }
 
-pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
+pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, Error> {
     let [a, b] = match d.edges.as_slice() {
         [a, b, ..] => [a, b],
         _ => {
-            return Err("the meter has no window (the test ended before its window closed)".into())
+            return Err(Error::Unreadable(
+                "the meter has no window (the test ended before its window closed)".into(),
+            ))
         }
     };
     let window_s = b.light.at.duration_since(a.light.at).as_secs_f64();
@@ -369,25 +372,7 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
         .map(|p| p.busy_pct)
         .sum();
     let ds = b.light.stat.total.delta(&a.light.stat.total);
-    let busy_ticks = ds.busy().max(1) as f64;
-    // A busy column's share of the tick samples, scaled to the precise busy time; idle is precise.
-    let share = |v: u64| machine_busy_pct * v as f64 / busy_ticks;
-    let split_pct: BTreeMap<String, f64> = [
-        ("user", ds.user),
-        ("nice", ds.nice),
-        ("system", ds.system),
-        ("irq", ds.irq),
-        ("softirq", ds.softirq),
-        ("steal", ds.steal),
-        ("guest", ds.guest + ds.guest_nice),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), share(v)))
-    .chain(std::iter::once((
-        "idle".to_string(),
-        100.0 - machine_busy_pct,
-    )))
-    .collect();
+    let (split_pct, irq_softirq_pct) = split_by_column(&ds, machine_busy_pct);
     let per_core_busy_pct = busy
         .iter()
         .map(|(&c, &s)| (c, 100.0 * s / window_s))
@@ -418,28 +403,6 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
     let tps = t.transactions_per_s.filter(|x| *x > 0.0);
     let gbps = t.gbps.filter(|g| *g > 0.0 && tps.is_none());
     let kb_per_s = gbps.map(|g| g * 1e9 / 8.0 / 1024.0);
-    let per_s = |k: &str| {
-        (b.irq
-            .softirqs
-            .get(k)
-            .copied()
-            .unwrap_or(0)
-            .saturating_sub(a.irq.softirqs.get(k).copied().unwrap_or(0))) as f64
-            / window_s
-    };
-    let softirq_per_s: BTreeMap<String, f64> = b
-        .irq
-        .softirqs
-        .keys()
-        .map(|k| (k.clone(), per_s(k)))
-        .collect();
-    let counters = match (&d.counters_unsupported, &a.counters, &b.counters) {
-        (Some(why), _, _) => HwCounters::Missing(format!(
-            "not supported: {why}; task_clock_ms per part is given instead"
-        )),
-        (None, Some(x), Some(y)) => HwCounters::Read(counters::delta(x, y)),
-        _ => HwCounters::Missing("not read".into()),
-    };
     let own = if d.own_wall_s > 0.0 {
         100.0 * d.own_cpu_s / d.own_wall_s
     } else {
@@ -475,9 +438,9 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
         leak_pct,
         leak_under_2pct: leak_pct.map(|l| l < 2.0),
         bound_by: None,
-        softirq_per_s,
+        softirq_per_s: softirq_rates(a, b, window_s),
         interrupts_per_s: b.irq.interrupts.saturating_sub(a.irq.interrupts) as f64 / window_s,
-        counters,
+        counters: hw_counters(d, a, b),
         meter: MeterInfo {
             hz: super::HZ,
             own_cpu_pct_of_core: own,
@@ -487,11 +450,58 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, String> {
             attributed_pct: host_busy_pct - unattributed,
             unattributed_kernel_pct: unattributed,
             machine_busy_pct,
-            irq_softirq_pct: share(ds.irq + ds.softirq),
+            irq_softirq_pct,
             attribution: attribution.to_string(),
         },
         series: series(d, a, b, &host),
     })
+}
+
+/// The machine's busy time by /proc/stat column (and idle), in % of the machine, and the share
+/// of irq and softirq in it. A busy column's share of the tick samples is scaled to the precise
+/// busy time; idle is precise.
+fn split_by_column(ds: &procstat::CpuTimes, machine_busy_pct: f64) -> (BTreeMap<String, f64>, f64) {
+    let busy_ticks = ds.busy().max(1) as f64;
+    let share = |v: u64| machine_busy_pct * v as f64 / busy_ticks;
+    let columns = [
+        ("user", ds.user),
+        ("nice", ds.nice),
+        ("system", ds.system),
+        ("irq", ds.irq),
+        ("softirq", ds.softirq),
+        ("steal", ds.steal),
+        ("guest", ds.guest + ds.guest_nice),
+    ];
+    let pct = columns
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), share(v)))
+        .chain(std::iter::once(("idle".into(), 100.0 - machine_busy_pct)))
+        .collect();
+    (pct, share(ds.irq + ds.softirq))
+}
+
+/// Softirqs raised per second in the window, by kind.
+fn softirq_rates(a: &Full, b: &Full, window_s: f64) -> BTreeMap<String, f64> {
+    let count = |f: &Full, k: &str| f.irq.softirqs.get(k).copied().unwrap_or(0);
+    b.irq
+        .softirqs
+        .keys()
+        .map(|k| {
+            let n = count(b, k).saturating_sub(count(a, k));
+            (k.clone(), n as f64 / window_s)
+        })
+        .collect()
+}
+
+/// Hardware counters over the window, or why there are none.
+fn hw_counters(d: &MeterData, a: &Full, b: &Full) -> HwCounters {
+    match (&d.counters_unsupported, &a.counters, &b.counters) {
+        (Some(why), _, _) => HwCounters::Missing(format!(
+            "not supported: {why}; task_clock_ms per part is given instead"
+        )),
+        (None, Some(x), Some(y)) => HwCounters::Read(counters::delta(x, y)),
+        _ => HwCounters::Missing("not read".into()),
+    }
 }
 
 /// Host busy per sample inside the window: the host's cores (placed), else the machine less the

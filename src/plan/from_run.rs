@@ -5,6 +5,7 @@
 //! used, and every point skipped with its reason, is named.
 
 use super::model::Datapath;
+use super::Error;
 use crate::records::{PointRecord, RunRow};
 use crate::vocab::{Direction, Mode, TestKind};
 
@@ -93,7 +94,7 @@ pub fn costs(
     how: Pick,
     vdi_offload: bool,
     vdi_required: bool,
-) -> Result<Costs, String> {
+) -> Result<Costs, Error> {
     let vm: Vec<&PointRecord> = points
         .iter()
         .filter(|p| {
@@ -105,7 +106,7 @@ pub fn costs(
         })
         .collect();
     if vm.is_empty() {
-        return Err(format!("run {} has no guest-to-client TCP_STREAM points (the VM network): run an experiment with that direction, e.g. experiments/icsnc2013.toml", run.id));
+        return Err(Error::NoData(format!("run {} has no guest-to-client TCP_STREAM points (the VM network): run an experiment with that direction, e.g. experiments/icsnc2013.toml", run.id)));
     }
     let host: Vec<&PointRecord> = points
         .iter()
@@ -126,12 +127,12 @@ pub fn costs(
             cost(p)
         }
         None if vdi_required => {
-            return Err(format!(
+            return Err(Error::NoData(format!(
                 "run {} has no host-to-client TCP_STREAM point{unbound} with offloads {} (the VDI network){}: add direction host-to-client with a paced load (loads = [\"500mbit\"]), or pass --allow-bound",
                 run.id,
                 if vdi_offload { "on" } else { "off" },
                 how.size.map(|s| format!(" at {s} B")).unwrap_or_default()
-            ))
+            )))
         }
         None => {
             notes.push(format!("no host → client point{unbound} in this run: the VDI network's cost is left at 0"));
@@ -171,11 +172,11 @@ pub fn costs(
         });
     }
     if datapaths.is_empty() {
-        return Err(format!(
+        return Err(Error::NoData(format!(
             "run {} has no VM network point{unbound} to take costs from ({}): measure paced loads (loads = [\"500mbit\"] in the experiment) or pass --allow-bound",
             run.id,
             notes.first().cloned().unwrap_or_default()
-        ));
+        )));
     }
     // Cheapest first: the rows' differences are then what it saves against the dearest.
     datapaths.sort_by(|a, b| a.vm_net_pct_per_gbps.total_cmp(&b.vm_net_pct_per_gbps));
@@ -301,7 +302,9 @@ mod tests {
         .unwrap();
         assert_eq!(all.datapaths.len(), 2);
         // Only bound points: refused, naming the way out.
-        let e = costs(&sample_run(), &pts[..1], Pick::default(), true, false).unwrap_err();
+        let e = costs(&sample_run(), &pts[..1], Pick::default(), true, false)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("--allow-bound"), "{e}");
     }
 

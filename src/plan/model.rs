@@ -4,6 +4,7 @@
 //!
 //! U_total = N·U_VDINET_1G·S_VDINET/T_play + N·U_VMNET_1G·S_VMNET/T_buffer      (Eq. 5)
 
+use super::Error;
 use serde::{Deserialize, Serialize};
 
 /// Bounds on a scenario, so that every figure it yields is finite and meaningful.
@@ -37,12 +38,14 @@ pub struct Scenario {
     pub datapaths: Vec<Datapath>,
 }
 
+/// One datapath's share of the host at one buffering time. (Fields in the order `--json` has
+/// always printed them.)
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Cell {
-    pub vm_net_pct: f64,
-    pub vdi_net_pct: f64,
     /// Whether both networks together fit in the host (at most 100 % of it).
     pub fits: bool,
+    pub vdi_net_pct: f64,
+    pub vm_net_pct: f64,
 }
 
 /// What a plan that does not fit says: how much host it would need at these costs.
@@ -62,7 +65,8 @@ pub fn does_not_fit(total_pct: f64, host_cores: Option<usize>) -> String {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Row {
     pub t_buffer_s: f64,
-    pub datapaths: serde_json::Map<String, serde_json::Value>,
+    /// Per datapath, by name.
+    pub datapaths: std::collections::BTreeMap<String, Cell>,
     /// Last datapath minus first (the paper: GNIC − CHELSIO_SRIOV).
     pub vm_net_diff_pct: f64,
     pub vdi_net_diff_pct: f64,
@@ -71,53 +75,57 @@ pub struct Row {
 }
 
 impl Scenario {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), Error> {
         if self.datapaths.is_empty() {
-            return Err(
+            return Err(Error::Input(
                 "no datapaths to plan: give --datapath NAME:VDI_1G:VM_1G, a --preset or --from-run"
                     .into(),
-            );
+            ));
         }
         if !(1..=MAX_VMS).contains(&self.vms) {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "--vms {}: plan for 1 to {MAX_VMS} desktops",
                 self.vms
-            ));
+            )));
         }
         for (v, what) in [
             (self.vm_net_gbit, "--vm-net-gbit"),
             (self.vdi_net_gbit, "--vdi-net-gbit"),
         ] {
             if !(0.0..=MAX_GBIT).contains(&v) {
-                return Err(format!("{what} {v:?}: a size in Gbit, 0 to {MAX_GBIT}"));
+                return Err(Error::Input(format!(
+                    "{what} {v:?}: a size in Gbit, 0 to {MAX_GBIT}"
+                )));
             }
         }
         if !(self.play_s > 0.0 && self.play_s <= MAX_SECONDS) {
-            return Err(format!("--play-s {:?}: the play time must be more than 0 and at most {MAX_SECONDS} seconds", self.play_s));
+            return Err(Error::Input(format!("--play-s {:?}: the play time must be more than 0 and at most {MAX_SECONDS} seconds", self.play_s)));
         }
         if self.buffer_s.is_empty() || self.buffer_s.len() > 1000 {
-            return Err("--buffer: give 1 to 1000 buffering times".into());
+            return Err(Error::Input(
+                "--buffer: give 1 to 1000 buffering times".into(),
+            ));
         }
         if let Some(b) = self
             .buffer_s
             .iter()
             .find(|b| !(**b > 0.0 && **b <= MAX_SECONDS))
         {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "--buffer {b:?}: buffering takes more than 0 and at most {MAX_SECONDS} seconds"
-            ));
+            )));
         }
         if self.datapaths.len() > 100 {
-            return Err("at most 100 datapaths in one plan".into());
+            return Err(Error::Input("at most 100 datapaths in one plan".into()));
         }
         for d in &self.datapaths {
             if !((0.0..=MAX_COST).contains(&d.vdi_net_pct_per_gbps)
                 && (0.0..=MAX_COST).contains(&d.vm_net_pct_per_gbps))
             {
-                return Err(format!(
+                return Err(Error::Input(format!(
                     "datapath {}: per-Gbit costs must be 0 to {MAX_COST} % per Gb/s",
                     crate::text::clip(&d.name)
-                ));
+                )));
             }
         }
         Ok(())
@@ -147,7 +155,7 @@ impl Scenario {
                         .datapaths
                         .iter()
                         .zip(&cells)
-                        .map(|(d, c)| (d.name.clone(), serde_json::to_value(c).unwrap()))
+                        .map(|(d, c)| (d.name.clone(), c.clone()))
                         .collect(),
                     vm_net_diff_pct: last.vm_net_pct - first.vm_net_pct,
                     vdi_net_diff_pct: last.vdi_net_pct - first.vdi_net_pct,
@@ -166,12 +174,12 @@ fn r2(x: f64) -> f64 {
 /// A row as the paper prints it: cells rounded to 0.01, differences taken between the rounded
 /// cells, and the saving the sum of the rounded differences (so 24.07 − 8.70 = 15.37).
 pub fn paper_rounding(r: &Row, first: &str, last: &str) -> [f64; 7] {
-    let g = |n: &str, k: &str| r2(r.datapaths[n][k].as_f64().unwrap_or(0.0));
+    let (a, b) = (&r.datapaths[first], &r.datapaths[last]);
     let (vm_a, vm_b, vdi_a, vdi_b) = (
-        g(first, "vm_net_pct"),
-        g(last, "vm_net_pct"),
-        g(first, "vdi_net_pct"),
-        g(last, "vdi_net_pct"),
+        r2(a.vm_net_pct),
+        r2(b.vm_net_pct),
+        r2(a.vdi_net_pct),
+        r2(b.vdi_net_pct),
     );
     let (dvm, dvdi) = (r2(vm_b - vm_a), r2(vdi_b - vdi_a));
     [vm_a, vm_b, dvm, vdi_a, vdi_b, dvdi, r2(dvm + dvdi)]
@@ -212,14 +220,16 @@ pub fn density(
     desktop_share_pct: f64,
     vm_gbps: f64,
     vdi_gbps: f64,
-) -> Result<Density, String> {
+) -> Result<Density, Error> {
     if !(0.01..=100.0).contains(&desktop_share_pct) {
-        return Err(format!(
+        return Err(Error::Input(format!(
             "--desktop-share {desktop_share_pct:?}: a desktop's own host CPU share, 0.01 to 100 %"
-        ));
+        )));
     }
     if !((0.0..=MAX_GBIT).contains(&vm_gbps) && (0.0..=MAX_GBIT).contains(&vdi_gbps)) {
-        return Err(format!("per-desktop traffic must be 0 to {MAX_GBIT} Gb/s"));
+        return Err(Error::Input(format!(
+            "per-desktop traffic must be 0 to {MAX_GBIT} Gb/s"
+        )));
     }
     let rows: Vec<(String, f64, u32)> = datapaths
         .iter()
@@ -308,7 +318,7 @@ mod tests {
         assert!(z
             .rows()
             .iter()
-            .all(|r| r.saving_pct == 0.0 && r.datapaths.values().all(|c| c["vm_net_pct"] == 0.0)));
+            .all(|r| r.saving_pct == 0.0 && r.datapaths.values().all(|c| c.vm_net_pct == 0.0)));
     }
 
     #[test]
@@ -334,7 +344,7 @@ mod tests {
         let bad = |f: &dyn Fn(&mut Scenario)| {
             let mut x = s.clone();
             f(&mut x);
-            x.validate().unwrap_err()
+            x.validate().unwrap_err().to_string()
         };
         assert!(bad(&|x| x.buffer_s = vec![0.0]).contains("more than 0"));
         assert!(bad(&|x| x.vm_net_gbit = -1.0).contains("0 to"));

@@ -1,12 +1,13 @@
 //! Presets: a paper's parameters, so its tables can be printed and checked.
 
 use super::model::{Datapath, Scenario};
+use super::Error;
 
 pub const PRESETS: &str = "icsnc2013";
 
 /// Paper 1 (ICSNC 2013), Table V: 40 desktops playing a 253 s video (1.6 Gbit download,
 /// 11.1 Gbit of screen data), CHELSIO_SRIOV (SR-IOV + TOE) against GNIC (1 G NIC, bridged).
-pub fn get(name: &str) -> Result<Scenario, String> {
+pub fn get(name: &str) -> Result<Scenario, Error> {
     match name {
         "icsnc2013" => Ok(Scenario {
             vms: 40,
@@ -30,6 +31,8 @@ pub fn get(name: &str) -> Result<Scenario, String> {
                 },
             ],
         }),
-        _ => Err(format!("unknown preset '{name}': use {PRESETS}")),
+        _ => Err(Error::Input(format!(
+            "unknown preset '{name}': use {PRESETS}"
+        ))),
     }
 }

@@ -26,7 +26,7 @@ pub fn sections(run: &RunRow, points: &[PointRecord]) -> Vec<Section> {
                 title,
                 format!(
                     "<p class=\"muted\">No plan from this run: {}</p>",
-                    e.replace('<', "&lt;")
+                    e.to_string().replace('<', "&lt;")
                 ),
             )];
         }

@@ -1,6 +1,7 @@
 //! Charts as SVG strings, drawn with plotters: line charts of a figure against message size (one
 //! line per datapath) and stacked bars (CPU parts per datapath, latency percentiles).
 
+use super::Error;
 use plotters::prelude::*;
 
 pub const PALETTE: [RGBColor; 10] = [
@@ -48,8 +49,8 @@ pub fn lines(
     title: &str,
     y_desc: &str,
     series: &[(String, Vec<(f64, f64)>)],
-) -> Result<String, String> {
-    let e = |e: &dyn std::fmt::Display| format!("chart '{title}': {e}");
+) -> Result<String, Error> {
+    let e = |e: &dyn std::fmt::Display| Error::Failed(format!("chart '{title}': {e}"));
     let xs: Vec<f64> = series
         .iter()
         .flat_map(|(_, v)| v.iter().map(|p| p.0))
@@ -117,8 +118,8 @@ pub fn stacked_bars(
     y_desc: &str,
     categories: &[String],
     stacks: &[(String, Vec<f64>)],
-) -> Result<String, String> {
-    let e = |e: &dyn std::fmt::Display| format!("chart '{title}': {e}");
+) -> Result<String, Error> {
+    let e = |e: &dyn std::fmt::Display| Error::Failed(format!("chart '{title}': {e}"));
     let n = categories.len().max(1);
     let totals: Vec<f64> = (0..n)
         .map(|i| {

@@ -2,6 +2,7 @@
 //! file://). Paper 1's three panels (bandwidth, host CPU, host CPU per Gb/s against message size),
 //! RR latency, CPU parts per datapath, every point with its spread, and host facts.
 
+use super::Error;
 use super::{charts, part_group, series_of, Labeler};
 use crate::records::{IfaceFacts, PointRecord, RunRow};
 use crate::vocab::PartKind;
@@ -41,7 +42,7 @@ pub fn tail() -> String {
         .into()
 }
 
-pub fn page(run: &RunRow, points: &[PointRecord], extra: &[Section]) -> Result<String, String> {
+pub fn page(run: &RunRow, points: &[PointRecord], extra: &[Section]) -> Result<String, Error> {
     let ok: Vec<&PointRecord> = points.iter().filter(|p| p.error.is_none()).collect();
     let figures = figures(&ok)?;
     let mut h = head(&format!("vnetlab run {} — {}", run.id, run.name));
@@ -98,7 +99,7 @@ fn intro(run: &RunRow, ok: &[&PointRecord]) -> String {
 }
 
 /// The run's charts: paper 1's three panels, RR latency and the host's CPU by part.
-fn figures(ok: &[&PointRecord]) -> Result<Vec<(String, String)>, String> {
+fn figures(ok: &[&PointRecord]) -> Result<Vec<(String, String)>, Error> {
     let streams: Vec<&PointRecord> = ok
         .iter()
         .copied()
@@ -168,7 +169,7 @@ fn figures(ok: &[&PointRecord]) -> Result<Vec<(String, String)>, String> {
 }
 
 /// The host's CPU by part per datapath, at each series' largest message size (or its RR point).
-fn parts_chart(ok: &[&PointRecord]) -> Result<Option<String>, String> {
+fn parts_chart(ok: &[&PointRecord]) -> Result<Option<String>, Error> {
     let okl = Labeler::new(ok);
     let mut pick: Vec<(String, &PointRecord)> = Vec::new();
     for p in ok {

@@ -8,6 +8,14 @@ pub mod compare;
 pub mod html;
 pub mod table;
 
+/// Why a report could not be drawn or written. Its `Display` is the one line users see.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The page or a chart could not be drawn or written.
+    #[error("{0}")]
+    Failed(String),
+}
+
 use crate::records::PointRecord;
 
 type Axis = (&'static str, fn(&PointRecord) -> String);
@@ -123,12 +131,12 @@ pub fn write_page(
     run: &crate::records::RunRow,
     pts: &[crate::records::PointRecord],
     path: &std::path::Path,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let page = html::page(run, pts, &capacity::sections(run, pts))?;
     std::fs::write(path, page).map_err(|e| {
-        format!(
+        Error::Failed(format!(
             "cannot write {}: {e}",
             crate::text::clip(&path.display().to_string())
-        )
+        ))
     })
 }

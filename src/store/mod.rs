@@ -378,7 +378,7 @@ impl Store {
     }
 
     fn run_from(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
-        let text = |i: usize, e: String| {
+        let text = |i: usize, e: crate::vocab::Error| {
             rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, e.into())
         };
         // A run whose process is gone while it says "running" was killed (a reader sees it so

@@ -12,12 +12,15 @@ const POINT_COLS: &str = "seq, mode, guests, direction, test, message_bytes, soc
    normalized_pct_per_gbps, sd_host, sd_send, sd_recv, spread, lab_facts, result, error, lro,
    client_busy_pct, bound_by, leak_pct, placed, host_cpus, client_cpus, load_bps, unstable, host_steal_pct";
 
-fn bad(i: usize, e: String) -> rusqlite::Error {
+fn bad<E: Into<Box<dyn std::error::Error + Send + Sync>>>(i: usize, e: E) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(i, Type::Text, e.into())
 }
 
 /// A text column parsed into one of the vocabulary's enums.
-fn parsed<T: std::str::FromStr<Err = String>>(r: &Row, i: usize) -> rusqlite::Result<T> {
+fn parsed<T: std::str::FromStr<Err = crate::vocab::Error>>(
+    r: &Row,
+    i: usize,
+) -> rusqlite::Result<T> {
     r.get::<_, String>(i)?.parse().map_err(|e| bad(i, e))
 }
 

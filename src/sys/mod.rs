@@ -103,17 +103,30 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// A namespace that could not be entered.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("namespace {ns}: {source}")]
+    OpenNetns { ns: String, source: io::Error },
+    #[error("cannot enter namespace {ns}: {source}")]
+    EnterNetns { ns: String, source: io::Error },
+}
+
 /// Moves the calling thread into the network namespace `/run/netns/NS`.
-pub fn enter_netns(ns: &str) -> Result<(), String> {
+pub fn enter_netns(ns: &str) -> Result<(), Error> {
     use std::os::fd::AsRawFd;
-    let f = std::fs::File::open(std::path::Path::new("/run/netns").join(ns))
-        .map_err(|e| format!("namespace {ns}: {e}"))?;
+    let f = std::fs::File::open(std::path::Path::new("/run/netns").join(ns)).map_err(|source| {
+        Error::OpenNetns {
+            ns: ns.to_string(),
+            source,
+        }
+    })?;
     // SAFETY: `f` is an open namespace file that outlives the call; setns reads only the fd.
     if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(format!(
-            "cannot enter namespace {ns}: {}",
-            io::Error::last_os_error()
-        ));
+        return Err(Error::EnterNetns {
+            ns: ns.to_string(),
+            source: io::Error::last_os_error(),
+        });
     }
     Ok(())
 }

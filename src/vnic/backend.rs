@@ -6,6 +6,7 @@
 //! Malformed or oversize frames from the guest are dropped and counted. Counters go to a JSON
 //! file every quarter second.
 
+use super::Error;
 use serde::{Deserialize, Serialize};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
@@ -156,7 +157,7 @@ fn write_stats(path: &PathBuf, s: &Stats) {
     }
 }
 
-pub fn forward_frames(cfg: Config) -> Result<(), String> {
+pub fn forward_frames(cfg: Config) -> Result<(), Error> {
     let vnet = cfg.model == Model::Paravirt;
     crate::sys::enter_netns(&cfg.guest_ns)?;
     let guest = Tap::attach(&cfg.guest_tap, vnet)?;
@@ -169,10 +170,10 @@ pub fn forward_frames(cfg: Config) -> Result<(), String> {
     };
     guest.set_offload(offload)?;
     host.set_offload(offload)?;
-    let ep = crate::sys::Epoll::new().map_err(|e| format!("epoll: {e}"))?;
+    let ep = crate::sys::Epoll::new().map_err(|e| Error::Failed(format!("epoll: {e}")))?;
     for (i, t) in [&guest, &host].iter().enumerate() {
         ep.add_input(t.as_raw_fd(), i as u64)
-            .map_err(|e| format!("epoll_ctl: {e}"))?;
+            .map_err(|e| Error::Failed(format!("epoll_ctl: {e}")))?;
     }
     let mut st = Stats {
         model: Some(cfg.model),
@@ -190,7 +191,7 @@ pub fn forward_frames(cfg: Config) -> Result<(), String> {
     loop {
         if !ready[0] && !ready[1] {
             ep.wait(250, &mut tags)
-                .map_err(|e| format!("epoll_wait: {e}"))?;
+                .map_err(|e| Error::Failed(format!("epoll_wait: {e}")))?;
             st.wakeups += 1;
             for &t in &tags {
                 ready[t as usize] = true;
@@ -213,10 +214,10 @@ pub fn forward_frames(cfg: Config) -> Result<(), String> {
                 }
             })
             .map_err(|e| {
-                format!(
+                Error::Failed(format!(
                     "reading {}: {e} (the guest's link went away)",
                     cfg.guest_tap
-                )
+                ))
             })?;
         }
         // Host → guest (through LRO when on), written at the end of each batch.
@@ -228,7 +229,7 @@ pub fn forward_frames(cfg: Config) -> Result<(), String> {
                     None => to_guest(&guest, &mut st.to_guest, pkt, vnet),
                 }
             })
-            .map_err(|e| format!("reading {}: {e}", cfg.host_tap))?;
+            .map_err(|e| Error::Failed(format!("reading {}: {e}", cfg.host_tap)))?;
             if let Some(l) = &mut lro {
                 l.flush_all(&mut out);
                 for o in out.drain(..) {

@@ -7,3 +7,17 @@ pub mod backend;
 pub mod frame;
 pub mod lro;
 pub mod tap;
+
+/// Why a vNIC backend could not start or stopped. Its `Display` is the one line users see.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The backend's configuration is wrong (flags, tap names).
+    #[error("{0}")]
+    Input(String),
+    /// A tap, epoll or the kernel refused while forwarding.
+    #[error("{0}")]
+    Failed(String),
+    /// A namespace could not be entered.
+    #[error(transparent)]
+    Netns(#[from] crate::sys::Error),
+}

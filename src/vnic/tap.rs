@@ -2,6 +2,7 @@
 //! `ip tuntap add`) in the current network namespace, non-blocking, with or without the
 //! virtio-net header, and set the offloads the reader accepts (TUNSETOFFLOAD).
 
+use super::Error;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use crate::sys::tap as sys;
@@ -21,13 +22,15 @@ impl AsRawFd for Tap {
 impl Tap {
     /// Attaches to tap `name`. With `vnet_hdr`, frames carry the 12-byte virtio-net header and
     /// the kernel may hand over (and accept) checksum-partial GSO super-frames.
-    pub fn attach(name: &str, vnet_hdr: bool) -> Result<Tap, String> {
+    pub fn attach(name: &str, vnet_hdr: bool) -> Result<Tap, Error> {
         if name.len() > 15 {
-            return Err(format!("tap name {name} is too long"));
+            return Err(Error::Failed(format!("tap name {name} is too long")));
         }
         let hdr = vnet_hdr.then_some(super::frame::VNET_HDR_LEN);
         let fd = sys::open_tap(name, hdr).map_err(|e| {
-            format!("attaching to tap {name} through /dev/net/tun: {e} (is the tun module loaded?)")
+            Error::Failed(format!(
+                "attaching to tap {name} through /dev/net/tun: {e} (is the tun module loaded?)"
+            ))
         })?;
         Ok(Tap {
             fd,
@@ -36,9 +39,9 @@ impl Tap {
     }
 
     /// The offloads this reader accepts (0 = none: the kernel segments and checksums for us).
-    pub fn set_offload(&self, flags: libc::c_uint) -> Result<(), String> {
+    pub fn set_offload(&self, flags: libc::c_uint) -> Result<(), Error> {
         sys::set_offload(self.as_raw_fd(), flags)
-            .map_err(|e| format!("{}: TUNSETOFFLOAD: {e}", self.name))
+            .map_err(|e| Error::Failed(format!("{}: TUNSETOFFLOAD: {e}", self.name)))
     }
 
     /// One frame, or None when there is nothing more to read now.

@@ -174,7 +174,7 @@ impl HostCmd {
                 None,
             ),
         };
-        let out = run_child(&mut cmd, input.as_deref(), TIMEOUT).map_err(Error::Run)?;
+        let out = run_child(&mut cmd, input.as_deref(), TIMEOUT)?;
         if out.status == 0 {
             Ok(())
         } else {
@@ -205,12 +205,6 @@ pub enum Error {
         stderr: String,
         failure: Failure,
     },
-}
-
-impl From<Error> for String {
-    fn from(e: Error) -> String {
-        e.to_string()
-    }
 }
 
 /// What the kernel (through the tool) complained of, where a caller acts on it.
@@ -258,7 +252,7 @@ pub fn run_child(
     cmd: &mut Command,
     input: Option<&str>,
     timeout: Duration,
-) -> Result<Output, String> {
+) -> Result<Output, Error> {
     let name = cmd.get_program().to_string_lossy().into_owned();
     crate::sys::die_with_parent(cmd);
     cmd.process_group(0);
@@ -272,7 +266,9 @@ pub fn run_child(
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| {
-            format!("cannot run {name}: {e} (is it installed? `make deps` installs it)")
+            Error::Run(format!(
+                "cannot run {name}: {e} (is it installed? `make deps` installs it)"
+            ))
         })?;
     let mut so = child.stdout.take().unwrap();
     let mut se = child.stderr.take().unwrap();
@@ -291,16 +287,19 @@ pub fn run_child(
     }
     let start = Instant::now();
     let status = loop {
-        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
+        if let Some(st) = child
+            .try_wait()
+            .map_err(|e| Error::Run(format!("waiting for {name}: {e}")))?
+        {
             break st;
         }
         if start.elapsed() > timeout {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!(
+            return Err(Error::Run(format!(
                 "{name} did not finish within {}s and was killed",
                 timeout.as_secs()
-            ));
+            )));
         }
         std::thread::sleep(Duration::from_micros(500));
     };
@@ -314,16 +313,16 @@ pub fn run_child(
 }
 
 /// Runs a read-only command and returns its stdout, or a one-line error.
-pub fn read(args: &[&str]) -> Result<String, String> {
+pub fn read(args: &[&str]) -> Result<String, Error> {
     let mut c = Command::new(args[0]);
     c.args(&args[1..]);
     let out = run_child(&mut c, None, TIMEOUT)?;
     if out.status != 0 {
-        return Err(format!(
-            "`{}` failed: {}",
-            args.join(" "),
-            one_line(&out.stderr)
-        ));
+        return Err(Error::Failed {
+            cmd: args.join(" "),
+            stderr: one_line(&out.stderr),
+            failure: Failure::of(&out.stderr),
+        });
     }
     Ok(out.stdout)
 }
@@ -357,7 +356,7 @@ mod tests {
             failure: Failure::Other,
         };
         assert_eq!(
-            String::from(e),
+            e.to_string(),
             "`ip link add x` failed: RTNETLINK answers: File exists"
         );
     }
@@ -395,7 +394,8 @@ mod tests {
         let e = run_child(&mut c, None, Duration::from_millis(100))
             .err()
             .unwrap();
-        assert!(e.contains("did not finish"), "{e}");
+        assert!(matches!(e, Error::Run(_)), "{e}");
+        assert!(e.to_string().contains("did not finish"), "{e}");
         let mut c = Command::new("sh");
         c.args(["-c", "cat; echo oops >&2; exit 3"]);
         let o = run_child(&mut c, Some("hi"), TIMEOUT).unwrap();

@@ -18,6 +18,7 @@ mod tests;
 mod vnic;
 mod wire;
 
+use crate::lab::Error;
 use std::path::PathBuf;
 
 use super::addr::{self, Addressing, NAT_PORTS_PER_GUEST, NAT_PORT_BASE};
@@ -171,7 +172,7 @@ pub fn plan(
     cg: &Hierarchy,
     cpus: &CpuPlan,
     sriov: Option<&SriovPf>,
-) -> Result<Plan, String> {
+) -> Result<Plan, Error> {
     t.validate()?;
     let cx = Cx::new(t);
     let parts = parts::plan(&cx, cg, cpus)?;

@@ -1,6 +1,7 @@
 //! The lab's parts for CPU accounting: host, client, each guest and each guest's backend, a
 //! cgroup folder each, confined to its side's cores when the lab is placed.
 
+use crate::lab::Error;
 use std::path::PathBuf;
 
 use super::{vnic, Cx, Step};
@@ -46,7 +47,7 @@ impl Parts {
     }
 }
 
-pub(super) fn plan(cx: &Cx, cg: &Hierarchy, cpus: &CpuPlan) -> Result<Parts, String> {
+pub(super) fn plan(cx: &Cx, cg: &Hierarchy, cpus: &CpuPlan) -> Result<Parts, Error> {
     let placed = |l: CpuList| cpus.placed.then(|| l.to_string());
     let mut parts = vec![
         ("host".to_string(), placed(cpus.host.clone())),

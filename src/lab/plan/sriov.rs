@@ -4,6 +4,7 @@
 use super::{Cx, Step};
 use crate::lab::hostcmd::HostCmd;
 use crate::lab::journal::Entry;
+use crate::lab::Error;
 
 /// What the builder read about an SR-IOV PF before planning.
 pub struct SriovPf {
@@ -18,21 +19,21 @@ pub fn sriov_vfs_needed(guests: u32) -> u32 {
 }
 
 /// Enables the VFs if none are (never changing VFs in use), then moves them into place.
-pub(super) fn steps(cx: &Cx, s: &SriovPf) -> Result<Vec<Step>, String> {
+pub(super) fn steps(cx: &Cx, s: &SriovPf) -> Result<Vec<Step>, Error> {
     let need = sriov_vfs_needed(cx.t.guests);
     if s.totalvfs < need {
-        return Err(format!(
+        return Err(Error::Input(format!(
             "{} offers {} VFs and this lab needs {need} (one per guest, one for the client, one for the host): use fewer guests",
             s.pf, s.totalvfs
-        ));
+        )));
     }
     let mut steps = Vec::new();
     if s.numvfs < need {
         if s.numvfs != 0 {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "{} has {} VFs enabled, fewer than the {need} this lab needs; vnetlab will not change VFs already in use: set sriov_numvfs to 0 or to {need} or more",
                 s.pf, s.numvfs
-            ));
+            )));
         }
         steps.push(Step::Run {
             creates: vec![Entry::NumVfs {

@@ -8,7 +8,7 @@ use crate::units::{Delay, Rate};
 use crate::vocab::{Gro, Role};
 
 fn unplaced() -> CpuPlan {
-    crate::lab::cpus::plan(&[0, 1], None, None, false, Err("test".into())).unwrap()
+    crate::lab::cpus::plan(&[0, 1], None, None, false, Some("test".into())).unwrap()
 }
 
 fn plan_of(t: &Topology) -> Plan {
@@ -29,7 +29,7 @@ fn placed_plan_of(t: &Topology) -> Plan {
         cpuacct: "/nonexistent/cpuacct".into(),
         cpuset: Some(root),
     };
-    let mut cpus = crate::lab::cpus::plan(&[0, 1], None, None, t.pin, Ok(())).unwrap();
+    let mut cpus = crate::lab::cpus::plan(&[0, 1], None, None, t.pin, None).unwrap();
     cpus.steering = Steering::ThreadedNapiRps;
     plan(t, &cg, &cpus, None).unwrap()
 }
@@ -434,6 +434,7 @@ fn sriov_needs_enough_vfs_and_leaves_used_ones_alone() {
     assert!(plan(&t, &cg, &unplaced(), Some(&busy))
         .err()
         .unwrap()
+        .to_string()
         .contains("will not change"));
     let small = SriovPf {
         pf: "x".into(),
@@ -443,6 +444,7 @@ fn sriov_needs_enough_vfs_and_leaves_used_ones_alone() {
     assert!(plan(&t, &cg, &unplaced(), Some(&small))
         .err()
         .unwrap()
+        .to_string()
         .contains("offers 3 VFs"));
 }
 
@@ -485,6 +487,7 @@ fn device_model_modes_put_taps_and_a_backend_between_guest_and_bridge() {
     }
     .validate()
     .unwrap_err()
+    .to_string()
     .contains("paravirt"));
 }
 
