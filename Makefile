@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 # command:package pairs the lab runs
-DEPS := ip:iproute2 tc:iproute2 ethtool:ethtool nft:nftables sysctl:procps pgrep:procps iperf3:iperf3 sockperf:sockperf chromium:chromium
+DEPS := ip:iproute2 tc:iproute2 ethtool:ethtool nft:nftables sysctl:procps pgrep:procps iperf3:iperf3 sockperf:sockperf chromium:chromium busybox:busybox-static
 BIN := target/release/vnetlab
 
 .PHONY: all deps build test lint demo bench fuzz clean

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod engine;
 pub mod experiment;
 pub mod fuzzing;
+pub mod guest;
 pub mod lab;
 pub mod meter;
 pub mod plan;

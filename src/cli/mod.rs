@@ -110,6 +110,7 @@ impl From<crate::vnic::Error> for Fail {
 }
 
 run_errors!(
+    crate::guest::Error,
     crate::report::Error,
     crate::meter::Error,
     crate::lab::hostcmd::Error
@@ -176,6 +177,8 @@ enum Cmd {
     Migrate(exp_cmds::MigrateArgs),
     /// Capacity plan: host CPU on a VDI server's networks per datapath (paper 1's Eq. 5) and desktops per server
     Plan(plan_cmds::PlanArgs),
+    /// Build (or reuse) the QEMU guest image from Debian packages and print its paths
+    GuestImage(GuestImageArgs),
     /// Benchmarks side by side with a named peer tool, as ratios
     Bench(bench_cmds::BenchArgs),
     /// (internal) an engine agent speaking the control protocol on stdin/stdout
@@ -227,6 +230,7 @@ pub fn main() -> i32 {
         Cmd::Bench(a) => bench_cmds::bench(a),
         Cmd::Run(a) => exp_cmds::run(a),
         Cmd::Plan(a) => plan_cmds::plan(a),
+        Cmd::GuestImage(a) => guest_image(a),
         Cmd::Report(a) => exp_cmds::report(a),
         Cmd::Runs(a) => exp_cmds::runs(a),
         Cmd::Export(a) => exp_cmds::export(a),
@@ -266,6 +270,24 @@ pub fn need_root(what: &str) -> CmdResult {
 
 pub fn print_json<T: serde::Serialize>(v: &T) {
     crate::outln!("{}", serde_json::to_string_pretty(v).unwrap());
+}
+
+#[derive(clap::Args)]
+pub struct GuestImageArgs {
+    /// Where the kernel package is extracted and the initramfs kept
+    #[arg(long, default_value = "/var/cache/vnetlab/guest")]
+    cache: std::path::PathBuf,
+}
+
+fn guest_image(a: GuestImageArgs) -> CmdResult {
+    std::fs::create_dir_all(&a.cache)
+        .map_err(|e| Fail::Run(format!("cannot make {}: {e}", a.cache.display())))?;
+    let t0 = std::time::Instant::now();
+    let img = crate::guest::image::ensure(&a.cache)?;
+    crate::outln!("kernel {}", img.kernel.display());
+    crate::outln!("initrd {}", img.initrd.display());
+    crate::errln!("guest image ready in {:.1} s", t0.elapsed().as_secs_f64());
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,0 +1,257 @@
+//! The guest image, built on this host from Debian packages (no image is downloaded): the
+//! generic kernel (`linux-image-amd64`'s dependency, fetched with `apt-get download`, its
+//! `vmlinuz` and the NIC/virtio modules extracted), busybox-static, and this vnetlab binary with
+//! the libraries it links, packed with an `/init` into an initramfs. Cached by content.
+
+use super::cpio::{Archive, Entry};
+use super::Error;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Modules the guest loads, in dependency order (the generic kernel builds them as modules).
+pub const MODULES: [&str; 10] = [
+    "virtio_ring",
+    "virtio",
+    "virtio_pci_legacy_dev",
+    "virtio_pci_modern_dev",
+    "virtio_pci",
+    "failover",
+    "net_failover",
+    "virtio_net",
+    "virtio_console",
+    "e1000",
+];
+
+/// Busybox applets the guest's `/init` uses.
+const APPLETS: [&str; 9] = [
+    "sh", "mount", "insmod", "ip", "cat", "sleep", "poweroff", "ls", "ethtool",
+];
+
+/// How long one packaging step (apt, dpkg-deb and tar) may take, in seconds.
+const TOOL_TIMEOUT: &str = "600";
+
+/// A built image: kernel and initramfs.
+#[derive(Debug, Clone)]
+pub struct Image {
+    pub kernel: PathBuf,
+    pub initrd: PathBuf,
+}
+
+/// What goes into the initramfs.
+pub struct Parts {
+    pub busybox: PathBuf,
+    /// The kernel's extracted `lib/modules/<version>` folder.
+    pub modules: PathBuf,
+    pub vnetlab: PathBuf,
+    /// Shared libraries vnetlab links (absolute paths, kept at the same paths in the guest).
+    pub libs: Vec<PathBuf>,
+}
+
+/// The guest's `/init`: mounts, loads the modules, then serves vnetlab's agent on the first
+/// virtio-serial port (the host's unix socket), never on the measured network.
+pub fn init_script() -> String {
+    let mods = MODULES.join(" ");
+    format!(
+        r#"#!/bin/sh
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+for m in {mods}; do insmod /modules/$m.ko 2>/dev/null; done
+ip link set lo up
+for i in $(seq 1 500); do [ -e /dev/vport0p1 ] || [ -e /dev/vport1p1 ] && break; sleep 0.01; done
+port=$(ls /dev/vport*p1 | head -n 1)
+echo "vnetlab guest: agent on $port"
+/bin/vnetlab agent <> $port >&0
+echo "vnetlab guest: agent ended"
+poweroff -f
+"#
+    )
+}
+
+/// Packs the initramfs.
+pub fn initramfs(p: &Parts) -> Result<Vec<u8>, Error> {
+    let read = |f: &Path| {
+        std::fs::read(f).map_err(|e| Error::Image(format!("cannot read {}: {e}", f.display())))
+    };
+    let mut a = Archive::default();
+    for d in [
+        "bin", "dev", "proc", "sys", "modules", "tmp", "lib", "lib64", "usr", "usr/lib",
+    ] {
+        a.add(&Entry::Dir {
+            path: d,
+            mode: 0o755,
+        });
+    }
+    a.add(&Entry::File {
+        path: "bin/busybox",
+        mode: 0o755,
+        data: &read(&p.busybox)?,
+    });
+    for app in APPLETS {
+        a.add(&Entry::Symlink {
+            path: &format!("bin/{app}"),
+            target: "busybox",
+        });
+    }
+    a.add(&Entry::Symlink {
+        path: "bin/seq",
+        target: "busybox",
+    });
+    a.add(&Entry::Symlink {
+        path: "bin/head",
+        target: "busybox",
+    });
+    a.add(&Entry::File {
+        path: "bin/vnetlab",
+        mode: 0o755,
+        data: &read(&p.vnetlab)?,
+    });
+    let mut made = std::collections::BTreeSet::new();
+    for lib in &p.libs {
+        let rel = lib.strip_prefix("/").unwrap_or(lib);
+        for dir in rel
+            .ancestors()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+        {
+            let d = dir.to_string_lossy().to_string();
+            if !d.is_empty() && made.insert(d.clone()) {
+                a.add(&Entry::Dir {
+                    path: &d,
+                    mode: 0o755,
+                });
+            }
+        }
+        let data = read(&std::fs::canonicalize(lib).unwrap_or(lib.clone()))?;
+        a.add(&Entry::File {
+            path: &rel.to_string_lossy(),
+            mode: 0o755,
+            data: &data,
+        });
+    }
+    for m in MODULES {
+        let f = find_module(&p.modules, m)
+            .ok_or_else(|| Error::Image(format!("the kernel package has no {m}.ko")))?;
+        a.add(&Entry::File {
+            path: &format!("modules/{m}.ko"),
+            mode: 0o644,
+            data: &read(&f)?,
+        });
+    }
+    a.add(&Entry::File {
+        path: "init",
+        mode: 0o755,
+        data: init_script().as_bytes(),
+    });
+    Ok(a.finish())
+}
+
+fn find_module(dir: &Path, name: &str) -> Option<PathBuf> {
+    for e in std::fs::read_dir(dir).ok()?.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            if let Some(f) = find_module(&p, name) {
+                return Some(f);
+            }
+        } else if p.file_name()? == format!("{name}.ko").as_str() {
+            return Some(p);
+        }
+    }
+    None
+}
+
+/// The shared libraries `bin` links, from the dynamic loader's list (`ld.so --list`).
+pub fn linked_libs(bin: &Path) -> Result<Vec<PathBuf>, Error> {
+    let out = Command::new("ldd")
+        .arg(bin)
+        .output()
+        .map_err(|e| Error::Image(format!("cannot run ldd: {e}")))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    Ok(text
+        .lines()
+        .filter_map(|l| {
+            let path = l.split("=>").last()?.split_whitespace().next()?;
+            path.starts_with('/').then(|| PathBuf::from(path))
+        })
+        .collect())
+}
+
+/// Fetches and extracts the kernel package into `cache`: the `vmlinuz` and its modules folder.
+pub fn kernel(cache: &Path) -> Result<(PathBuf, PathBuf), Error> {
+    let fail = |what: &str| Error::Image(what.to_string());
+    let deps = run(&["apt-cache", "depends", "linux-image-amd64"], cache)?;
+    let pkg = deps
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Depends: linux-image-"))
+        .map(|v| format!("linux-image-{v}"))
+        .ok_or_else(|| fail("apt knows no linux-image-amd64: run `apt-get update`"))?;
+    let version = pkg.trim_start_matches("linux-image-").to_string();
+    let root = cache.join(&pkg);
+    let vmlinuz = root.join(format!("boot/vmlinuz-{version}"));
+    let modules = root.join(format!("lib/modules/{version}"));
+    if vmlinuz.exists() && modules.exists() {
+        return Ok((vmlinuz, modules));
+    }
+    std::fs::create_dir_all(&root).map_err(|e| fail(&format!("{}: {e}", root.display())))?;
+    run(&["apt-get", "download", &pkg], cache)?;
+    let mut wanted = vec![format!("./boot/vmlinuz-{version}")];
+    wanted.extend(MODULES.iter().map(|m| format!("*/{m}.ko")));
+    let script =
+        format!(
+        "dpkg-deb --fsys-tarfile {pkg}_*.deb | tar -x -C {} --wildcards {} && rm -f {pkg}_*.deb",
+        root.display(),
+        wanted.iter().map(|w| format!("'{w}'")).collect::<Vec<_>>().join(" ")
+    );
+    run(&["sh", "-c", &script], cache)?;
+    Ok((vmlinuz, modules))
+}
+
+/// Runs a packaging tool in `dir`, killed after `TOOL_TIMEOUT` (coreutils' timeout).
+fn run(argv: &[&str], dir: &Path) -> Result<String, Error> {
+    let out = Command::new("timeout")
+        .arg(TOOL_TIMEOUT)
+        .args(argv)
+        .current_dir(dir)
+        .output()
+        .map_err(|e| Error::Image(format!("cannot run {}: {e}", argv[0])))?;
+    if !out.status.success() {
+        return Err(Error::Image(format!(
+            "{} failed (or took over {TOOL_TIMEOUT} s): {}",
+            argv[0],
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Builds (or reuses) the image under `cache`: the kernel from its package, the initramfs from
+/// busybox-static and this very binary, rebuilt whenever its bytes differ.
+pub fn ensure(cache: &Path) -> Result<Image, Error> {
+    let busybox = PathBuf::from("/bin/busybox");
+    if !busybox.exists() {
+        return Err(Error::Image(
+            "no /bin/busybox: install busybox-static (`make deps` does)".into(),
+        ));
+    }
+    let (kernel, modules) = kernel(cache)?;
+    let vnetlab = std::env::current_exe()
+        .map_err(|e| Error::Image(format!("cannot find vnetlab's own binary: {e}")))?;
+    let libs = linked_libs(&vnetlab)?;
+    let bytes = initramfs(&Parts {
+        busybox,
+        modules,
+        vnetlab,
+        libs,
+    })?;
+    let initrd = cache.join("initramfs.cpio");
+    let same = std::fs::read(&initrd)
+        .map(|old| old == bytes)
+        .unwrap_or(false);
+    if !same {
+        std::fs::write(&initrd, &bytes)
+            .map_err(|e| Error::Image(format!("cannot write {}: {e}", initrd.display())))?;
+    }
+    Ok(Image { kernel, initrd })
+}
