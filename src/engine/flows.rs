@@ -66,6 +66,15 @@ impl Piece {
         }
     }
 
+    /// An empty piece for request/response stream `id` on its initiating side, with a latency
+    /// histogram.
+    fn initiating(id: u32) -> Piece {
+        Piece {
+            hist: Some(hist()),
+            ..Piece::sending(id)
+        }
+    }
+
     /// An empty piece for stream `id` on its receiving (or responding) side.
     fn receiving(id: u32) -> Piece {
         Piece {
@@ -389,14 +398,7 @@ fn read_full(
 }
 
 pub fn tcp_rr_initiate(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
-    let mut p = Piece {
-        report: StreamReport {
-            id,
-            ..Default::default()
-        },
-        hist: Some(hist()),
-        ..Default::default()
-    };
+    let mut p = Piece::initiating(id);
     let req = vec![0x5au8; spec.req];
     let mut resp = vec![0u8; spec.resp];
     s.set_read_timeout(Some(TICK)).ok();
@@ -447,14 +449,7 @@ pub fn tcp_rr_respond(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> P
 }
 
 pub fn tcp_crr_initiate(to: SocketAddr, id: u32, spec: &Spec, clock: Clock) -> Piece {
-    let mut p = Piece {
-        report: StreamReport {
-            id,
-            ..Default::default()
-        },
-        hist: Some(hist()),
-        ..Default::default()
-    };
+    let mut p = Piece::initiating(id);
     let req = vec![0x5au8; spec.req];
     let mut resp = vec![0u8; spec.resp];
     while clock.now() < clock.window_end() {
@@ -520,14 +515,7 @@ pub fn tcp_crr_respond(l: &TcpListener, id: u32, spec: &Spec, clock: Clock) -> P
 }
 
 pub fn udp_rr_initiate(s: UdpSocket, id: u32, spec: &Spec, clock: Clock) -> Piece {
-    let mut p = Piece {
-        report: StreamReport {
-            id,
-            ..Default::default()
-        },
-        hist: Some(hist()),
-        ..Default::default()
-    };
+    let mut p = Piece::initiating(id);
     let req = vec![0x5au8; spec.req];
     let mut resp = vec![0u8; spec.resp.max(1)];
     s.set_read_timeout(Some(Duration::from_millis(50))).ok();
