@@ -7,7 +7,8 @@ pub fn all_text_parsers(data: &[u8]) {
         return;
     };
     use crate::lab::{addr, journal, status, topology};
-    let _ = topology::TopologyFile::parse(s, "fuzz.toml").map(|t| t.into_topology().validate());
+    let _ = topology::TopologyFile::parse(s, "fuzz.toml")
+        .map(|t| t.into_topology().map(|t| t.validate()));
     let _ = s.parse::<crate::units::Rate>();
     let _ = s.parse::<crate::units::Delay>();
     let _ = s.parse::<crate::units::Loss>();

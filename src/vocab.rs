@@ -42,9 +42,34 @@ pub enum Mode {
     Sriov,
     Emulated,
     Paravirt,
+    /// QEMU guests (kind `qemu`) with the device each names.
+    #[serde(rename = "qemu-e1000")]
+    QemuE1000,
+    #[serde(rename = "qemu-virtio")]
+    QemuVirtio,
+    #[serde(rename = "qemu-vhost")]
+    QemuVhost,
+    #[serde(rename = "qemu-macvtap")]
+    QemuMacvtap,
+    #[serde(rename = "qemu-vfio")]
+    QemuVfio,
 }
 
-pub const MODE_NAMES: &str = "native, bridge, nat, macvlan, sriov, emulated, paravirt";
+pub const MODE_NAMES: &str = "native, bridge, nat, macvlan, sriov, emulated, paravirt, qemu-e1000, qemu-virtio, qemu-vhost, qemu-macvtap, qemu-vfio";
+
+impl Mode {
+    /// Whether the mode's guests are QEMU VMs (kind `qemu`) rather than namespaces.
+    pub fn is_qemu(self) -> bool {
+        matches!(
+            self,
+            Mode::QemuE1000
+                | Mode::QemuVirtio
+                | Mode::QemuVhost
+                | Mode::QemuMacvtap
+                | Mode::QemuVfio
+        )
+    }
+}
 
 impl FromStr for Mode {
     type Err = Error;
@@ -57,6 +82,11 @@ impl FromStr for Mode {
             "sriov" => Mode::Sriov,
             "emulated" => Mode::Emulated,
             "paravirt" => Mode::Paravirt,
+            "qemu-e1000" => Mode::QemuE1000,
+            "qemu-virtio" => Mode::QemuVirtio,
+            "qemu-vhost" => Mode::QemuVhost,
+            "qemu-macvtap" => Mode::QemuMacvtap,
+            "qemu-vfio" => Mode::QemuVfio,
             _ => return Err(unknown("mode", s, &format!("one of {MODE_NAMES}"))),
         })
     }
@@ -66,6 +96,23 @@ impl fmt::Display for Mode {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         let s = serde_json::to_value(self).unwrap();
         f.write_str(s.as_str().unwrap())
+    }
+}
+
+/// Whether the guest's CPU is the host's (KVM) or emulated (TCG).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Accel {
+    Kvm,
+    Tcg,
+}
+
+impl Accel {
+    pub fn name(self) -> &'static str {
+        match self {
+            Accel::Kvm => "KVM",
+            Accel::Tcg => "TCG",
+        }
     }
 }
 

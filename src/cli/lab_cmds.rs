@@ -16,7 +16,7 @@ pub struct UpArgs {
     /// Read the topology from a TOML file (same keys as these flags; see README)
     #[arg(long, short = 'f')]
     file: Option<String>,
-    /// How guests' NICs reach the wire: native, bridge, nat, macvlan, sriov, emulated, paravirt [default: bridge]
+    /// How guests' NICs reach the wire: native, bridge, nat, macvlan, sriov, emulated, paravirt, or a QEMU VM's device: qemu-e1000, qemu-virtio, qemu-vhost, qemu-macvtap, qemu-vfio [default: bridge]
     #[arg(long)]
     mode: Option<Mode>,
     /// Number of guests [default: 1]
@@ -61,6 +61,12 @@ pub struct UpArgs {
     /// Software LRO in the paravirt backend toward the guest (paper 2's guest2): guest or off
     #[arg(long)]
     lro: Option<crate::lab::topology::LroPlace>,
+    /// vCPUs of each QEMU guest (qemu-* modes) [default: 1]
+    #[arg(long, allow_negative_numbers = true)]
+    vcpus: Option<u32>,
+    /// Memory of each QEMU guest, e.g. 256M or 1G [default: 256M]
+    #[arg(long, value_parser = crate::lab::topology::parse_memory)]
+    memory: Option<u32>,
     /// Print the iproute2/tc/ethtool/nft commands instead of running them
     #[arg(long)]
     dry_run: bool,
@@ -85,7 +91,9 @@ impl UpArgs {
             || self.client_cpus.is_some()
             || self.host_cpus.is_some()
             || self.pf.is_some()
-            || self.lro.is_some();
+            || self.lro.is_some()
+            || self.vcpus.is_some()
+            || self.memory.is_some();
         let mut t = match &self.file {
             Some(f) => {
                 if flags_given {
@@ -93,7 +101,7 @@ impl UpArgs {
                 }
                 let text =
                     crate::text::read_capped(std::path::Path::new(f), crate::text::MAX_FILE)?;
-                TopologyFile::parse(&text, &crate::text::clip(f))?.into_topology()
+                TopologyFile::parse(&text, &crate::text::clip(f))?.into_topology()?
             }
             None => {
                 let d = Topology::default();
@@ -116,6 +124,8 @@ impl UpArgs {
                     host_cpus: self.host_cpus.clone(),
                     pf: self.pf.clone(),
                     lro: self.lro.map(|l| l.0).unwrap_or(false),
+                    vcpus: self.vcpus.unwrap_or(d.vcpus),
+                    memory_mib: self.memory.unwrap_or(d.memory_mib),
                 }
             }
         };

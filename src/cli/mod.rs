@@ -181,9 +181,10 @@ enum Cmd {
     GuestImage(GuestImageArgs),
     /// Benchmarks side by side with a named peer tool, as ratios
     Bench(bench_cmds::BenchArgs),
-    /// (internal) an engine agent speaking the control protocol on stdin/stdout
+    /// (internal) an engine agent speaking the control protocol on stdin/stdout (or, in a QEMU
+    /// guest, on its virtio-serial port)
     #[command(hide = true)]
-    Agent,
+    Agent(test_cmds::AgentArgs),
     /// (internal) a guest's vNIC backend (device model), started by `up`
     #[command(hide = true)]
     Vnic(test_cmds::VnicArgs),
@@ -225,7 +226,7 @@ pub fn main() -> i32 {
         Cmd::Test(a) => test_cmds::test(a),
         Cmd::Serve(a) => test_cmds::serve(a),
         Cmd::Meter(a) => test_cmds::meter(a),
-        Cmd::Agent => test_cmds::agent(),
+        Cmd::Agent(a) => test_cmds::agent(a),
         Cmd::Vnic(a) => test_cmds::vnic(a),
         Cmd::Bench(a) => bench_cmds::bench(a),
         Cmd::Run(a) => exp_cmds::run(a),

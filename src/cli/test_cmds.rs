@@ -706,8 +706,19 @@ pub fn vnic(a: VnicArgs) -> CmdResult {
     )?)
 }
 
-/// The agent started inside a lab endpoint: a session on stdin/stdout.
-pub fn agent() -> CmdResult {
+#[derive(clap::Args)]
+pub struct AgentArgs {
+    /// Serve session after session on this character device (a QEMU guest's virtio-serial port)
+    #[arg(long, value_name = "DEV")]
+    serial: Option<std::path::PathBuf>,
+}
+
+/// The agent started inside a lab endpoint: a session on stdin/stdout, or sessions on a serial
+/// port until the guest powers off.
+pub fn agent(a: AgentArgs) -> CmdResult {
+    if let Some(dev) = a.serial {
+        return Err(crate::engine::agent::serve_serial(&dev).into());
+    }
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
     crate::engine::agent::session(stdin.lock(), stdout.lock(), None)?;

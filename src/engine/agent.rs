@@ -64,6 +64,24 @@ pub enum SessionEnd {
     Refused,
 }
 
+/// Serves sessions on a QEMU guest's virtio-serial port for as long as the guest runs: the port
+/// is opened once (it admits one opener); when the host's side disconnects, reads return end of
+/// file until it connects again, so the next session starts after a short pause. Returns only
+/// if the port cannot be opened.
+pub fn serve_serial(dev: &std::path::Path) -> Error {
+    let port = match std::fs::OpenOptions::new().read(true).write(true).open(dev) {
+        Ok(f) => f,
+        Err(e) => return Error::Failed(format!("cannot open {}: {e}", dev.display())),
+    };
+    loop {
+        let (Ok(r), Ok(w)) = (port.try_clone(), port.try_clone()) else {
+            return Error::Failed(format!("cannot use {}", dev.display()));
+        };
+        let _ = session(std::io::BufReader::new(r), w, None);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// Serves one control channel until it closes or says quit. With a token, the first line must
 /// be a matching hello. Every line is read within `MAX_REQUEST` bytes.
 pub fn session(

@@ -113,6 +113,29 @@ impl AgentConn {
         Ok(a)
     }
 
+    /// A QEMU guest's agent, on the unix socket QEMU binds the guest's virtio-serial port to
+    /// (one session at a time; the agent serves the next when this one closes).
+    pub fn unix(name: &str, path: &std::path::Path) -> Result<AgentConn, Error> {
+        let s = UnixStream::connect(path).map_err(|e| {
+            Error::Failed(format!(
+                "cannot reach the agent of {name} at {} ({e}): is its VM still running? see `vnetlab status`",
+                path.display()
+            ))
+        })?;
+        let rx = reader_thread(
+            name.into(),
+            s.try_clone().map_err(|e| Error::Failed(e.to_string()))?,
+        );
+        let mut a = AgentConn {
+            name: name.into(),
+            tx: Box::new(s),
+            rx,
+            child: None,
+        };
+        a.call(&Request::Hello { token: "".into() }, SETUP_TIMEOUT)?;
+        Ok(a)
+    }
+
     fn send(&mut self, req: &Request) -> Result<(), Error> {
         let mut s = serde_json::to_string(req).unwrap();
         s.push('\n');

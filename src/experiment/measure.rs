@@ -390,6 +390,9 @@ pub fn lab_agents(
     let exe = std::env::current_exe().map_err(|e| Error::Failed(e.to_string()))?;
     let start = |role: Role| -> Result<AgentConn, Error> {
         let ep = rec.endpoint(role)?;
+        if let Some(vm) = &ep.vm {
+            return Ok(AgentConn::unix(&role.to_string(), &vm.files().agent())?);
+        }
         let cmd = crate::lab::exec::command(ep, &[exe.display().to_string(), "agent".into()])?;
         Ok(AgentConn::spawn(&role.to_string(), cmd)?)
     };

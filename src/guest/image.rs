@@ -22,9 +22,9 @@ pub const MODULES: [&str; 10] = [
     "e1000",
 ];
 
-/// Busybox applets the guest's `/init` uses.
-const APPLETS: [&str; 9] = [
-    "sh", "mount", "insmod", "ip", "cat", "sleep", "poweroff", "ls", "ethtool",
+/// Busybox applets the guest's `/init` uses (ethtool is the host's own, busybox has none).
+const APPLETS: [&str; 10] = [
+    "sh", "mount", "insmod", "ip", "cat", "sleep", "poweroff", "ls", "seq", "head",
 ];
 
 /// How long one packaging step (apt, dpkg-deb and tar) may take, in seconds.
@@ -43,12 +43,17 @@ pub struct Parts {
     /// The kernel's extracted `lib/modules/<version>` folder.
     pub modules: PathBuf,
     pub vnetlab: PathBuf,
-    /// Shared libraries vnetlab links (absolute paths, kept at the same paths in the guest).
+    /// The host's ethtool, if it has one (the guest sets its NIC's offloads with it).
+    pub ethtool: Option<PathBuf>,
+    /// Shared libraries vnetlab and ethtool link (absolute paths, kept at the same paths in
+    /// the guest).
     pub libs: Vec<PathBuf>,
 }
 
-/// The guest's `/init`: mounts, loads the modules, then serves vnetlab's agent on the first
-/// virtio-serial port (the host's unix socket), never on the measured network.
+/// The guest's `/init`: mounts, loads the modules, sets up `eth0` from the kernel command line
+/// (`vnetlab.addr=A/LEN vnetlab.mtu=N vnetlab.gro=on|off vnetlab.tso=on|off`), waits for its
+/// link, then serves vnetlab's agent on the virtio-serial port named `vnetlab.agent` (the host's
+/// unix socket), never on the measured network. Powers off if the agent ends.
 pub fn init_script() -> String {
     let mods = MODULES.join(" ");
     format!(
@@ -58,11 +63,34 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 for m in {mods}; do insmod /modules/$m.ko 2>/dev/null; done
 ip link set lo up
-for i in $(seq 1 500); do [ -e /dev/vport0p1 ] || [ -e /dev/vport1p1 ] && break; sleep 0.01; done
-port=$(ls /dev/vport*p1 | head -n 1)
-echo "vnetlab guest: agent on $port"
-/bin/vnetlab agent <> $port >&0
-echo "vnetlab guest: agent ended"
+addr=; mtu=1500; gro=on; tso=on
+for w in $(cat /proc/cmdline); do
+  case "$w" in
+    vnetlab.addr=*) addr="${{w#*=}}";;
+    vnetlab.mtu=*) mtu="${{w#*=}}";;
+    vnetlab.gro=*) gro="${{w#*=}}";;
+    vnetlab.tso=*) tso="${{w#*=}}";;
+  esac
+done
+for i in $(seq 1 500); do [ -e /sys/class/net/eth0 ] && break; sleep 0.01; done
+if [ -n "$addr" ]; then
+  ip link set eth0 mtu "$mtu"
+  ip addr add "$addr" dev eth0
+  ethtool -K eth0 gro "$gro" tso "$tso" gso "$tso" 2>/dev/null
+  ip link set eth0 up
+  for i in $(seq 1 500); do [ "$(cat /sys/class/net/eth0/operstate)" = up ] && break; sleep 0.01; done
+fi
+port=
+for i in $(seq 1 500); do
+  for p in /sys/class/virtio-ports/*; do
+    [ "$(cat $p/name 2>/dev/null)" = vnetlab.agent ] && port=/dev/${{p##*/}}
+  done
+  [ -n "$port" ] && [ -e "$port" ] && break
+  sleep 0.01
+done
+echo "vnetlab guest: eth0 $addr mtu $mtu gro $gro tso $tso, $(cat /sys/class/net/eth0/operstate); agent on $port at $(cat /proc/uptime)"
+/bin/vnetlab agent --serial "$port"
+echo "vnetlab guest: the agent ended"
 poweroff -f
 "#
     )
@@ -93,19 +121,18 @@ pub fn initramfs(p: &Parts) -> Result<Vec<u8>, Error> {
             target: "busybox",
         });
     }
-    a.add(&Entry::Symlink {
-        path: "bin/seq",
-        target: "busybox",
-    });
-    a.add(&Entry::Symlink {
-        path: "bin/head",
-        target: "busybox",
-    });
     a.add(&Entry::File {
         path: "bin/vnetlab",
         mode: 0o755,
         data: &read(&p.vnetlab)?,
     });
+    if let Some(e) = &p.ethtool {
+        a.add(&Entry::File {
+            path: "bin/ethtool",
+            mode: 0o755,
+            data: &read(e)?,
+        });
+    }
     let mut made = std::collections::BTreeSet::new();
     for lib in &p.libs {
         let rel = lib.strip_prefix("/").unwrap_or(lib);
@@ -226,6 +253,24 @@ fn run(argv: &[&str], dir: &Path) -> Result<String, Error> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// A copy of `exe` without its debug information (a fifth of the size: the guest unpacks it into
+/// its memory at every boot), or `exe` itself where binutils' strip is missing.
+fn stripped(exe: &Path, cache: &Path) -> PathBuf {
+    let out = cache.join("vnetlab.stripped");
+    let ok = Command::new("strip")
+        .arg("--strip-debug")
+        .arg("-o")
+        .arg(&out)
+        .arg(exe)
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        out
+    } else {
+        exe.to_path_buf()
+    }
+}
+
 /// Builds (or reuses) the image under `cache`: the kernel from its package, the initramfs from
 /// busybox-static and this very binary, rebuilt whenever its bytes differ.
 pub fn ensure(cache: &Path) -> Result<Image, Error> {
@@ -236,13 +281,24 @@ pub fn ensure(cache: &Path) -> Result<Image, Error> {
         ));
     }
     let (kernel, modules) = kernel(cache)?;
-    let vnetlab = std::env::current_exe()
+    let exe = std::env::current_exe()
         .map_err(|e| Error::Image(format!("cannot find vnetlab's own binary: {e}")))?;
-    let libs = linked_libs(&vnetlab)?;
+    let vnetlab = stripped(&exe, cache);
+    let ethtool = ["/usr/sbin/ethtool", "/sbin/ethtool"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists());
+    let mut libs = linked_libs(&exe)?;
+    if let Some(e) = &ethtool {
+        libs.extend(linked_libs(e)?);
+    }
+    libs.sort();
+    libs.dedup();
     let bytes = initramfs(&Parts {
         busybox,
         modules,
         vnetlab,
+        ethtool,
         libs,
     })?;
     let initrd = cache.join("initramfs.cpio");

@@ -55,6 +55,10 @@ fn checks(t: &Topology) -> Result<Plan, Error> {
         (Mode::Sriov, Some(pf)) => Some(inspect_pf(pf)?),
         _ => None,
     };
+    let vm = match t.mode.is_qemu() {
+        true => Some(super::vms::host_for(t.mode)?),
+        false => None,
+    };
     let cg = cgroup::detect();
     let mut cpus = super::cpus::plan(
         &crate::sys::online_cpus(),
@@ -66,7 +70,11 @@ fn checks(t: &Topology) -> Result<Plan, Error> {
     if cpus.placed && threaded_napi_offered() {
         cpus.steering = super::cpus::Steering::ThreadedNapiRps;
     }
-    plan::plan(t, &cg, &cpus, sriov.as_ref())
+    let offers = plan::HostOffers {
+        sriov: sriov.as_ref(),
+        vm: vm.as_ref(),
+    };
+    plan::plan(t, &cg, &cpus, offers)
 }
 
 /// Whether this kernel offers threaded NAPI (the `threaded` attribute of network devices).
@@ -163,6 +171,7 @@ fn run_steps(p: &Plan, j: &mut Journal, progress: bool) -> Result<(), Error> {
     let mut log = std::fs::File::create(&log_path)
         .map_err(|e| Error::Failed(format!("cannot write {}: {e}", log_path.display())))?;
     let total = p.steps.len();
+    let mut started = Vec::new();
     let mut i = 0;
     while i < total {
         if stopping() {
@@ -174,7 +183,7 @@ fn run_steps(p: &Plan, j: &mut Journal, progress: bool) -> Result<(), Error> {
         let batch = ethtool_batch(&p.steps[i..]);
         if batch.is_empty() {
             let _ = writeln!(log, "{}", plan::shell_step(&p.steps[i]));
-            run_step(&p.steps[i], j)?;
+            run_step(&p.steps[i], j, &mut started)?;
             i += 1;
         } else {
             for c in &batch {
@@ -203,7 +212,12 @@ fn ethtool_batch(steps: &[Step]) -> Vec<&HostCmd> {
 }
 
 /// Runs one step, journaling what it creates first.
-fn run_step(step: &Step, j: &mut Journal) -> Result<(), Error> {
+/// `started`: when each QEMU guest was started (its boot is timed from then).
+fn run_step(
+    step: &Step,
+    j: &mut Journal,
+    started: &mut Vec<(crate::vocab::Role, Instant)>,
+) -> Result<(), Error> {
     match step {
         Step::Run { creates, cmd } => {
             j.record(creates)?;
@@ -223,6 +237,23 @@ fn run_step(step: &Step, j: &mut Journal) -> Result<(), Error> {
             log,
         } => start_backend(guest, args, netns, cgroups, stats, log),
         Step::PlaceNapi { netns, dev, cpus } => super::steer::place_napi(netns, dev, cpus),
+        Step::StartVm {
+            guest,
+            spec,
+            netns,
+            cgroups,
+        } => {
+            j.record(&[Entry::VmFolder {
+                path: spec.files.dir.clone(),
+            }])?;
+            started.push((*guest, Instant::now()));
+            super::vms::start(*guest, spec, netns, cgroups)
+        }
+        Step::WaitVms {
+            lab,
+            guests,
+            timeout,
+        } => super::vms::wait(lab, guests, started, *timeout, true),
         Step::MoveVf {
             pf,
             vf,
@@ -382,6 +413,8 @@ pub enum Undo {
         path: std::path::PathBuf,
         shared: bool,
     },
+    /// Remove a QEMU guest's folder (its QEMU is killed with the lab's processes).
+    RmVmFolder(std::path::PathBuf),
 }
 
 impl Undo {
@@ -403,6 +436,7 @@ impl Undo {
             Undo::NumVfs { pf, previous } => {
                 format!("echo {previous} > /sys/class/net/{pf}/device/sriov_numvfs")
             }
+            Undo::RmVmFolder(path) => format!("rm -r {}", path.display()),
             Undo::RmCgroup { path, shared } => {
                 format!(
                     "rmdir {}{}",
@@ -459,6 +493,7 @@ pub fn undo_steps(entries: &[Entry]) -> Result<Vec<Undo>, Error> {
                 pf: pf.clone(),
                 previous: *previous,
             }),
+            Entry::VmFolder { path } => out.push(Undo::RmVmFolder(path.clone())),
             Entry::Cgroup { path, shared } => out.push(Undo::RmCgroup {
                 path: path.clone(),
                 shared: *shared,
@@ -550,6 +585,13 @@ fn undo(u: &Undo, entries: &[Entry]) -> Result<(), Error> {
             .run()?)
         }
         Undo::RmCgroup { path, shared } => cgroup::remove(path, *shared),
+        Undo::RmVmFolder(path) => match std::fs::remove_dir_all(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Failed(format!(
+                "cannot remove {}: {e}",
+                path.display()
+            ))),
+            _ => Ok(()),
+        },
     }
 }
 
@@ -566,6 +608,15 @@ fn kill_processes(entries: &[Entry]) {
             }
             Entry::Netns { name } => {
                 ns.insert(name.clone());
+            }
+            Entry::VmFolder { path } => {
+                let files = crate::guest::qemu::Files { dir: path.clone() };
+                if let (true, Some(pid)) = (
+                    crate::guest::vm::running(&files),
+                    crate::guest::vm::pid(&files),
+                ) {
+                    crate::sys::kill9(pid as i32);
+                }
             }
             _ => {}
         }

@@ -12,6 +12,12 @@ use super::state::Endpoint;
 
 /// A `Command` that, when spawned, runs `argv` inside `ep`.
 pub fn command(ep: &Endpoint, argv: &[String]) -> Result<Command, Error> {
+    if let Some(vm) = &ep.vm {
+        return Err(Error::Input(format!(
+            "{} is a QEMU guest ({}): exec runs in namespaces; tests reach it through its agent",
+            ep.role, vm.mode
+        )));
+    }
     command_in(&ep.netns, &ep.cgroups, argv)
 }
 

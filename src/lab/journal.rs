@@ -32,6 +32,9 @@ pub enum Entry {
     },
     /// sriov_numvfs of a PF that the lab changed from `previous`.
     NumVfs { pf: String, previous: u32 },
+    /// A QEMU guest's folder (sockets, console, pidfile) in the state folder; its QEMU runs in
+    /// the lab's namespace and cgroup, so it goes with the lab's processes.
+    VmFolder { path: PathBuf },
     /// The lab was built completely.
     Complete,
 }
@@ -226,6 +229,7 @@ pub fn validate(lab: &str, entries: &[Entry]) -> Result<(), Error> {
                     && plain(lab_name)
             }
             Entry::NumVfs { pf, .. } => plain(pf),
+            Entry::VmFolder { path } => vm_folder_ok(path, lab),
         };
         if !ok {
             return Err(Error::Failed(format!(
@@ -235,6 +239,15 @@ pub fn validate(lab: &str, entries: &[Entry]) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// A QEMU guest's folder: `<state dir>/<lab>.vm-g<N>`.
+fn vm_folder_ok(path: &Path, lab: &str) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let guest = name.strip_prefix(&format!("{lab}.vm-g")).unwrap_or("");
+    path.parent() == Some(super::state::dir().as_path())
+        && !guest.is_empty()
+        && guest.chars().all(|c| c.is_ascii_digit())
 }
 
 /// A cgroup folder of the lab: `<root>/vnetlab` (shared) or `<root>/vnetlab/vl<lab>[/part]`, an
@@ -376,8 +389,12 @@ mod tests {
                 path: "/sys/fs/cgroup/cpuacct/vnetlab/vlx".into(),
                 shared: false,
             },
+            Entry::VmFolder {
+                path: super::super::state::vm_dir("x", "g12"),
+            },
         ];
         validate("x", &ok).unwrap();
+        let state = super::super::state::dir();
         let bad = [
             Entry::Netns {
                 name: "default".into(),
@@ -420,6 +437,18 @@ mod tests {
                 ifname: "e".into(),
                 netns: "vlx-host".into(),
                 lab_name: "eth0".into(),
+            },
+            Entry::VmFolder {
+                path: state.join("y.vm-g1"),
+            },
+            Entry::VmFolder {
+                path: state.join("x.vm-g1/.."),
+            },
+            Entry::VmFolder {
+                path: state.join("x.vm-"),
+            },
+            Entry::VmFolder {
+                path: "/etc/x.vm-g1".into(),
             },
         ];
         for b in bad {

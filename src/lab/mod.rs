@@ -16,6 +16,7 @@ pub mod state;
 pub mod status;
 pub mod steer;
 pub mod topology;
+pub mod vms;
 
 /// Why the lab stage could not do what it was asked. Its `Display` is the one line users see.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +49,9 @@ pub enum Error {
     /// A topology file could not be read.
     #[error(transparent)]
     File(#[from] crate::text::Error),
+    /// A QEMU guest's image, acceleration probe or boot failed.
+    #[error(transparent)]
+    Guest(#[from] crate::guest::Error),
 }
 
 impl Error {

@@ -52,6 +52,38 @@ pub struct Endpoint {
     /// The guest's vNIC backend, in modes emulated and paravirt.
     #[serde(default)]
     pub vnic: Option<VnicInfo>,
+    /// The guest's QEMU VM, in the qemu-* modes (then `netns` is where QEMU runs, the host's).
+    #[serde(default)]
+    pub vm: Option<VmInfo>,
+}
+
+/// A QEMU guest: its device, acceleration, size, the folder of its sockets and console, and how
+/// long it took from QEMU's start to its agent answering.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct VmInfo {
+    pub mode: crate::vocab::Mode,
+    pub accel: crate::vocab::Accel,
+    /// Why not KVM, when TCG.
+    pub why_not_kvm: Option<String>,
+    pub vcpus: u32,
+    pub memory_mib: u32,
+    /// Holds agent.sock, qmp.sock, console.log and qemu.pid.
+    pub dir: PathBuf,
+    /// Boot to agent-ready, once booted.
+    pub boot_s: Option<f64>,
+}
+
+impl VmInfo {
+    pub fn files(&self) -> crate::guest::qemu::Files {
+        crate::guest::qemu::Files {
+            dir: self.dir.clone(),
+        }
+    }
+}
+
+/// A QEMU guest's folder: `<state dir>/<lab>.vm-<guest>`.
+pub fn vm_dir(lab: &str, guest: &str) -> PathBuf {
+    dir().join(format!("{lab}.vm-{guest}"))
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]

@@ -61,6 +61,40 @@ pub struct Topology {
     /// Software LRO in the paravirt backend, toward the guest (paper 2's "guest2").
     #[serde(default)]
     pub lro: bool,
+    /// QEMU guests (qemu-* modes): vCPUs and memory (MiB) of each.
+    #[serde(default = "default_vcpus")]
+    pub vcpus: u32,
+    #[serde(default = "default_memory")]
+    pub memory_mib: u32,
+}
+
+fn default_vcpus() -> u32 {
+    1
+}
+
+fn default_memory() -> u32 {
+    256
+}
+
+/// What a guest is: a network namespace (`netns`) or a QEMU VM (`qemu`, the qemu-* modes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GuestKind {
+    Netns,
+    Qemu,
+}
+
+impl FromStr for GuestKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "netns" => Ok(GuestKind::Netns),
+            "qemu" => Ok(GuestKind::Qemu),
+            _ => Err(Error::Input(format!(
+                "unknown guest kind '{}': use netns or qemu",
+                crate::text::clip(s)
+            ))),
+        }
+    }
 }
 
 pub const DEFAULT_NAME: &str = "lab";
@@ -82,6 +116,8 @@ impl Default for Topology {
             host_cpus: None,
             pf: None,
             lro: false,
+            vcpus: default_vcpus(),
+            memory_mib: default_memory(),
         }
     }
 }
@@ -130,6 +166,18 @@ impl Topology {
             }
             _ => {}
         }
+        if !(1..=64).contains(&self.vcpus) {
+            return Err(Error::Input(format!(
+                "--vcpus {}: a QEMU guest has 1 to 64 vCPUs",
+                self.vcpus
+            )));
+        }
+        if !(64..=65536).contains(&self.memory_mib) {
+            return Err(Error::Input(format!(
+                "--memory {} MiB: give a QEMU guest 64M to 64G (256M is plenty for vnetlab's image)",
+                self.memory_mib
+            )));
+        }
         if self.lro && self.mode != Mode::Paravirt {
             return Err(Error::Input(format!("--lro guest is software LRO in the paravirt backend: use --mode paravirt (this lab is {})", self.mode)));
         }
@@ -162,7 +210,38 @@ pub struct TopologyFile {
     /// "guest" or "off".
     #[serde(default, deserialize_with = "de_from_str")]
     pub lro: Option<LroPlace>,
+    /// "netns" or "qemu": must agree with the mode (qemu-* modes are kind qemu).
+    #[serde(default, deserialize_with = "de_from_str")]
+    pub kind: Option<GuestKind>,
+    pub vcpus: Option<u32>,
+    /// Each QEMU guest's memory: "256M", "1G" (or a number of MiB).
+    #[serde(default, deserialize_with = "de_memory")]
+    pub memory: Option<u32>,
     pub wire: Option<WireFile>,
+}
+
+/// A memory size as MiB: a whole number of MiB, or text with a unit ("512M", "1G").
+pub fn parse_memory(s: &str) -> Result<u32, Error> {
+    let bytes = crate::units::parse_size(s)?;
+    let mib = if s.trim().chars().all(|c| c.is_ascii_digit()) {
+        bytes
+    } else {
+        bytes >> 20
+    };
+    u32::try_from(mib).map_err(|_| Error::Input(format!("memory {s}: too large; use e.g. 256M")))
+}
+
+fn de_memory<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum M {
+        N(u32),
+        S(String),
+    }
+    match M::deserialize(d)? {
+        M::N(n) => Ok(Some(n)),
+        M::S(s) => parse_memory(&s).map(Some).map_err(serde::de::Error::custom),
+    }
 }
 
 /// Where software LRO runs: `guest` (the paravirt backend, toward the guest) or `off`.
@@ -228,10 +307,12 @@ impl TopologyFile {
         toml::from_str(text).map_err(|e| Error::Input(toml_error(&e, text, file)))
     }
 
-    pub fn into_topology(self) -> Topology {
+    pub fn into_topology(self) -> Result<Topology, Error> {
         let d = Topology::default();
         let w = self.wire.unwrap_or_default();
-        Topology {
+        let mode = self.mode.unwrap_or(d.mode);
+        check_kind(self.kind, mode)?;
+        Ok(Topology {
             name: self.name.unwrap_or(d.name),
             mode: self.mode.unwrap_or(d.mode),
             guests: self.guests.unwrap_or(d.guests),
@@ -244,13 +325,28 @@ impl TopologyFile {
             host_cpus: self.host_cpus,
             pf: self.pf,
             lro: self.lro.map(|l| l.0).unwrap_or(false),
+            vcpus: self.vcpus.unwrap_or(d.vcpus),
+            memory_mib: self.memory.unwrap_or(d.memory_mib),
             wire: Wire {
                 rate: w.rate,
                 delay: w.delay,
                 loss: w.loss,
                 segment: w.segment.unwrap_or(true),
             },
-        }
+        })
+    }
+}
+
+/// A file's `kind` must agree with its mode.
+fn check_kind(kind: Option<GuestKind>, mode: Mode) -> Result<(), Error> {
+    match (kind, mode.is_qemu()) {
+        (Some(GuestKind::Qemu), false) => Err(Error::Input(format!(
+            "kind = \"qemu\" needs a qemu mode (qemu-e1000, qemu-virtio, qemu-vhost, qemu-macvtap, qemu-vfio); mode {mode} guests are namespaces"
+        ))),
+        (Some(GuestKind::Netns), true) => Err(Error::Input(format!(
+            "kind = \"netns\" does not go with mode {mode}, whose guests are QEMU VMs: drop kind or write kind = \"qemu\""
+        ))),
+        _ => Ok(()),
     }
 }
 
@@ -284,7 +380,8 @@ mod tests {
             "lab.toml",
         )
         .unwrap()
-        .into_topology();
+        .into_topology()
+        .unwrap();
         assert_eq!(t.name, "demo");
         assert_eq!(t.mode, Mode::Nat);
         assert_eq!(t.guests, 4);
@@ -294,6 +391,49 @@ mod tests {
         assert!(t.wire.segment);
         assert_eq!(t.mtu, 1500);
         t.validate().unwrap();
+    }
+
+    #[test]
+    fn qemu_guests_take_kind_vcpus_and_memory() {
+        let t = TopologyFile::parse(
+            "mode = \"qemu-virtio\"\nkind = \"qemu\"\nvcpus = 2\nmemory = \"512M\"\n",
+            "lab.toml",
+        )
+        .unwrap()
+        .into_topology()
+        .unwrap();
+        assert_eq!((t.mode, t.vcpus, t.memory_mib), (Mode::QemuVirtio, 2, 512));
+        let t = TopologyFile::parse("mode = \"qemu-e1000\"\nmemory = 1024\n", "l.toml")
+            .unwrap()
+            .into_topology()
+            .unwrap();
+        assert_eq!((t.vcpus, t.memory_mib), (1, 1024));
+        assert_eq!(parse_memory("1G").unwrap(), 1024);
+        let e = TopologyFile::parse("mode = \"bridge\"\nkind = \"qemu\"\n", "l.toml")
+            .unwrap()
+            .into_topology()
+            .unwrap_err();
+        assert!(e.to_string().contains("needs a qemu mode"), "{e}");
+        let e = TopologyFile::parse("mode = \"qemu-virtio\"\nkind = \"netns\"\n", "l.toml")
+            .unwrap()
+            .into_topology()
+            .unwrap_err();
+        assert!(e.to_string().contains("QEMU VMs"), "{e}");
+        assert!(TopologyFile::parse("kind = \"xen\"\n", "l.toml").is_err());
+        let t = Topology {
+            vcpus: 0,
+            ..Default::default()
+        };
+        assert!(t.validate().unwrap_err().to_string().contains("--vcpus 0"));
+        let t = Topology {
+            memory_mib: 16,
+            ..Default::default()
+        };
+        assert!(t
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--memory 16"));
     }
 
     #[test]

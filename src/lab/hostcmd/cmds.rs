@@ -28,6 +28,12 @@ pub enum IpCmd {
         name: String,
         link: String,
     },
+    /// A macvtap in bridge mode on `link` with MAC `mac` (a QEMU guest's NIC answers to it).
+    Macvtap {
+        name: String,
+        link: String,
+        mac: String,
+    },
     Mtu {
         dev: String,
         mtu: u32,
@@ -81,6 +87,10 @@ impl fmt::Display for IpCmd {
             IpCmd::Macvlan { name, link } => {
                 write!(f, "link add {name} link {link} type macvlan mode bridge")
             }
+            IpCmd::Macvtap { name, link, mac } => write!(
+                f,
+                "link add {name} link {link} address {mac} type macvtap mode bridge"
+            ),
             IpCmd::Mtu { dev, mtu } => write!(f, "link set {dev} mtu {mtu}"),
             IpCmd::Master { dev, master } => write!(f, "link set {dev} master {master}"),
             IpCmd::Up(dev) => write!(f, "link set {dev} up"),

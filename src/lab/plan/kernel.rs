@@ -21,10 +21,16 @@ pub(super) fn host_bridge(cx: &Cx, b: &mut Batch) -> String {
     b.make(&cx.h, &br, IpCmd::Bridge(br.clone()));
     for &i in &cx.guests {
         let port = cx.n.guest_port(i);
-        if let Family::Vnic { paravirt } = cx.family {
+        let vnet_hdr = match cx.family {
+            Family::Vnic { paravirt } => Some(paravirt),
+            // QEMU opens the tap by name and sets its header and offloads itself.
+            Family::Qemu(_) => Some(true),
+            _ => None,
+        };
+        if let Some(vnet_hdr) = vnet_hdr {
             let tap = IpCmd::Tap {
                 name: port.clone(),
-                vnet_hdr: paravirt,
+                vnet_hdr,
             };
             b.make(&cx.h, &port, tap);
         }

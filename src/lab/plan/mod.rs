@@ -5,12 +5,13 @@
 //! The steps come in a fixed order: cgroups, namespaces and links, the host's side, the
 //! client, the guests, the guests' devices, the wire (shaping, offloads, steering), NAT. What
 //! differs between datapaths lives in one module per family (`kernel`: bridge and NAT,
-//! `macvlan`, `sriov`, `vnic`: vnetlab's device models); a new guest kind (QEMU VMs) is a new
-//! `Family` with its own module, plugged into `host_side`, `guest_side` and `devices`.
+//! `macvlan`, `sriov`, `vnic`: vnetlab's device models, `qemu`: QEMU VMs), plugged into
+//! `host_side`, `guest_side` and `devices`.
 
 mod kernel;
 mod macvlan;
 mod parts;
+mod qemu;
 mod record;
 mod sriov;
 #[cfg(test)]
@@ -29,9 +30,11 @@ use super::journal::{Entry, NsObject};
 use super::names::Names;
 use super::state::LabRecord;
 use super::topology::Topology;
+use crate::guest::qemu::{Device, Files, VmSpec};
 use crate::units::CpuList;
-use crate::vocab::Mode;
+use crate::vocab::{Mode, Role};
 
+pub use qemu::{boot_timeout, VmHost, GUEST_IF};
 pub use sriov::{sriov_vfs_needed, SriovPf};
 
 pub enum Step {
@@ -61,6 +64,20 @@ pub enum Step {
         dev: String,
         cpus: CpuList,
     },
+    /// Start guest `guest`'s QEMU in `netns` (the host's) and its cgroups; its folder is
+    /// journaled first. It boots while the next steps run.
+    StartVm {
+        guest: Role,
+        spec: Box<VmSpec>,
+        netns: String,
+        cgroups: Vec<PathBuf>,
+    },
+    /// Wait until every started guest's agent answers (at most `timeout` in all).
+    WaitVms {
+        lab: String,
+        guests: Vec<(Role, Files)>,
+        timeout: std::time::Duration,
+    },
 }
 
 pub struct Plan {
@@ -81,6 +98,8 @@ enum Family {
     Sriov,
     /// A tap in the guest, one on the bridge, and vnetlab's backend between them.
     Vnic { paravirt: bool },
+    /// QEMU VMs with the device named.
+    Qemu(Device),
 }
 
 impl Family {
@@ -93,11 +112,20 @@ impl Family {
             Mode::Sriov => Family::Sriov,
             Mode::Emulated => Family::Vnic { paravirt: false },
             Mode::Paravirt => Family::Vnic { paravirt: true },
+            m => Family::Qemu(qemu::device(m).expect("the other modes are QEMU's")),
         }
     }
     /// Whether the host has a bridge that the guests' ports join.
     fn bridged(self) -> bool {
-        matches!(self, Family::Kernel { .. } | Family::Vnic { .. })
+        match self {
+            Family::Kernel { .. } | Family::Vnic { .. } => true,
+            Family::Qemu(d) => qemu::on_bridge(d),
+            _ => false,
+        }
+    }
+    /// Whether each guest has a namespace of its own (QEMU guests are VMs run from the host's).
+    fn guest_namespaces(self) -> bool {
+        !matches!(self, Family::Native | Family::Qemu(_))
     }
     fn vnic(self) -> bool {
         matches!(self, Family::Vnic { .. })
@@ -167,14 +195,28 @@ fn just(cmd: HostCmd) -> Step {
     }
 }
 
-pub fn plan(
-    t: &Topology,
-    cg: &Hierarchy,
-    cpus: &CpuPlan,
-    sriov: Option<&SriovPf>,
-) -> Result<Plan, Error> {
+/// What the host offers beyond the topology: SR-IOV VFs, and the image and acceleration of QEMU
+/// guests (both probed before planning).
+#[derive(Default)]
+pub struct HostOffers<'a> {
+    pub sriov: Option<&'a SriovPf>,
+    pub vm: Option<&'a VmHost>,
+}
+
+pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &CpuPlan, host: HostOffers) -> Result<Plan, Error> {
     t.validate()?;
     let cx = Cx::new(t);
+    let vm = match (cx.family, host.vm) {
+        (Family::Qemu(Device::Vfio), _) => return Err(Error::Input(VFIO_NOT_BUILT.into())),
+        (Family::Qemu(_), None) => {
+            return Err(Error::Input(format!(
+                "mode {} needs the guest image and QEMU: plan it through `vnetlab up`",
+                t.mode
+            )))
+        }
+        (_, vm) => vm,
+    };
+    let sriov = host.sriov;
     let parts = parts::plan(&cx, cg, cpus)?;
     let mut notes = parts.notes.clone();
     let mut steps = parts.steps();
@@ -186,7 +228,7 @@ pub fn plan(
     steps.push(host);
     steps.push(client(&cx));
     steps.extend(cx.guests.iter().filter_map(|&i| guest_side(&cx, i)));
-    steps.extend(devices(&cx, &parts));
+    steps.extend(devices(&cx, &parts, vm));
     steps.extend(wire::shaping(&cx));
     steps.extend(wire::offloads(&cx));
     let (steer, steered) = wire::steering(&cx, cpus);
@@ -198,7 +240,7 @@ pub fn plan(
         notes.push("sriov: wire shaping applies to the host's and the client's VFs, not between guests (the NIC switches those)".into());
     }
     let record = LabRecord {
-        endpoints: record::endpoints(&cx, &parts, &host_iface),
+        endpoints: record::endpoints(&cx, &parts, &host_iface, vm),
         topology: t.clone(),
         addressing: cx.a,
         cgroups: cg.describe(),
@@ -214,7 +256,7 @@ pub fn plan(
 fn links(cx: &Cx) -> Step {
     let mut b = Batch::default();
     let mut namespaces = vec![cx.h.clone(), cx.c.clone()];
-    if cx.family != Family::Native {
+    if cx.family.guest_namespaces() {
         namespaces.extend(cx.guests.iter().map(|&i| cx.n.guest_ns(i)));
     }
     for ns in namespaces {
@@ -258,9 +300,10 @@ fn host_side(cx: &Cx) -> (Step, String) {
         mtu: cx.t.mtu,
     });
     let iface = match cx.family {
-        Family::Kernel { .. } | Family::Vnic { .. } => kernel::host_bridge(cx, &mut b),
+        f if f.bridged() => kernel::host_bridge(cx, &mut b),
         Family::Macvlan => macvlan::host(cx, &mut b),
-        Family::Native | Family::Sriov => {
+        Family::Qemu(Device::Macvtap) => qemu::macvtaps(cx, &mut b),
+        _ => {
             b.cmds.push(addr(cx.a.host, cx.a.wire.len, &cx.wh));
             cx.wh.clone()
         }
@@ -286,7 +329,7 @@ fn client(cx: &Cx) -> Step {
 /// Guest `i`'s namespace: its NIC up with its address (in native mode guests are processes on
 /// the host: nothing to make).
 fn guest_side(cx: &Cx, i: u32) -> Option<Step> {
-    if cx.family == Family::Native {
+    if !cx.family.guest_namespaces() {
         return None;
     }
     let (gns, gif) = (cx.n.guest_ns(i), cx.n.guest_if(i));
@@ -309,13 +352,17 @@ fn guest_side(cx: &Cx, i: u32) -> Option<Step> {
     Some(b.step(Some(&gns)))
 }
 
-/// What runs beside the guests to give them their NICs: vnetlab's backends.
-fn devices(cx: &Cx, parts: &parts::Parts) -> Vec<Step> {
-    match cx.family {
-        Family::Vnic { .. } => vnic::backends(cx, parts),
+/// What runs beside the guests to give them their NICs: vnetlab's backends, or the VMs.
+fn devices(cx: &Cx, parts: &parts::Parts, vm: Option<&VmHost>) -> Vec<Step> {
+    match (cx.family, vm) {
+        (Family::Vnic { .. }, _) => vnic::backends(cx, parts),
+        (Family::Qemu(d), Some(vm)) => qemu::vms(cx, parts, vm, d),
         _ => vec![],
     }
 }
+
+/// Why qemu-vfio is not built even where the host has a VF and an IOMMU.
+pub const VFIO_NOT_BUILT: &str = "mode qemu-vfio (binding a VF to vfio-pci and passing it through) is not built yet: use qemu-macvtap (a virtio NIC on the wire without a host bridge), or mode sriov for a VF in a namespace";
 
 fn addr(addr: std::net::Ipv4Addr, len: u8, dev: &str) -> IpCmd {
     IpCmd::Addr {
@@ -350,5 +397,20 @@ pub fn shell_step(s: &Step) -> String {
         Step::PlaceNapi { dev, cpus, .. } => {
             format!("taskset -pc {cpus} $(pgrep '^napi/{dev}-')")
         }
+        Step::StartVm { spec, netns, .. } => format!(
+            "ip netns exec {netns} {} &  # in the guest's cgroup",
+            crate::guest::qemu::argv(spec).join(" ")
+        ),
+        Step::WaitVms {
+            guests, timeout, ..
+        } => format!(
+            "# wait up to {} s for the agents of {} to answer on their sockets",
+            timeout.as_secs(),
+            guests
+                .iter()
+                .map(|(r, _)| r.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }

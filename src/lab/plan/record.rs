@@ -2,11 +2,16 @@
 //! interfaces, cgroups and cores, as other commands and stages read them.
 
 use super::parts::Parts;
-use super::{nat_ports, vnic, Cx, Family};
+use super::{nat_ports, qemu, vnic, Cx, Family, VmHost};
 use crate::lab::state::{vnic_log_path, vnic_stats_path, Endpoint, NatReach, VnicInfo};
 use crate::vocab::Role;
 
-pub(super) fn endpoints(cx: &Cx, parts: &Parts, host_iface: &str) -> Vec<Endpoint> {
+pub(super) fn endpoints(
+    cx: &Cx,
+    parts: &Parts,
+    host_iface: &str,
+    vm: Option<&VmHost>,
+) -> Vec<Endpoint> {
     let end = |role: Role, netns: &str, address, iface: &str| Endpoint {
         role,
         netns: netns.to_string(),
@@ -16,6 +21,7 @@ pub(super) fn endpoints(cx: &Cx, parts: &Parts, host_iface: &str) -> Vec<Endpoin
         cpus: parts.cpus(&role.to_string()),
         reach_from_client: None,
         vnic: None,
+        vm: None,
     };
     let mut out = vec![
         end(Role::Host, &cx.h, cx.a.host, host_iface),
@@ -24,6 +30,10 @@ pub(super) fn endpoints(cx: &Cx, parts: &Parts, host_iface: &str) -> Vec<Endpoin
     for (k, &i) in cx.guests.iter().enumerate() {
         let mut e = if cx.family == Family::Native {
             end(Role::Guest(i), &cx.h, cx.a.host, host_iface)
+        } else if let (Family::Qemu(_), Some(vm)) = (cx.family, vm) {
+            let mut e = end(Role::Guest(i), &cx.h, cx.a.guests[k], qemu::GUEST_IF);
+            e.vm = Some(qemu::info(cx, vm, i));
+            e
         } else {
             end(
                 Role::Guest(i),

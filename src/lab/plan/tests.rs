@@ -16,7 +16,7 @@ fn plan_of(t: &Topology) -> Plan {
         cpuacct: "/nonexistent/cpuacct".into(),
         cpuset: None,
     };
-    plan(t, &cg, &unplaced(), None).unwrap()
+    plan(t, &cg, &unplaced(), HostOffers::default()).unwrap()
 }
 
 /// A placed plan against a fake cpuset root holding 2 CPUs.
@@ -31,7 +31,7 @@ fn placed_plan_of(t: &Topology) -> Plan {
     };
     let mut cpus = crate::lab::cpus::plan(&[0, 1], None, None, t.pin, None).unwrap();
     cpus.steering = Steering::ThreadedNapiRps;
-    plan(t, &cg, &cpus, None).unwrap()
+    plan(t, &cg, &cpus, HostOffers::default()).unwrap()
 }
 
 fn topo(mode: Mode, guests: u32) -> Topology {
@@ -405,7 +405,7 @@ fn sriov_needs_enough_vfs_and_leaves_used_ones_alone() {
         numvfs: 0,
         totalvfs: 16,
     };
-    let p = plan(&t, &cg, &unplaced(), Some(&pf)).unwrap();
+    let p = plan(&t, &cg, &unplaced(), sriov_offer(&pf)).unwrap();
     assert!(cmds(&p).any(|c| matches!(c, HostCmd::Write { path, value } if value == "4" && path.ends_with("enp1s0f0/device/sriov_numvfs"))));
     let moves: Vec<_> = p
         .steps
@@ -431,7 +431,7 @@ fn sriov_needs_enough_vfs_and_leaves_used_ones_alone() {
         .iter()
         .any(|c| matches!(c, IpCmd::Veth { .. })));
     let busy = SriovPf { numvfs: 2, ..pf };
-    assert!(plan(&t, &cg, &unplaced(), Some(&busy))
+    assert!(plan(&t, &cg, &unplaced(), sriov_offer(&busy))
         .err()
         .unwrap()
         .to_string()
@@ -441,7 +441,7 @@ fn sriov_needs_enough_vfs_and_leaves_used_ones_alone() {
         numvfs: 0,
         totalvfs: 3,
     };
-    assert!(plan(&t, &cg, &unplaced(), Some(&small))
+    assert!(plan(&t, &cg, &unplaced(), sriov_offer(&small))
         .err()
         .unwrap()
         .to_string()
@@ -498,4 +498,151 @@ fn dry_run_text_is_the_commands_iproute2_reads() {
         "ip -batch - <<'EOF'\nnetns add vllab-host\nnetns add vllab-client\nnetns add vllab-g1\nlink add vllabw netns vllab-host type veth peer name vllabc netns vllab-client\n"
     ));
     assert!(text.contains("ip netns exec vllab-host ethtool -K vllabw gro on tso on gso on"));
+}
+
+fn sriov_offer(pf: &SriovPf) -> HostOffers<'_> {
+    HostOffers {
+        sriov: Some(pf),
+        vm: None,
+    }
+}
+
+fn vm_host() -> VmHost {
+    VmHost {
+        image: crate::guest::image::Image {
+            kernel: "/cache/vmlinuz".into(),
+            initrd: "/cache/initramfs.cpio".into(),
+        },
+        accel: crate::vocab::Accel::Tcg,
+        why_not_kvm: Some("no /dev/kvm".into()),
+    }
+}
+
+fn qemu_plan(mode: Mode, guests: u32) -> Result<Plan, Error> {
+    let cg = Hierarchy::V1 {
+        cpuacct: "/nonexistent/cpuacct".into(),
+        cpuset: None,
+    };
+    let vm = vm_host();
+    let offers = HostOffers {
+        sriov: None,
+        vm: Some(&vm),
+    };
+    plan(&topo(mode, guests), &cg, &unplaced(), offers)
+}
+
+fn created_links(p: &Plan) -> Vec<(String, String)> {
+    p.steps
+        .iter()
+        .flat_map(|s| match s {
+            Step::Run { creates, .. } => creates.clone(),
+            _ => vec![],
+        })
+        .filter_map(|e| match e {
+            Entry::InNetns {
+                netns,
+                object: NsObject::Link(l),
+            } => Some((netns, l)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn qemu_guests_are_vms_started_from_the_host_namespace_on_taps_of_the_bridge() {
+    let p = qemu_plan(Mode::QemuVirtio, 2).unwrap();
+    let names = Names::new(&p.record.topology.name);
+    // No guest namespaces: QEMU runs in the host's; each guest's tap is on the bridge there.
+    let made_ns: Vec<String> = p
+        .steps
+        .iter()
+        .flat_map(|s| match s {
+            Step::Run { creates, .. } => creates.clone(),
+            _ => vec![],
+        })
+        .filter_map(|e| match e {
+            Entry::Netns { name } => Some(name),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(made_ns, vec![names.host_ns(), names.client_ns()]);
+    let links = created_links(&p);
+    for i in [1, 2] {
+        assert!(
+            links.contains(&(names.host_ns(), names.guest_port(i))),
+            "{links:?}"
+        );
+    }
+    let starts: Vec<(&Role, &VmSpec, &String)> = p
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::StartVm {
+                guest, spec, netns, ..
+            } => Some((guest, spec.as_ref(), netns)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts.len(), 2);
+    let (g, spec, ns) = starts[1];
+    assert_eq!(
+        (*g, ns.as_str()),
+        (Role::Guest(2), names.host_ns().as_str())
+    );
+    assert_eq!(spec.device, Device::Virtio);
+    assert_eq!(spec.host_if, names.guest_port(2));
+    assert_eq!(spec.nic.address, p.record.addressing.guests[1]);
+    // The wait comes after both starts, so the guests boot in parallel.
+    let last_start = p
+        .steps
+        .iter()
+        .rposition(|s| matches!(s, Step::StartVm { .. }));
+    let wait = p
+        .steps
+        .iter()
+        .position(|s| matches!(s, Step::WaitVms { .. }));
+    assert!(wait > last_start, "{wait:?} {last_start:?}");
+    let g2 = p.record.endpoint(Role::Guest(2)).unwrap();
+    let vm = g2.vm.as_ref().unwrap();
+    assert_eq!(
+        (g2.netns.as_str(), g2.iface.as_str()),
+        (names.host_ns().as_str(), "eth0")
+    );
+    assert_eq!(
+        (vm.mode, vm.accel),
+        (Mode::QemuVirtio, crate::vocab::Accel::Tcg)
+    );
+    // The guest sets its own offloads: no ethtool runs for eth0.
+    assert!(!shell(&p).iter().any(|c| c.contains(" eth0 ")));
+}
+
+#[test]
+fn qemu_macvtap_guests_hang_off_the_wire_without_a_bridge() {
+    let p = qemu_plan(Mode::QemuMacvtap, 1).unwrap();
+    let text = shell(&p).join("\n");
+    assert!(text.contains("type macvtap mode bridge"), "{text}");
+    assert!(text.contains("address 52:54:00:76:00:01"), "{text}");
+    assert!(!text.contains("type bridge"), "{text}");
+    assert!(text.contains("3<>/dev/tap$(cat /sys/class/net/"), "{text}");
+    let e1000 = shell(&qemu_plan(Mode::QemuE1000, 1).unwrap()).join("\n");
+    assert!(e1000.contains("e1000,netdev=net0"), "{e1000}");
+}
+
+#[test]
+fn qemu_modes_need_the_vm_host_and_vfio_is_refused() {
+    let e = qemu_plan(Mode::QemuVfio, 1).err().unwrap();
+    assert!(e.to_string().contains("qemu-macvtap"), "{e}");
+    let cg = Hierarchy::V1 {
+        cpuacct: "/nonexistent/cpuacct".into(),
+        cpuset: None,
+    };
+    let e = plan(
+        &topo(Mode::QemuVirtio, 1),
+        &cg,
+        &unplaced(),
+        HostOffers::default(),
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("vnetlab up"), "{e}");
 }

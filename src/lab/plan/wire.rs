@@ -84,7 +84,7 @@ pub(super) fn offloads(cx: &Cx) -> Vec<Step> {
             eth.push((&cx.h, cx.n.guest_port(i), t.gro.host(), guest_tso));
         }
     }
-    if cx.family != Family::Native {
+    if cx.family.guest_namespaces() {
         for (k, &i) in cx.guests.iter().enumerate() {
             eth.push((&guest_ns[k], cx.n.guest_if(i), t.gro.guest(), guest_tso));
         }
