@@ -518,6 +518,12 @@ pub enum PartKind {
     Process,
     /// Kernel threads (e.g. a wire end's NAPI thread) and kernel time no task was charged.
     Kernel,
+    /// A QEMU guest's vCPU threads: the guest's own CPU.
+    Vcpu,
+    /// A QEMU guest's device emulation: its main loop (the userspace NIC backend) and I/O threads.
+    Emulation,
+    /// A QEMU guest's vhost-net workers (in-kernel virtio backend).
+    Vhost,
 }
 
 #[cfg(test)]

@@ -137,6 +137,27 @@ impl UpArgs {
     }
 }
 
+/// One line on a guest's VM: device, acceleration (and why not KVM), size, boot, process.
+fn vm_line(name: &str, vm: &lstatus::VmStatus) -> String {
+    let i = &vm.info;
+    let accel = match &i.why_not_kvm {
+        Some(why) => format!("{} ({why}: the guest's CPU is emulated)", i.accel.name()),
+        None => i.accel.name().to_string(),
+    };
+    let boot = i
+        .boot_s
+        .map(|s| format!("booted to agent-ready in {s:.1} s"))
+        .unwrap_or_else(|| "not booted".into());
+    let proc_ = match (vm.running, vm.pid) {
+        (true, Some(p)) => format!("QEMU pid {p} running"),
+        _ => format!("QEMU NOT running (console: {})", vm.console.display()),
+    };
+    format!(
+        "{name} VM: {} under {accel}, {} vCPU(s), {} MiB; {boot}; {proc_}",
+        i.mode, i.vcpus, i.memory_mib
+    )
+}
+
 pub fn up(a: UpArgs) -> CmdResult {
     let t = a.topology()?;
     if a.dry_run {
@@ -150,7 +171,8 @@ pub fn up(a: UpArgs) -> CmdResult {
     let plan = build::prepare(&t)?;
     crate::sys::signals::install();
     build::build(&plan, !a.json, true)?;
-    let r = plan.record;
+    // The record on disk has what the build learnt (the VMs' boot times).
+    let r = crate::lab::state::load(&t.name).unwrap_or(plan.record);
     if a.json {
         print_json(&r);
         return Ok(());
@@ -174,6 +196,26 @@ pub fn up(a: UpArgs) -> CmdResult {
     crate::outln!("  cpus: {}", r.cpus.describe());
     for n in &r.notes {
         crate::outln!("  note: {n}");
+    }
+    if let Some(vm) = r.guests().find_map(|g| g.vm.as_ref()) {
+        let boots: Vec<f64> = r.guests().filter_map(|g| g.vm.as_ref()?.boot_s).collect();
+        let worst = boots.iter().cloned().fold(0.0, f64::max);
+        crate::outln!(
+            "  VMs: {} under {}{}; boot to agent-ready {worst:.1} s for the slowest of {}",
+            vm.mode,
+            vm.accel.name(),
+            vm.why_not_kvm
+                .as_ref()
+                .map(|w| format!(" ({w}: the guests' CPU is emulated, so their figures are bound by emulation; device and host-side costs are real)"))
+                .unwrap_or_default(),
+            boots.len()
+        );
+        crate::outln!(
+            "next: vnetlab status | vnetlab test --lab {} --from g1 --to client | vnetlab down {}",
+            t.name,
+            t.name
+        );
+        return Ok(());
     }
     crate::outln!(
         "next: vnetlab status | vnetlab exec --lab {} g1 -- CMD | vnetlab down {}",
@@ -276,7 +318,11 @@ pub fn status(a: StatusArgs) -> CmdResult {
                 e.name,
                 e.namespace,
                 e.address,
-                i.map(|i| i.name.as_str()).unwrap_or("(missing)"),
+                match (i, &e.vm) {
+                    (Some(i), _) => i.name.as_str(),
+                    (None, Some(_)) => "eth0 (in VM)",
+                    (None, None) => "(missing)",
+                },
                 i.map(|i| i.mtu).unwrap_or(0),
                 i.map(|i| i.state.as_str()).unwrap_or("-"),
                 off("gro"),
@@ -289,6 +335,9 @@ pub fn status(a: StatusArgs) -> CmdResult {
         row(&l.client);
         for g in &l.guests {
             row(g);
+        }
+        for (g, vm) in l.guests.iter().filter_map(|g| Some((g, g.vm.as_ref()?))) {
+            crate::outln!("  {}", vm_line(&g.name, vm));
         }
         for i in &l.host_interfaces {
             crate::outln!(

@@ -11,6 +11,7 @@ use crate::engine::spec::Spec;
 use crate::lab::cpus::CpuPlan;
 use crate::lab::state::LabRecord;
 use crate::meter::report::{self, CpuReport};
+use crate::meter::threads::{ThreadClass, Threads};
 use crate::meter::{Meter, Part, PartKind, Setup, Side, Sides};
 use crate::records::{Repeat, Repeats};
 use crate::stats;
@@ -104,11 +105,8 @@ impl Target {
             Target::Lab { rec, .. } => rec,
             Target::Remote { .. } => {
                 parts.push(Part {
-                    name: "vnetlab driver".into(),
-                    kind: PartKind::Driver,
-                    side: Side::Host,
-                    cgroups: vec![],
                     pid: Some(std::process::id()),
+                    ..part("vnetlab driver", PartKind::Driver, Side::Host)
                 });
                 return Ok(Setup {
                     parts,
@@ -118,46 +116,43 @@ impl Target {
             }
         };
         for e in &rec.endpoints {
+            if e.vm.is_some() {
+                parts.extend(vm_parts(e)?);
+                continue;
+            }
             let kind = match e.role {
                 Role::Host => PartKind::Host,
                 Role::Client => PartKind::Client,
                 Role::Guest(_) => PartKind::Guest,
             };
             parts.push(Part {
-                name: e.role.to_string(),
-                kind,
-                side: e.role.side(),
                 cgroups: e.cgroups.clone(),
-                pid: None,
+                ..part(&e.role.to_string(), kind, e.role.side())
             });
             if let Some(vn) = &e.vnic {
                 parts.push(Part {
-                    name: format!("vNIC backend {}", e.role),
-                    kind: PartKind::Backend,
-                    side: Side::Host,
                     cgroups: vn.cgroups.clone(),
-                    pid: None,
+                    ..part(
+                        &format!("vNIC backend {}", e.role),
+                        PartKind::Backend,
+                        Side::Host,
+                    )
                 });
             }
         }
         for t in crate::lab::steer::ensure_placed(rec)? {
             let side = t.side;
+            let name = format!("NAPI {} ({} end of the wire)", t.iface, side.name());
             parts.push(Part {
-                name: format!("NAPI {} ({} end of the wire)", t.iface, side.name()),
-                kind: PartKind::Kernel,
-                side,
-                cgroups: vec![],
                 pid: Some(t.pid as u32),
+                ..part(&name, PartKind::Kernel, side)
             });
         }
         let placed = rec.cpus.placed;
         let driver_side = if placed { Side::Client } else { Side::Host };
         parts.push(Part {
-            name: "vnetlab driver".into(),
-            kind: PartKind::Driver,
-            side: driver_side,
-            cgroups: vec![],
             pid: Some(std::process::id()),
+            ..part("vnetlab driver", PartKind::Driver, driver_side)
         });
         let sides = placed.then(|| Sides {
             host: rec.cpus.host.0.clone(),
@@ -196,6 +191,50 @@ impl Target {
             (to, from)
         }
     }
+}
+
+/// A part with nothing measured yet (the caller sets its cgroups, pid or threads).
+fn part(name: &str, kind: PartKind, side: Side) -> Part {
+    Part {
+        name: name.to_string(),
+        kind,
+        side,
+        cgroups: vec![],
+        pid: None,
+        threads: None,
+    }
+}
+
+/// A QEMU guest's parts: its vCPU threads (named as the guest, its own CPU), its device
+/// emulation and, with vhost-net, its vhost workers.
+fn vm_parts(e: &crate::lab::state::Endpoint) -> Result<Vec<Part>, Error> {
+    let (pid, vcpus, vhost) = crate::lab::vms::threads(e)?;
+    let g = e.role.to_string();
+    let threads = |class| {
+        Some(Threads {
+            pid,
+            class,
+            vcpus: vcpus.clone(),
+            cgroups: e.cgroups.clone(),
+        })
+    };
+    let mut v = vec![
+        Part {
+            threads: threads(ThreadClass::Vcpu),
+            ..part(&g, PartKind::Vcpu, Side::Host)
+        },
+        Part {
+            threads: threads(ThreadClass::Emulation),
+            ..part(&format!("{g} emulation"), PartKind::Emulation, Side::Host)
+        },
+    ];
+    if vhost {
+        v.push(Part {
+            threads: threads(ThreadClass::Vhost),
+            ..part(&format!("{g} vhost"), PartKind::Vhost, Side::Host)
+        });
+    }
+    Ok(v)
 }
 
 impl Target {
@@ -287,7 +326,32 @@ fn bound_by(
 }
 
 /// A backend whose process is gone has taken its guest's link down with it.
+/// The lab's guest devices that are gone: vNIC backends and QEMU VMs, each a line saying so.
 fn dead_backends(target: &Target) -> Vec<String> {
+    let mut dead = dead_vms(target);
+    dead.extend(dead_vnic_backends(target));
+    dead
+}
+
+fn dead_vms(target: &Target) -> Vec<String> {
+    let Target::Lab { rec, .. } = target else {
+        return vec![];
+    };
+    rec.endpoints
+        .iter()
+        .filter(|e| crate::lab::vms::vm_running(e) == Some(false))
+        .map(|e| {
+            format!(
+                "{}'s QEMU VM is gone (it died or was killed); its console ended: {}; `vnetlab down {}` removes the lab",
+                e.role,
+                crate::lab::vms::console_tail(e),
+                rec.topology.name
+            )
+        })
+        .collect()
+}
+
+fn dead_vnic_backends(target: &Target) -> Vec<String> {
     target
         .backends()
         .into_iter()

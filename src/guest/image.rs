@@ -76,7 +76,7 @@ for i in $(seq 1 500); do [ -e /sys/class/net/eth0 ] && break; sleep 0.01; done
 if [ -n "$addr" ]; then
   ip link set eth0 mtu "$mtu"
   ip addr add "$addr" dev eth0
-  ethtool -K eth0 gro "$gro" tso "$tso" gso "$tso" 2>/dev/null
+  ethtool -K eth0 gro "$gro" tso "$tso" gso "$tso" >/dev/null 2>&1
   ip link set eth0 up
   for i in $(seq 1 500); do [ "$(cat /sys/class/net/eth0/operstate)" = up ] && break; sleep 0.01; done
 fi
@@ -235,6 +235,41 @@ pub fn kernel(cache: &Path) -> Result<(PathBuf, PathBuf), Error> {
     Ok((vmlinuz, modules))
 }
 
+/// The kernel's payload, decompressed (`vmlinux` beside `vmlinuz`): QEMU boots it straight at its
+/// PVH entry, which saves the seconds an emulated CPU spends decompressing (6.0 -> 2.6 s to the
+/// first panic under TCG here). None where the payload is not xz or not an ELF with a PVH note;
+/// then the `vmlinuz` is booted as it is.
+pub fn uncompressed(vmlinuz: &Path) -> Option<PathBuf> {
+    let out = vmlinuz.with_file_name("vmlinux");
+    if is_pvh_elf(&std::fs::read(&out).unwrap_or_default()) {
+        return Some(out);
+    }
+    let data = std::fs::read(vmlinuz).ok()?;
+    let at = data.windows(6).position(|w| w == b"\xfd7zXZ\0")?;
+    let script = format!(
+        "tail -c +{} '{}' | xz -dc --single-stream > '{}'",
+        at + 1,
+        vmlinuz.display(),
+        out.display()
+    );
+    run(&["sh", "-c", &script], vmlinuz.parent()?).ok()?;
+    let ok = is_pvh_elf(&std::fs::read(&out).unwrap_or_default());
+    if !ok {
+        let _ = std::fs::remove_file(&out);
+    }
+    ok.then_some(out)
+}
+
+/// An ELF image that carries Xen's PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY, type 18).
+fn is_pvh_elf(data: &[u8]) -> bool {
+    // The note's header: name size 4, the descriptor's size, type 18, name "Xen\0".
+    let tail = [18, 0, 0, 0, b'X', b'e', b'n', 0];
+    data.starts_with(b"\x7fELF")
+        && data
+            .windows(16)
+            .any(|w| w[..4] == [4, 0, 0, 0] && w[8..] == tail)
+}
+
 /// Runs a packaging tool in `dir`, killed after `TOOL_TIMEOUT` (coreutils' timeout).
 fn run(argv: &[&str], dir: &Path) -> Result<String, Error> {
     let out = Command::new("timeout")
@@ -280,7 +315,8 @@ pub fn ensure(cache: &Path) -> Result<Image, Error> {
             "no /bin/busybox: install busybox-static (`make deps` does)".into(),
         ));
     }
-    let (kernel, modules) = kernel(cache)?;
+    let (vmlinuz, modules) = kernel(cache)?;
+    let kernel = uncompressed(&vmlinuz).unwrap_or(vmlinuz);
     let exe = std::env::current_exe()
         .map_err(|e| Error::Image(format!("cannot find vnetlab's own binary: {e}")))?;
     let vnetlab = stripped(&exe, cache);
@@ -310,4 +346,43 @@ pub fn ensure(cache: &Path) -> Result<Image, Error> {
             .map_err(|e| Error::Image(format!("cannot write {}: {e}", initrd.display())))?;
     }
     Ok(Image { kernel, initrd })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_elf_with_a_pvh_entry_note_is_booted_uncompressed() {
+        let note = [4, 0, 0, 0, 8, 0, 0, 0, 18, 0, 0, 0, b'X', b'e', b'n', 0];
+        let mut elf = b"\x7fELF....".to_vec();
+        elf.extend(note);
+        assert!(is_pvh_elf(&elf));
+        let mut other_note = elf.clone();
+        other_note[8 + 8] = 17;
+        assert!(!is_pvh_elf(&other_note));
+        let mut not_elf = elf.clone();
+        not_elf[0] = 0;
+        assert!(!is_pvh_elf(&not_elf));
+        assert!(!is_pvh_elf(b""));
+    }
+
+    #[test]
+    fn the_init_script_reads_every_nic_setting_and_serves_the_named_port() {
+        let s = init_script();
+        for w in [
+            "vnetlab.addr=*",
+            "vnetlab.mtu=*",
+            "vnetlab.gro=*",
+            "vnetlab.tso=*",
+            "vnetlab.agent",
+            "agent --serial",
+            "poweroff -f",
+        ] {
+            assert!(s.contains(w), "{w}");
+        }
+        for m in MODULES {
+            assert!(s.contains(m), "{m}");
+        }
+    }
 }

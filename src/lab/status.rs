@@ -38,6 +38,18 @@ pub struct EndpointStatus {
     pub reach_from_client: Option<String>,
     /// The vNIC backend (modes emulated, paravirt): model, LRO, pid and whether it runs.
     pub vnic: Option<VnicStatus>,
+    /// The QEMU VM (qemu-* modes): device, acceleration, size, boot time, pid and whether it runs.
+    pub vm: Option<VmStatus>,
+}
+
+/// A guest's QEMU VM as `status` finds it.
+#[derive(Serialize, Debug)]
+pub struct VmStatus {
+    #[serde(flatten)]
+    pub info: super::state::VmInfo,
+    pub pid: Option<u32>,
+    pub running: bool,
+    pub console: std::path::PathBuf,
 }
 
 /// A guest's vNIC backend as `status` finds it.
@@ -171,7 +183,14 @@ fn lab_status(r: &LabRecord) -> Result<LabStatus, Error> {
             Role::Guest(i)
                 if matches!(
                     t.mode,
-                    Mode::Bridge | Mode::Nat | Mode::Emulated | Mode::Paravirt
+                    Mode::Bridge
+                        | Mode::Nat
+                        | Mode::Emulated
+                        | Mode::Paravirt
+                        | Mode::QemuE1000
+                        | Mode::QemuVirtio
+                        | Mode::QemuVhost
+                        | Mode::QemuMacvtap
                 ) =>
             {
                 get(&h, &n.guest_port(i))
@@ -201,6 +220,15 @@ fn lab_status(r: &LabRecord) -> Result<LabStatus, Error> {
                     pid,
                     running: pid.is_some_and(|p| crate::sys::alive(p, None)),
                     log: v.log.clone(),
+                }
+            }),
+            vm: e.vm.as_ref().map(|v| {
+                let files = v.files();
+                VmStatus {
+                    info: v.clone(),
+                    pid: crate::guest::vm::pid(&files),
+                    running: crate::guest::vm::running(&files),
+                    console: files.console(),
                 }
             }),
         })

@@ -87,6 +87,7 @@ pub fn host_for(mode: Mode) -> Result<VmHost, Error> {
         image,
         accel: v.accel,
         why_not_kvm: v.why_not_kvm,
+        bios: qemu::fast_bios(),
     })
 }
 
@@ -192,6 +193,27 @@ fn record_boot(lab: &str, boot: &[(Role, f64)]) -> Result<(), Error> {
 /// Whether endpoint `ep`'s VM (if it is one) still runs; None when it is no VM.
 pub fn vm_running(ep: &Endpoint) -> Option<bool> {
     ep.vm.as_ref().map(|v| vm::running(&v.files()))
+}
+
+/// A running guest's QEMU pid, its vCPUs' thread ids (from QMP; empty if QMP does not answer,
+/// then the meter tells vCPU threads by their names) and whether it uses vhost-net.
+pub fn threads(ep: &Endpoint) -> Result<(u32, Vec<u32>, bool), Error> {
+    let vm = ep
+        .vm
+        .as_ref()
+        .ok_or_else(|| Error::Input(format!("{} is not a QEMU guest", ep.role)))?;
+    let files = vm.files();
+    let pid = vm::pid(&files)
+        .filter(|_| vm::running(&files))
+        .ok_or_else(|| {
+            Error::Failed(format!(
+                "{}'s VM is not running; its console ended: {}",
+                ep.role,
+                vm::console_tail(&files, vm::TAIL_LINES)
+            ))
+        })?;
+    let vcpus = crate::guest::qmp::vcpu_threads(&files.qmp()).unwrap_or_default();
+    Ok((pid, vcpus, vm.mode == Mode::QemuVhost))
 }
 
 /// The last lines of a VM's console, for a failure message.

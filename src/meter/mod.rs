@@ -11,6 +11,7 @@ pub mod irqstat;
 pub mod procs;
 pub mod procstat;
 pub mod report;
+pub mod threads;
 
 /// Why the meter could not measure. Its `Display` is the one line users see.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +43,8 @@ pub struct Part {
     pub side: Side,
     pub cgroups: Vec<PathBuf>,
     pub pid: Option<u32>,
+    /// Some of a QEMU's threads (then `cgroups` and `pid` are empty: the VM's cgroup is in here).
+    pub threads: Option<threads::Threads>,
 }
 
 /// The host's and the client's cores (disjoint) when the lab is placed.
@@ -122,6 +125,12 @@ pub fn ticks_per_s() -> f64 {
 }
 
 fn read_part(p: &Part, hz: f64) -> PartTime {
+    if let Some(t) = &p.threads {
+        return PartTime {
+            total: threads::read(t, hz),
+            per_cpu: None,
+        };
+    }
     if let (Some(pid), true) = (p.pid, p.cgroups.is_empty()) {
         return PartTime {
             total: procs::read(pid, hz).map(|t| t.cpu_s).unwrap_or(0.0),
@@ -138,6 +147,26 @@ fn read_part(p: &Part, hz: f64) -> PartTime {
             per_cpu: None,
         },
     }
+}
+
+/// The processes the parts already count (the scan of the rest leaves them out): those in
+/// the parts' cgroups, the parts' own pids and the QEMUs whose threads they split.
+fn measured_pids(parts: &[Part]) -> HashSet<u32> {
+    let folders: Vec<PathBuf> = parts
+        .iter()
+        .flat_map(|p| {
+            let vm = p.threads.iter().flat_map(|t| t.cgroups.clone());
+            p.cgroups.iter().cloned().chain(vm)
+        })
+        .collect();
+    let mut pids = procs::pids_in(&folders);
+    pids.extend(parts.iter().filter_map(|p| p.pid));
+    pids.extend(
+        parts
+            .iter()
+            .filter_map(|p| p.threads.as_ref().map(|t| t.pid)),
+    );
+    pids
 }
 
 /// Reads /proc/stat and the accounting root first, together (their windows must line up: the
@@ -218,16 +247,9 @@ impl Meter {
                     if marks.first().is_some_and(|m| *m <= now) {
                         marks.remove(0);
                         let light = read_light(&setup, hz);
-                        let mut exclude: HashSet<u32> = procs::pids_in(
-                            &parts
-                                .iter()
-                                .flat_map(|p| p.cgroups.clone())
-                                .collect::<Vec<_>>(),
-                        );
-                        exclude.extend(parts.iter().filter_map(|p| p.pid));
                         data.edges.push(Full {
                             light,
-                            scan: procs::scan(&exclude, hz),
+                            scan: procs::scan(&measured_pids(&parts), hz),
                             irq: irqstat::read(),
                             counters: counters.as_ref().map(|c| c.read()),
                         });
@@ -243,16 +265,9 @@ impl Meter {
                 // A window still open at stop (a fixed-size transfer ended early) closes now.
                 if data.edges.len() == 1 {
                     let light = read_light(&setup, hz);
-                    let mut exclude: HashSet<u32> = procs::pids_in(
-                        &parts
-                            .iter()
-                            .flat_map(|p| p.cgroups.clone())
-                            .collect::<Vec<_>>(),
-                    );
-                    exclude.extend(parts.iter().filter_map(|p| p.pid));
                     data.edges.push(Full {
                         light,
-                        scan: procs::scan(&exclude, hz),
+                        scan: procs::scan(&measured_pids(&parts), hz),
                         irq: irqstat::read(),
                         counters: counters.as_ref().map(|c| c.read()),
                     });

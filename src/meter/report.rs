@@ -606,6 +606,7 @@ mod tests {
             side,
             cgroups: vec![],
             pid: None,
+            threads: None,
         }
     }
 

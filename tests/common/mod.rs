@@ -39,6 +39,12 @@ extern "C" {
     fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
+/// Sends signal `sig` to process `pid`.
+pub fn signal(pid: i32, sig: i32) {
+    // SAFETY: kill takes plain integers and touches no memory.
+    unsafe { libc_kill(pid, sig) };
+}
+
 impl Ctx {
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(BIN);

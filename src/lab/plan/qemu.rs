@@ -19,6 +19,7 @@ pub struct VmHost {
     pub image: Image,
     pub accel: Accel,
     pub why_not_kvm: Option<String>,
+    pub bios: Option<std::path::PathBuf>,
 }
 
 /// The interface a guest's NIC is inside its VM.
@@ -77,6 +78,7 @@ fn spec(cx: &Cx, vm: &VmHost, dev: Device, k: usize, i: u32) -> VmSpec {
         name: role.clone(),
         kernel: vm.image.kernel.clone(),
         initrd: vm.image.initrd.clone(),
+        bios: vm.bios.clone(),
         vcpus: cx.t.vcpus,
         memory_mib: cx.t.memory_mib,
         accel: vm.accel,

@@ -515,6 +515,7 @@ fn vm_host() -> VmHost {
         },
         accel: crate::vocab::Accel::Tcg,
         why_not_kvm: Some("no /dev/kvm".into()),
+        bios: None,
     }
 }
 
