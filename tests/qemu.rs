@@ -50,8 +50,10 @@ fn qemu_guests_boot_reach_the_client_and_carry_a_verified_pattern_both_ways() {
             assert_eq!(t["bytes_received"], 8_388_608u64, "{mode} {from}→{to}: {t}");
             assert_eq!(t["match"], true, "{mode} {from}→{to}: {t}");
             // The VM's CPU is split: its vCPUs ran the guest's stack, QEMU's main loop its NIC.
+            // Two runs in one process: the guest's agent serves a session after a session.
             let r = c.json(&[
-                "test", "--lab", lab, "--from", from, "--to", to, "-m", "64K", "-l", "2", "--json",
+                "test", "--lab", lab, "--from", from, "--to", to, "-m", "64K", "-l", "2",
+                "--repeat", "2", "--json",
             ]);
             let vcpu = part(&r, "g1");
             let emu = part(&r, "g1 emulation");

@@ -1,6 +1,7 @@
 //! `vnetlab bench vnic`: vnetlab's device models (paravirt, emulated) beside the kernel bridge,
-//! TCP_STREAM 64K both ways, and software LRO in the backend on vs off: each datapath built,
-//! measured with repeats and removed in turn.
+//! TCP_STREAM 64K both ways, and software LRO in the backend on vs off; `vnetlab bench qemu`:
+//! QEMU's e1000 and virtio-net beside vnetlab's emulated and paravirt models. Each datapath is
+//! built, measured with repeats and removed in turn.
 
 use crate::experiment::measure::{self, Target};
 use crate::lab::{build, topology::Topology};
@@ -19,6 +20,11 @@ pub struct VnicRow {
     pub guest_pct_per_gbps: Option<f64>,
     pub backend_pct: Option<f64>,
     pub lro_ratio: Option<f64>,
+    /// A QEMU guest's vCPU threads and device emulation, % of a core.
+    pub vcpu_pct: Option<f64>,
+    pub emulation_pct: Option<f64>,
+    /// What bound the point (a saturated core, the client, the wire), if anything.
+    pub bound: Option<crate::vocab::Bound>,
 }
 
 /// One datapath of the bench: its lab and label, and whether it is measured client → g1 only.
@@ -65,9 +71,50 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// QEMU's devices beside vnetlab's models of them, both ways.
+fn qemu_cases() -> Vec<Case> {
+    let t = |name: &str, mode| Topology {
+        name: name.into(),
+        mode,
+        ..Default::default()
+    };
+    [
+        ("emulated", "benq1", Mode::Emulated),
+        ("paravirt", "benq2", Mode::Paravirt),
+        ("qemu-e1000", "benq3", Mode::QemuE1000),
+        ("qemu-virtio", "benq4", Mode::QemuVirtio),
+    ]
+    .into_iter()
+    .map(|(label, name, mode)| Case {
+        label,
+        topology: t(name, mode),
+        receive_only: false,
+    })
+    .collect()
+}
+
+/// `bench vnic`'s datapaths.
+pub fn measure(seconds: f64, repeat: u32, progress: &dyn Fn(&str)) -> Result<Vec<VnicRow>, Error> {
+    run_cases(cases(), seconds, repeat, progress)
+}
+
+/// `bench qemu`'s datapaths.
+pub fn measure_qemu(
+    seconds: f64,
+    repeat: u32,
+    progress: &dyn Fn(&str),
+) -> Result<Vec<VnicRow>, Error> {
+    run_cases(qemu_cases(), seconds, repeat, progress)
+}
+
 /// Builds each datapath, measures it (`seconds` per run, `repeat` runs, the median kept) and
 /// removes it; `progress` hears what is being measured.
-pub fn measure(seconds: f64, repeat: u32, progress: &dyn Fn(&str)) -> Result<Vec<VnicRow>, Error> {
+fn run_cases(
+    cases: Vec<Case>,
+    seconds: f64,
+    repeat: u32,
+    progress: &dyn Fn(&str),
+) -> Result<Vec<VnicRow>, Error> {
     let spec = crate::engine::spec::Spec {
         msg: 65536,
         duration: seconds,
@@ -75,7 +122,7 @@ pub fn measure(seconds: f64, repeat: u32, progress: &dyn Fn(&str)) -> Result<Vec
         ..Default::default()
     };
     let mut rows = Vec::new();
-    for case in cases() {
+    for case in cases {
         let plan = build::prepare(&case.topology)?;
         build::build(&plan, false, false)?;
         let (g1, client) = (Role::Guest(1), Role::Client);
@@ -122,7 +169,32 @@ fn row(label: &str, from: Role, to: Role, m: &measure::Measured) -> VnicRow {
             .vnic
             .as_ref()
             .and_then(|v| v.get("g1")?.lro.as_ref().map(|l| l.lro_ratio)),
+        emulation_pct: part("g1 emulation"),
+        vcpu_pct: part("g1 emulation").and(part("g1")),
+        bound: c.and_then(|c| c.bound_by.clone()),
     }
+}
+
+/// `bench qemu`'s comparisons: each QEMU device against vnetlab's model of it, per direction.
+pub fn qemu_ratios(rows: &[VnicRow]) -> Vec<String> {
+    let find = |lab: &str, dir: &str| rows.iter().find(|r| r.lab == lab && r.direction == dir);
+    let mut out = Vec::new();
+    for dir in ["g1 → client", "client → g1"] {
+        for (q, model) in [("qemu-e1000", "emulated"), ("qemu-virtio", "paravirt")] {
+            if let (Some(q), Some(m)) = (find(q, dir), find(model, dir)) {
+                out.push(format!(
+                    "{dir}: {}/{model} throughput {:.2}×, host CPU per Gb/s {:.2}×; {} vCPU {:.0} % + emulation {:.0} % of a core",
+                    q.lab,
+                    q.gbps / m.gbps,
+                    q.host_pct_per_gbps / m.host_pct_per_gbps,
+                    q.lab,
+                    q.vcpu_pct.unwrap_or(0.0),
+                    q.emulation_pct.unwrap_or(0.0)
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// The comparisons the bench exists for, one line each: paravirt and emulated against the

@@ -275,16 +275,17 @@ pub fn print_json<T: serde::Serialize>(v: &T) {
 
 #[derive(clap::Args)]
 pub struct GuestImageArgs {
-    /// Where the kernel package is extracted and the initramfs kept
-    #[arg(long, default_value = "/var/cache/vnetlab/guest")]
-    cache: std::path::PathBuf,
+    /// Where the kernel package is extracted and the initramfs kept [default: $VNETLAB_CACHE_DIR/guest, else /var/cache/vnetlab/guest, where `up` looks]
+    #[arg(long)]
+    cache: Option<std::path::PathBuf>,
 }
 
 fn guest_image(a: GuestImageArgs) -> CmdResult {
-    std::fs::create_dir_all(&a.cache)
-        .map_err(|e| Fail::Run(format!("cannot make {}: {e}", a.cache.display())))?;
+    let cache = a.cache.unwrap_or_else(crate::lab::vms::image_cache);
+    std::fs::create_dir_all(&cache)
+        .map_err(|e| Fail::Run(format!("cannot make {}: {e}", cache.display())))?;
     let t0 = std::time::Instant::now();
-    let img = crate::guest::image::ensure(&a.cache)?;
+    let img = crate::guest::image::ensure(&cache)?;
     crate::outln!("kernel {}", img.kernel.display());
     crate::outln!("initrd {}", img.initrd.display());
     crate::errln!("guest image ready in {:.1} s", t0.elapsed().as_secs_f64());

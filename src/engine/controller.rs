@@ -25,6 +25,9 @@ pub struct AgentConn {
     tx: Box<dyn Write + Send>,
     rx: Receiver<String>,
     child: Option<Child>,
+    /// A QEMU guest's socket, shut when the session ends: its reader thread holds a clone, and
+    /// the guest's agent serves its next session only once this connection is closed.
+    unix: Option<UnixStream>,
 }
 
 /// Reads an agent's reply lines (each at most `MAX_REPLY` bytes) onto a channel.
@@ -61,6 +64,7 @@ impl AgentConn {
             tx: Box::new(a),
             rx,
             child: None,
+            unix: None,
         })
     }
 
@@ -83,6 +87,7 @@ impl AgentConn {
             tx,
             rx,
             child: Some(child),
+            unix: None,
         })
     }
 
@@ -103,6 +108,7 @@ impl AgentConn {
             tx: Box::new(s),
             rx,
             child: None,
+            unix: None,
         };
         a.call(
             &Request::Hello {
@@ -126,11 +132,13 @@ impl AgentConn {
             name.into(),
             s.try_clone().map_err(|e| Error::Failed(e.to_string()))?,
         );
+        let s2 = s.try_clone().ok();
         let mut a = AgentConn {
             name: name.into(),
             tx: Box::new(s),
             rx,
             child: None,
+            unix: s2,
         };
         a.call(&Request::Hello { token: "".into() }, SETUP_TIMEOUT)?;
         Ok(a)
@@ -189,6 +197,9 @@ impl AgentConn {
 impl Drop for AgentConn {
     fn drop(&mut self) {
         let _ = self.send(&Request::Quit);
+        if let Some(s) = &self.unix {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
         if let Some(c) = &mut self.child {
             // A second Ctrl-C skips the wait.
             let waits = if crate::sys::signals::signals() >= 2 {
