@@ -108,13 +108,19 @@ fn modes_this_host_cannot_give_are_refused_before_anything_is_made() {
     let mut refused = 0;
     for (mode, needs, closest) in [
         ("qemu-vhost", "/dev/vhost-net", "use qemu-virtio"),
-        ("qemu-vfio", "qemu-vfio", "use qemu-macvtap"),
+        ("qemu-vfio", "an IOMMU", "use qemu-macvtap"),
     ] {
         let host_has = match mode {
             "qemu-vhost" => std::path::Path::new("/dev/vhost-net").exists(),
-            _ => false,
+            _ => {
+                std::fs::read_dir("/sys/kernel/iommu_groups").is_ok_and(|mut d| d.next().is_some())
+            }
         };
-        let o = c.run(&["up", "--name", "tqn", "--mode", mode]);
+        let mut args = vec!["up", "--name", "tqn", "--mode", mode];
+        if mode == "qemu-vfio" {
+            args.extend(["--pf", "vlnopf0"]); // no such PF: the host check comes first
+        }
+        let o = c.run(&args);
         let err = String::from_utf8_lossy(&o.stderr);
         if host_has {
             eprintln!("this host has {needs}: {mode} is built, not refused");
@@ -131,6 +137,10 @@ fn modes_this_host_cannot_give_are_refused_before_anything_is_made() {
         assert!(!c.state.join("tqn.journal").exists());
     }
     assert!(refused >= 1);
+    let o = c.run(&["up", "--name", "tqn", "--mode", "qemu-vfio"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("needs --pf IFACE"), "{err}");
     assert!(vm_folders(&c).is_empty());
     assert_eq!(before, host_snapshot());
 }

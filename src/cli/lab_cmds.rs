@@ -55,7 +55,7 @@ pub struct UpArgs {
     /// The host's cores, e.g. 0-2 [default: every core the client does not have]
     #[arg(long, value_name = "LIST")]
     host_cpus: Option<crate::units::CpuList>,
-    /// SR-IOV physical function to take VFs from (mode sriov)
+    /// SR-IOV physical function to take VFs from (modes sriov and qemu-vfio: the host and client take VFs 0 and 1, each guest the next)
     #[arg(long)]
     pf: Option<String>,
     /// Software LRO in the paravirt backend toward the guest (paper 2's guest2): guest or off

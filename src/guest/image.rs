@@ -8,8 +8,10 @@ use super::Error;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Modules the guest loads, in dependency order (the generic kernel builds them as modules).
-pub const MODULES: [&str; 10] = [
+/// Modules the guest loads, in dependency order (the generic kernel builds them as modules):
+/// virtio and e1000 for the emulated devices, then the common SR-IOV VF drivers a qemu-vfio
+/// guest may be handed (Intel igbvf/ixgbevf/iavf, Broadcom bnxt_en, Mellanox mlx5_core).
+pub const MODULES: [&str; 18] = [
     "virtio_ring",
     "virtio",
     "virtio_pci_legacy_dev",
@@ -20,6 +22,14 @@ pub const MODULES: [&str; 10] = [
     "virtio_net",
     "virtio_console",
     "e1000",
+    "igbvf",
+    "ixgbevf",
+    "iavf",
+    "bnxt_en",
+    "psample",
+    "pci-hyperv-intf",
+    "mlxfw",
+    "mlx5_core",
 ];
 
 /// Busybox applets the guest's `/init` uses (ethtool is the host's own, busybox has none).
@@ -218,7 +228,7 @@ pub fn kernel(cache: &Path) -> Result<(PathBuf, PathBuf), Error> {
     let root = cache.join(&pkg);
     let vmlinuz = root.join(format!("boot/vmlinuz-{version}"));
     let modules = root.join(format!("lib/modules/{version}"));
-    if vmlinuz.exists() && modules.exists() {
+    if vmlinuz.exists() && MODULES.iter().all(|m| find_module(&modules, m).is_some()) {
         return Ok((vmlinuz, modules));
     }
     std::fs::create_dir_all(&root).map_err(|e| fail(&format!("{}: {e}", root.display())))?;

@@ -14,7 +14,7 @@ use super::journal::{self, Entry, Journal};
 use super::plan::{self, Plan, SriovPf, Step};
 use super::state;
 use super::topology::Topology;
-use super::{cgroup, names::Names};
+use super::{cgroup, names::Names, vfio};
 use crate::vocab::Mode;
 
 /// Everything `up` checks before it makes anything; errors are one line and leave nothing.
@@ -51,13 +51,13 @@ fn checks(t: &Topology) -> Result<Plan, Error> {
     if t.wire.rate.is_some() && kernel_config("CONFIG_NET_SCH_TBF") == Some(false) {
         return Err(Error::Failed("this kernel has no tbf qdisc (CONFIG_NET_SCH_TBF), so --wire-rate cannot shape the wire here: drop --wire-rate".into()));
     }
-    let sriov = match (t.mode, &t.pf) {
-        (Mode::Sriov, Some(pf)) => Some(inspect_pf(pf)?),
-        _ => None,
-    };
     let vm = match t.mode.is_qemu() {
         true => Some(super::vms::host_for(t.mode)?),
         false => None,
+    };
+    let sriov = match (t.mode, &t.pf) {
+        (Mode::Sriov | Mode::QemuVfio, Some(pf)) => Some(inspect_pf(pf, t.mode)?),
+        _ => None,
     };
     let cg = cgroup::detect();
     let mut cpus = super::cpus::plan(
@@ -94,7 +94,7 @@ pub fn kernel_config(option: &str) -> Option<bool> {
 }
 
 /// Reads what an SR-IOV PF offers, or says plainly that it is not one.
-pub fn inspect_pf(pf: &str) -> Result<SriovPf, Error> {
+pub fn inspect_pf(pf: &str, mode: Mode) -> Result<SriovPf, Error> {
     let dev = Path::new("/sys/class/net").join(pf);
     if pf.contains('/') || !dev.exists() {
         return Err(Error::Failed(format!("--pf {pf}: there is no such network interface; name the SR-IOV physical function (see `ip link`), or use --mode macvlan, vnetlab's stand-in for a VF")));
@@ -105,8 +105,18 @@ pub fn inspect_pf(pf: &str) -> Result<SriovPf, Error> {
             .and_then(|s| s.trim().parse::<u32>().ok())
     };
     match (read("sriov_totalvfs"), read("sriov_numvfs")) {
-        (Some(total), Some(num)) if total > 0 => Ok(SriovPf { pf: pf.into(), numvfs: num, totalvfs: total }),
-        _ => Err(Error::Failed(format!("--pf {pf}: {pf} is not an SR-IOV NIC (it has no virtual functions), so this host cannot build mode sriov; use --mode macvlan, vnetlab's stand-in for a VF"))),
+        (Some(total), Some(num)) if total > 0 => Ok(SriovPf {
+            pf: pf.into(),
+            numvfs: num,
+            totalvfs: total,
+        }),
+        _ => {
+            let instead = match mode {
+                Mode::Sriov => "macvlan, vnetlab's stand-in for a VF",
+                _ => "qemu-macvtap, a virtio NIC straight on the wire",
+            };
+            Err(Error::Failed(format!("--pf {pf}: {pf} is not an SR-IOV NIC (it has no virtual functions), so this host cannot build mode {mode}; use --mode {instead}")))
+        }
     }
 }
 
@@ -254,6 +264,17 @@ fn run_step(
             guests,
             timeout,
         } => super::vms::wait(lab, guests, started, *timeout, true),
+        Step::BindVfio { pf, vf } => {
+            let d = vfio::resolve(Path::new("/sys"), pf, *vf)?;
+            vfio::check(pf, *vf, &d)?;
+            j.record(&[Entry::VfioVf {
+                pf: pf.clone(),
+                vf: *vf,
+                device: d.bdf.clone(),
+                driver: d.driver.clone(),
+            }])?;
+            vfio::bind(&d)
+        }
         Step::MoveVf {
             pf,
             vf,
@@ -413,6 +434,10 @@ pub enum Undo {
         path: std::path::PathBuf,
         shared: bool,
     },
+    /// Give a VF's PCI device back from vfio-pci to its own driver.
+    GiveBackVf {
+        device: String,
+    },
     /// Remove a QEMU guest's folder (its QEMU is killed with the lab's processes).
     RmVmFolder(std::path::PathBuf),
 }
@@ -437,6 +462,10 @@ impl Undo {
                 format!("echo {previous} > /sys/class/net/{pf}/device/sriov_numvfs")
             }
             Undo::RmVmFolder(path) => format!("rm -r {}", path.display()),
+            Undo::GiveBackVf { device: d } => {
+                let dev = format!("/sys/bus/pci/devices/{d}");
+                format!("echo {d} > {dev}/driver/unbind; echo > {dev}/driver_override; echo {d} > /sys/bus/pci/drivers_probe")
+            }
             Undo::RmCgroup { path, shared } => {
                 format!(
                     "rmdir {}{}",
@@ -494,6 +523,9 @@ pub fn undo_steps(entries: &[Entry]) -> Result<Vec<Undo>, Error> {
                 previous: *previous,
             }),
             Entry::VmFolder { path } => out.push(Undo::RmVmFolder(path.clone())),
+            Entry::VfioVf { device, .. } => out.push(Undo::GiveBackVf {
+                device: device.clone(),
+            }),
             Entry::Cgroup { path, shared } => out.push(Undo::RmCgroup {
                 path: path.clone(),
                 shared: *shared,
@@ -585,6 +617,7 @@ fn undo(u: &Undo, entries: &[Entry]) -> Result<(), Error> {
             .run()?)
         }
         Undo::RmCgroup { path, shared } => cgroup::remove(path, *shared),
+        Undo::GiveBackVf { device } => vfio::give_back(device),
         Undo::RmVmFolder(path) => match std::fs::remove_dir_all(path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Failed(format!(
                 "cannot remove {}: {e}",
@@ -753,5 +786,37 @@ mod tests {
             object: super::journal::NsObject::Link("eth0".into()),
         }];
         assert!(undo_steps(&foreign).is_err());
+    }
+
+    #[test]
+    fn a_vfio_vf_is_given_back_after_its_vm_and_before_the_vfs_are_disabled() {
+        let es = vec![
+            Entry::NumVfs {
+                pf: "p".into(),
+                previous: 0,
+            },
+            Entry::VfioVf {
+                pf: "p".into(),
+                vf: 2,
+                device: "0000:03:10.4".into(),
+                driver: Some("ixgbevf".into()),
+            },
+            Entry::VmFolder {
+                path: "/run/vnetlab/x.vm-g1".into(),
+            },
+        ];
+        let u = undo_steps(&es).unwrap();
+        assert_eq!(u[0], Undo::KillProcesses);
+        assert!(matches!(&u[1], Undo::RmVmFolder(_)));
+        assert_eq!(
+            u[2],
+            Undo::GiveBackVf {
+                device: "0000:03:10.4".into()
+            }
+        );
+        assert!(matches!(&u[3], Undo::NumVfs { .. }));
+        assert!(u[2]
+            .shell()
+            .contains("echo > /sys/bus/pci/devices/0000:03:10.4/driver_override"));
     }
 }

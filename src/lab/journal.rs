@@ -32,6 +32,14 @@ pub enum Entry {
     },
     /// sriov_numvfs of a PF that the lab changed from `previous`.
     NumVfs { pf: String, previous: u32 },
+    /// VF `vf` of `pf`, PCI device `device`, bound to vfio-pci for a QEMU guest; it was bound
+    /// to `driver` before (the kernel probes it again when it is given back).
+    VfioVf {
+        pf: String,
+        vf: u32,
+        device: String,
+        driver: Option<String>,
+    },
     /// A QEMU guest's folder (sockets, console, pidfile) in the state folder; its QEMU runs in
     /// the lab's namespace and cgroup, so it goes with the lab's processes.
     VmFolder { path: PathBuf },
@@ -229,6 +237,9 @@ pub fn validate(lab: &str, entries: &[Entry]) -> Result<(), Error> {
                     && plain(lab_name)
             }
             Entry::NumVfs { pf, .. } => plain(pf),
+            Entry::VfioVf {
+                pf, device, driver, ..
+            } => plain(pf) && super::vfio::is_bdf(device) && driver.as_deref().is_none_or(plain),
             Entry::VmFolder { path } => vm_folder_ok(path, lab),
         };
         if !ok {
@@ -392,6 +403,12 @@ mod tests {
             Entry::VmFolder {
                 path: super::super::state::vm_dir("x", "g12"),
             },
+            Entry::VfioVf {
+                pf: "enp1s0f0".into(),
+                vf: 2,
+                device: "0000:03:10.4".into(),
+                driver: Some("ixgbevf".into()),
+            },
         ];
         validate("x", &ok).unwrap();
         let state = super::super::state::dir();
@@ -449,6 +466,18 @@ mod tests {
             },
             Entry::VmFolder {
                 path: "/etc/x.vm-g1".into(),
+            },
+            Entry::VfioVf {
+                pf: "p".into(),
+                vf: 2,
+                device: "../../../kernel".into(),
+                driver: None,
+            },
+            Entry::VfioVf {
+                pf: "p".into(),
+                vf: 2,
+                device: "0000:03:10.4".into(),
+                driver: Some("a/b".into()),
             },
         ];
         for b in bad {

@@ -16,6 +16,7 @@ pub mod state;
 pub mod status;
 pub mod steer;
 pub mod topology;
+pub mod vfio;
 pub mod vms;
 
 /// Why the lab stage could not do what it was asked. Its `Display` is the one line users see.

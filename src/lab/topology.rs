@@ -56,7 +56,7 @@ pub struct Topology {
     pub client_cpus: Option<CpuList>,
     #[serde(default)]
     pub host_cpus: Option<CpuList>,
-    /// The SR-IOV physical function (mode `sriov` only).
+    /// The SR-IOV physical function (modes `sriov` and `qemu-vfio`).
     pub pf: Option<String>,
     /// Software LRO in the paravirt backend, toward the guest (paper 2's "guest2").
     #[serde(default)]
@@ -152,16 +152,17 @@ impl Topology {
             )));
         }
         match (self.mode, &self.pf) {
-            (Mode::Sriov, None) => {
-                return Err(Error::Input(
-                    "mode sriov needs --pf IFACE, the SR-IOV physical function to take VFs from"
-                        .into(),
-                ))
+            (Mode::Sriov | Mode::QemuVfio, None) => {
+                return Err(Error::Input(format!(
+                    "mode {} needs --pf IFACE, the SR-IOV physical function to take VFs from",
+                    self.mode
+                )))
             }
-            (Mode::Sriov, Some(_)) => {}
+            (Mode::Sriov | Mode::QemuVfio, Some(_)) => {}
             (_, Some(_)) => {
                 return Err(Error::Input(
-                    "--pf is only for mode sriov: drop it or use --mode sriov".into(),
+                    "--pf is only for modes sriov and qemu-vfio: drop it or use --mode sriov"
+                        .into(),
                 ))
             }
             _ => {}
@@ -501,7 +502,7 @@ mod tests {
             .validate()
             .unwrap_err()
             .to_string()
-            .contains("only for mode sriov"));
+            .contains("only for modes sriov and qemu-vfio"));
         t = Topology {
             mtu: 100,
             ..Default::default()

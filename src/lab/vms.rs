@@ -91,6 +91,22 @@ pub fn host_for(mode: Mode) -> Result<VmHost, Error> {
     })
 }
 
+/// A vfio guest's spec with its VF's sysfs link resolved to the PCI address QEMU takes.
+fn passed_through(spec: &VmSpec) -> Result<VmSpec, Error> {
+    let mut s = spec.clone();
+    if s.device == qemu::Device::Vfio {
+        let dev = std::fs::canonicalize(&s.host_if)
+            .map_err(|e| Error::Failed(format!("{}: {e}", s.host_if)))?;
+        s.host_if = dev
+            .file_name()
+            .and_then(|n| n.to_str())
+            .filter(|n| super::vfio::is_bdf(n))
+            .ok_or_else(|| Error::Failed(format!("{} is not a PCI device", dev.display())))?
+            .to_string();
+    }
+    Ok(s)
+}
+
 /// How long QEMU may take to set its devices up and daemonize.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -104,6 +120,7 @@ pub fn start(guest: Role, spec: &VmSpec, netns: &str, cgroups: &[PathBuf]) -> Re
     let log = dir.join("qemu.log");
     let out = std::fs::File::create(&log)
         .map_err(|e| Error::Failed(format!("{}: {e}", log.display())))?;
+    let spec = &passed_through(spec)?;
     let mut argv = qemu::argv(spec);
     argv.push("-daemonize".into());
     let mut cmd = super::exec::command_in(netns, cgroups, &argv)?;

@@ -47,6 +47,9 @@ pub enum Step {
         netns: String,
         name: String,
     },
+    /// Bind VF number `vf` of `pf` to vfio-pci for a QEMU guest (its PCI address and driver are
+    /// read and journaled at build time; `down` gives it back).
+    BindVfio { pf: String, vf: u32 },
     /// Start guest `guest`'s vNIC backend (a `vnetlab vnic` process) in the host namespace and
     /// its own cgroup; it lives until `down` (it is in the lab's namespace and cgroup).
     StartBackend {
@@ -130,6 +133,10 @@ impl Family {
     fn vnic(self) -> bool {
         matches!(self, Family::Vnic { .. })
     }
+    /// Whether the wire is a pair of VFs (the NIC switches) rather than a veth pair.
+    fn vf_wire(self) -> bool {
+        matches!(self, Family::Sriov | Family::Qemu(Device::Vfio))
+    }
 }
 
 /// What every part of the planner reads: the topology, its names and addresses.
@@ -206,16 +213,20 @@ pub struct HostOffers<'a> {
 pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &CpuPlan, host: HostOffers) -> Result<Plan, Error> {
     t.validate()?;
     let cx = Cx::new(t);
-    let vm = match (cx.family, host.vm) {
-        (Family::Qemu(Device::Vfio), _) => return Err(Error::Input(VFIO_NOT_BUILT.into())),
-        (Family::Qemu(_), None) => {
-            return Err(Error::Input(format!(
-                "mode {} needs the guest image and QEMU: plan it through `vnetlab up`",
-                t.mode
-            )))
-        }
-        (_, vm) => vm,
-    };
+    let vm =
+        match (cx.family, host.vm) {
+            (Family::Qemu(Device::Vfio), _) if host.sriov.is_none() => return Err(Error::Input(
+                "mode qemu-vfio needs the PF's VFs read: plan it through `vnetlab up --pf IFACE`"
+                    .into(),
+            )),
+            (Family::Qemu(_), None) => {
+                return Err(Error::Input(format!(
+                    "mode {} needs the guest image and QEMU: plan it through `vnetlab up`",
+                    t.mode
+                )))
+            }
+            (_, vm) => vm,
+        };
     let sriov = host.sriov;
     let parts = parts::plan(&cx, cg, cpus)?;
     let mut notes = parts.notes.clone();
@@ -236,8 +247,8 @@ pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &CpuPlan, host: HostOffers) -> R
     if cx.family == (Family::Kernel { nat: true }) {
         steps.extend(kernel::nat(&cx));
     }
-    if cx.family == Family::Sriov && cx.t.wire.shaped() {
-        notes.push("sriov: wire shaping applies to the host's and the client's VFs, not between guests (the NIC switches those)".into());
+    if cx.family.vf_wire() && cx.t.wire.shaped() {
+        notes.push("VFs: wire shaping applies to the host's and the client's VFs, not between guests (the NIC switches those)".into());
     }
     let record = LabRecord {
         endpoints: record::endpoints(&cx, &parts, &host_iface, vm),
@@ -263,7 +274,7 @@ fn links(cx: &Cx) -> Step {
         b.creates.push(Entry::Netns { name: ns.clone() });
         b.cmds.push(IpCmd::NetnsAdd(ns));
     }
-    if cx.family != Family::Sriov {
+    if !cx.family.vf_wire() {
         veth(&mut b, (&cx.h, &cx.wh), (&cx.c, &cx.wc));
     }
     if let Family::Kernel { .. } = cx.family {
@@ -361,9 +372,6 @@ fn devices(cx: &Cx, parts: &parts::Parts, vm: Option<&VmHost>) -> Vec<Step> {
     }
 }
 
-/// Why qemu-vfio is not built even where the host has a VF and an IOMMU.
-pub const VFIO_NOT_BUILT: &str = "mode qemu-vfio (binding a VF to vfio-pci and passing it through) is not built yet: use qemu-macvtap (a virtio NIC on the wire without a host bridge), or mode sriov for a VF in a namespace";
-
 fn addr(addr: std::net::Ipv4Addr, len: u8, dev: &str) -> IpCmd {
     IpCmd::Addr {
         addr,
@@ -389,6 +397,10 @@ pub fn shell_step(s: &Step) -> String {
         Step::MoveVf { pf, vf, netns, name } => format!(
             "ip link set dev $(ls /sys/class/net/{pf}/device/virtfn{vf}/net) netns {netns} name {name}"
         ),
+        Step::BindVfio { pf, vf } => {
+            let d = format!("$(basename $(readlink /sys/class/net/{pf}/device/virtfn{vf}))");
+            format!("echo vfio-pci > /sys/bus/pci/devices/{d}/driver_override; echo {d} > /sys/bus/pci/devices/{d}/driver/unbind; echo {d} > /sys/bus/pci/drivers_probe")
+        }
         Step::StartBackend { args, netns, log, .. } => format!(
             "ip netns exec {netns} vnetlab {} > {} 2>&1 &  # in its own cgroup",
             args.join(" "),

@@ -71,6 +71,19 @@ pub(super) fn macvtaps(cx: &Cx, b: &mut Batch) -> String {
     cx.wh.clone()
 }
 
+/// The host side of guest `k`'s (0-based, number `i`) NIC: its tap or macvtap, or for vfio the
+/// sysfs link of its VF (resolved to the PCI address when QEMU starts, after the VFs exist).
+fn host_if(cx: &Cx, dev: Device, k: usize, i: u32) -> String {
+    match (dev, &cx.t.pf) {
+        (Device::Vfio, Some(pf)) => {
+            crate::lab::vfio::virtfn(std::path::Path::new("/sys"), pf, super::sriov::guest_vf(k))
+                .display()
+                .to_string()
+        }
+        _ => cx.n.guest_port(i),
+    }
+}
+
 /// Guest `k`'s (0-based, number `i`) VM as QEMU starts it.
 fn spec(cx: &Cx, vm: &VmHost, dev: Device, k: usize, i: u32) -> VmSpec {
     let role = Role::Guest(i).to_string();
@@ -83,7 +96,7 @@ fn spec(cx: &Cx, vm: &VmHost, dev: Device, k: usize, i: u32) -> VmSpec {
         memory_mib: cx.t.memory_mib,
         accel: vm.accel,
         device: dev,
-        host_if: cx.n.guest_port(i),
+        host_if: host_if(cx, dev, k, i),
         nic: NicConfig {
             address: cx.a.guests[k],
             prefix: cx.a.guest_net.len,

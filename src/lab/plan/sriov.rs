@@ -1,7 +1,9 @@
 //! SR-IOV: real virtual functions of a physical NIC, one moved into the host's namespace (its
-//! port), one into the client's and one into each guest's; the NIC switches between them.
+//! port), one into the client's and one into each guest's namespace (mode sriov) or bound to
+//! vfio-pci for each guest's VM (qemu-vfio); the NIC switches between them.
 
-use super::{Cx, Step};
+use super::{Cx, Family, Step};
+use crate::guest::qemu::Device;
 use crate::lab::hostcmd::HostCmd;
 use crate::lab::journal::Entry;
 use crate::lab::Error;
@@ -47,11 +49,14 @@ pub(super) fn steps(cx: &Cx, s: &SriovPf) -> Result<Vec<Step>, Error> {
         });
     }
     let mut places = vec![(cx.h.clone(), cx.wh.clone()), (cx.c.clone(), cx.wc.clone())];
-    places.extend(
-        cx.guests
-            .iter()
-            .map(|&i| (cx.n.guest_ns(i), cx.n.guest_if(i))),
-    );
+    let passed_through = cx.family == Family::Qemu(Device::Vfio);
+    if !passed_through {
+        places.extend(
+            cx.guests
+                .iter()
+                .map(|&i| (cx.n.guest_ns(i), cx.n.guest_if(i))),
+        );
+    }
     steps.extend(
         places
             .into_iter()
@@ -63,5 +68,16 @@ pub(super) fn steps(cx: &Cx, s: &SriovPf) -> Result<Vec<Step>, Error> {
                 name,
             }),
     );
+    if passed_through {
+        steps.extend((0..cx.guests.len()).map(|k| Step::BindVfio {
+            pf: s.pf.clone(),
+            vf: guest_vf(k),
+        }));
+    }
     Ok(steps)
+}
+
+/// The VF of the k-th guest (0-based): VFs 0 and 1 are the host's and the client's ports.
+pub(super) fn guest_vf(k: usize) -> u32 {
+    k as u32 + 2
 }

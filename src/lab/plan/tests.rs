@@ -630,9 +630,9 @@ fn qemu_macvtap_guests_hang_off_the_wire_without_a_bridge() {
 }
 
 #[test]
-fn qemu_modes_need_the_vm_host_and_vfio_is_refused() {
+fn qemu_modes_need_the_vm_host_and_vfio_needs_the_pf() {
     let e = qemu_plan(Mode::QemuVfio, 1).err().unwrap();
-    assert!(e.to_string().contains("qemu-macvtap"), "{e}");
+    assert!(e.to_string().contains("--pf"), "{e}");
     let cg = Hierarchy::V1 {
         cpuacct: "/nonexistent/cpuacct".into(),
         cpuset: None,
@@ -646,4 +646,52 @@ fn qemu_modes_need_the_vm_host_and_vfio_is_refused() {
     .err()
     .unwrap();
     assert!(e.to_string().contains("vnetlab up"), "{e}");
+}
+
+#[test]
+fn qemu_vfio_moves_the_ports_vfs_and_passes_the_next_ones_through() {
+    let cg = Hierarchy::None { why: "test".into() };
+    let t = Topology {
+        pf: Some("enp1s0f0".into()),
+        ..topo(Mode::QemuVfio, 2)
+    };
+    let pf = SriovPf {
+        pf: "enp1s0f0".into(),
+        numvfs: 0,
+        totalvfs: 8,
+    };
+    let vm = vm_host();
+    let offers = HostOffers {
+        sriov: Some(&pf),
+        vm: Some(&vm),
+    };
+    let p = plan(&t, &cg, &unplaced(), offers).unwrap();
+    let kinds: Vec<String> = p
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::MoveVf { vf, netns, .. } => Some(format!("move {vf} {netns}")),
+            Step::BindVfio { vf, .. } => Some(format!("vfio {vf}")),
+            Step::StartVm { spec, .. } => Some(format!("start {}", spec.host_if)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "move 0 vllab-host",
+            "move 1 vllab-client",
+            "vfio 2",
+            "vfio 3",
+            "start /sys/class/net/enp1s0f0/device/virtfn2",
+            "start /sys/class/net/enp1s0f0/device/virtfn3",
+        ]
+    );
+    assert!(cmds(&p).any(|c| matches!(c, HostCmd::Write { value, .. } if value == "4")));
+    let text = shell(&p).join("\n");
+    assert!(!text.contains("type veth"), "{text}");
+    assert!(!text.contains("type bridge"), "{text}");
+    assert!(text.contains("drivers_probe"), "{text}");
+    let g1 = p.record.endpoint(Role::Guest(1)).unwrap();
+    assert_eq!(g1.vm.as_ref().unwrap().mode, Mode::QemuVfio);
 }
