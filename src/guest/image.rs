@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Modules the guest loads, in dependency order (the generic kernel builds them as modules):
-/// virtio and e1000 for the emulated devices, then the common SR-IOV VF drivers a qemu-vfio
-/// guest may be handed (Intel igbvf/ixgbevf/iavf, Broadcom bnxt_en, Mellanox mlx5_core).
+/// virtio and e1000 for the emulated devices ([`BASE_MODULES`]), then the common SR-IOV VF
+/// drivers a qemu-vfio guest may be handed (Intel igbvf/ixgbevf/iavf, Broadcom bnxt_en,
+/// Mellanox mlx5_core), loaded only with `vnetlab.vf=on`.
 pub const MODULES: [&str; 18] = [
     "virtio_ring",
     "virtio",
@@ -31,6 +32,9 @@ pub const MODULES: [&str; 18] = [
     "mlxfw",
     "mlx5_core",
 ];
+
+/// How many of [`MODULES`] every guest loads (the rest are VF drivers).
+pub const BASE_MODULES: usize = 10;
 
 /// Busybox applets the guest's `/init` uses (ethtool is the host's own, busybox has none).
 const APPLETS: [&str; 10] = [
@@ -65,13 +69,17 @@ pub struct Parts {
 /// link, then serves vnetlab's agent on the virtio-serial port named `vnetlab.agent` (the host's
 /// unix socket), never on the measured network. Powers off if the agent ends.
 pub fn init_script() -> String {
-    let mods = MODULES.join(" ");
+    let mods = MODULES[..BASE_MODULES].join(" ");
+    let vf_mods = MODULES[BASE_MODULES..].join(" ");
     format!(
         r#"#!/bin/sh
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 for m in {mods}; do insmod /modules/$m.ko 2>/dev/null; done
+case " $(cat /proc/cmdline) " in
+  *" vnetlab.vf=on "*) for m in {vf_mods}; do insmod /modules/$m.ko 2>/dev/null; done;;
+esac
 ip link set lo up
 addr=; mtu=1500; gro=on; tso=on
 for w in $(cat /proc/cmdline); do
@@ -388,6 +396,7 @@ mod tests {
             "vnetlab.agent",
             "agent --serial",
             "poweroff -f",
+            "vnetlab.vf=on",
         ] {
             assert!(s.contains(w), "{w}");
         }

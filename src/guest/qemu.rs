@@ -82,16 +82,18 @@ pub const QEMU: &str = "qemu-system-x86_64";
 /// under TCG here. The guest's security mitigations stay as deployed.
 const BOOT_QUICKLY: &str = "tsc=reliable no_timer_check i8042.nokbd i8042.noaux i8042.nopnp";
 
-/// The kernel command line: a quiet serial console, no reboot on panic, and the NIC's settings.
-pub fn kernel_cmdline(nic: &NicConfig) -> String {
+/// The kernel command line: a quiet serial console, no reboot on panic, and the NIC's settings;
+/// `vf`: the NIC is a passed-through VF, so the guest loads the VF drivers too.
+pub fn kernel_cmdline(nic: &NicConfig, vf: bool) -> String {
     let on = |b: bool| if b { "on" } else { "off" };
     format!(
-        "console=ttyS0 quiet panic=-1 {BOOT_QUICKLY} vnetlab.addr={}/{} vnetlab.mtu={} vnetlab.gro={} vnetlab.tso={}",
+        "console=ttyS0 quiet panic=-1 {BOOT_QUICKLY} vnetlab.addr={}/{} vnetlab.mtu={} vnetlab.gro={} vnetlab.tso={}{}",
         nic.address,
         nic.prefix,
         nic.mtu,
         on(nic.gro),
-        on(nic.tso)
+        on(nic.tso),
+        if vf { " vnetlab.vf=on" } else { "" }
     )
 }
 
@@ -138,7 +140,7 @@ pub fn args(s: &VmSpec) -> Vec<String> {
         "-initrd".into(),
         path(&s.initrd),
         "-append".into(),
-        kernel_cmdline(&s.nic),
+        kernel_cmdline(&s.nic, s.device == Device::Vfio),
         "-serial".into(),
         format!("file:{}", path(&f.console())),
         "-pidfile".into(),
@@ -278,6 +280,8 @@ mod tests {
         f.host_if = "0000:03:10.1".into();
         let f = args(&f);
         assert!(after(&f, "-netdev").is_empty());
+        assert!(after(&f, "-append")[0].ends_with(" vnetlab.vf=on"));
+        assert!(!after(&m, "-append")[0].contains("vnetlab.vf"));
         assert!(after(&f, "-device").contains(&"vfio-pci,host=0000:03:10.1"));
     }
 
