@@ -45,6 +45,7 @@ fuzz:
 	@command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 	cd fuzz && cargo +nightly fuzz run parsers -- -max_total_time=$${FUZZ_SECONDS:-120} -max_len=512
 	cd fuzz && mkdir -p corpus/frames && cargo +nightly fuzz run frames corpus/frames seeds/frames -- -max_total_time=$${FUZZ_SECONDS:-120} -max_len=16384
+	cd fuzz && cargo +nightly fuzz run vdi -- -max_total_time=$${FUZZ_SECONDS:-120} -max_len=4096
 
 clean:
 	$(CARGO) clean

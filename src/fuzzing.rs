@@ -34,6 +34,19 @@ pub fn all_text_parsers(data: &[u8]) {
     let _ = crate::experiment::file::parse(s, "fuzz.toml")
         .map(|e| crate::experiment::matrix::count(&e));
     let _ = crate::bench::engine::parse_sockperf(s);
+    let _ = crate::engine::vdi::profile::parse(s, "fuzz.toml");
+}
+
+/// Runs arbitrary bytes through the VDI session's message reader, as a hostile peer would send
+/// them: every header is bounded before its payload is read. Never panics.
+pub fn vdi_messages(data: &[u8]) {
+    let mut r = crate::engine::vdi::wire::Reader::new(data);
+    while let Ok(Some(m)) = r.next_msg() {
+        assert!(m.payload() <= crate::engine::vdi::wire::MAX_FRAME);
+        if r.skip(m.payload()).is_err() {
+            break;
+        }
+    }
 }
 
 /// What a control connection's bytes go through before anything runs: the bounded line reader,
@@ -102,6 +115,7 @@ mod tests {
             "name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\nloads = [\"max\", \"1gbit\"]\n",
             "[{\"dst\":\"10.0.0.0/8\",\"dev\":\"eth0\"}]",
             "sockperf: [Valid Duration] RunTime=1.5 sec; SentMessages=2; ReceivedMessages=2\n---> percentile 50.000 = 1\n",
+            "[cad]\nfps = 60\nframe_bytes = [[50000, 1], [9, 0.5]]\nusb_mbit = 100\nmax_unacked = 2\n",
         ];
         let mut rng = rand::rngs::StdRng::seed_from_u64(0x766e6c);
         let alphabet = b" \n\t=\"'[]{},:%./-0123456789abcdefgkmnorstuwxyzKMGT\\#\xc3\xa9";
@@ -126,6 +140,43 @@ mod tests {
                 }
             }
             super::all_text_parsers(&v);
+        }
+    }
+
+    /// Random bytes, and real VDI messages with random damage, through the session's reader.
+    #[test]
+    fn vdi_messages_survive_random_input() {
+        use crate::engine::vdi::wire::Msg;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0x766469);
+        for _ in 0..5000 {
+            let mut v: Vec<u8> = Vec::new();
+            for _ in 0..rng.gen_range(0..6) {
+                let m = match rng.gen_range(0..4) {
+                    0 => Msg::Frame {
+                        seq: rng.gen(),
+                        answers: rng.gen(),
+                        sent_ns: rng.gen(),
+                        len: rng.gen_range(0..300),
+                    },
+                    1 => Msg::Input {
+                        seq: rng.gen(),
+                        data: rng.gen(),
+                    },
+                    2 => Msg::Ack { seq: rng.gen() },
+                    _ => Msg::Usb {
+                        len: rng.gen_range(0..300),
+                    },
+                };
+                v.extend(m.header());
+                v.extend((0..m.payload()).map(|_| rng.gen::<u8>()));
+            }
+            for _ in 0..rng.gen_range(0..4) {
+                if !v.is_empty() {
+                    let i = rng.gen_range(0..v.len());
+                    v[i] = rng.gen();
+                }
+            }
+            super::vdi_messages(&v);
         }
     }
 

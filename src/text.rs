@@ -118,6 +118,25 @@ pub fn read_capped(path: &std::path::Path, max: u64) -> Result<String, Error> {
     String::from_utf8(buf).map_err(|_| Error::NotUtf8 { name })
 }
 
+/// Turns a toml error into one line: `file:line:col: message`.
+pub fn toml_error(e: &toml::de::Error, text: &str, file: &str) -> String {
+    let msg = e.message().replace('\n', " ");
+    match e.span() {
+        Some(span) => {
+            let (line, col) = line_col(text, span.start);
+            format!("{file}:{line}:{col}: {}", msg.trim())
+        }
+        None => format!("{file}: {}", msg.trim()),
+    }
+}
+
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+    (line, col)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

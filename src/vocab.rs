@@ -176,9 +176,12 @@ pub enum TestKind {
     UdpRr,
     #[serde(rename = "TCP_CRR")]
     TcpCrr,
+    /// Remote-desktop sessions: screen frames to each desktop's client, its input and USB back.
+    #[serde(rename = "VDI")]
+    Vdi,
 }
 
-pub const TEST_NAMES: &str = "TCP_STREAM, TCP_MAERTS, UDP_STREAM, TCP_RR, UDP_RR, TCP_CRR";
+pub const TEST_NAMES: &str = "TCP_STREAM, TCP_MAERTS, UDP_STREAM, TCP_RR, UDP_RR, TCP_CRR, VDI";
 
 impl TestKind {
     pub fn is_rr(self) -> bool {

@@ -7,6 +7,7 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use super::{need_root, print_json, CmdResult, Fail};
 use crate::engine::controller::TestResult;
 use crate::engine::spec::Spec;
+use crate::engine::vdi::profile::VdiSpec;
 use crate::experiment::measure::{self, Target};
 use crate::lab::state;
 use crate::meter::report::{self, CpuReport};
@@ -19,9 +20,20 @@ pub const DEFAULT_PORT: u16 = 12866;
 
 #[derive(Args)]
 pub struct TestArgs {
-    /// Test: TCP_STREAM, TCP_MAERTS, UDP_STREAM, TCP_RR, UDP_RR, TCP_CRR
+    /// Test: TCP_STREAM, TCP_MAERTS, UDP_STREAM, TCP_RR, UDP_RR, TCP_CRR, or VDI (remote-desktop
+    /// sessions between the lab's host, the protocol engine, and the client)
     #[arg(short = 't', long = "test", default_value = "TCP_STREAM")]
     test: TestKind,
+    /// VDI: desktop sessions at once, one connection each [default: 1]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
+    desktops: Option<u32>,
+    /// VDI: the session profile: idle, office, web, video-rdp, video-1080p, raw-1080p60, or one
+    /// from --profiles
+    #[arg(long)]
+    profile: Option<String>,
+    /// VDI: a TOML file of more profiles (see profiles/vdi.toml for the fields)
+    #[arg(long)]
+    profiles: Option<std::path::PathBuf>,
     /// Send size for streams (e.g. 64, 1K, 64K) [default: 16K]
     #[arg(short = 'm', long = "msg")]
     msg: Option<String>,
@@ -137,10 +149,68 @@ impl TestArgs {
                 .transpose()?
                 .map(|b| b as u64),
             verify: self.verify,
+            vdi: self.vdi()?,
+        };
+        let s = Spec {
+            parallel: if s.vdi.is_some() {
+                self.desktops.unwrap_or(1)
+            } else {
+                s.parallel
+            },
+            ..s
         };
         s.validate()?;
         Ok(s)
     }
+
+    /// The VDI profile asked for (with -t VDI), from the built-in and the user's profiles.
+    fn vdi(&self) -> Result<Option<VdiSpec>, Fail> {
+        if self.test != TestKind::Vdi {
+            if self.profile.is_some() || self.desktops.is_some() || self.profiles.is_some() {
+                return Err(Fail::Input(
+                    "--profile, --profiles and --desktops are for -t VDI".into(),
+                ));
+            }
+            return Ok(None);
+        }
+        if self.parallel != 1 {
+            return Err(Fail::Input(
+                "-t VDI runs one session per desktop: use --desktops N instead of -P".into(),
+            ));
+        }
+        let name = self.profile.as_deref().ok_or(Fail::Input(
+            "-t VDI needs --profile NAME (idle, office, web, video-rdp, video-1080p, raw-1080p60)"
+                .into(),
+        ))?;
+        let user = match &self.profiles {
+            Some(p) => Some((read_bounded(p)?, p.display().to_string())),
+            None => None,
+        };
+        let user = user.as_ref().map(|(t, f)| (t.as_str(), f.as_str()));
+        Ok(Some(crate::engine::vdi::profile::find(name, user)?))
+    }
+}
+
+/// The largest profiles file read.
+const MAX_PROFILES_BYTES: u64 = 1 << 20;
+
+/// A user's file, refused if over `MAX_PROFILES_BYTES` before it is read.
+fn read_bounded(p: &std::path::Path) -> Result<String, Fail> {
+    use std::io::Read;
+    let f = std::fs::File::open(p)
+        .map_err(|e| Fail::Input(format!("--profiles {}: {e}", p.display())))?;
+    let mut text = String::new();
+    f.take(MAX_PROFILES_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| Fail::Input(format!("--profiles {}: {e}", p.display())))?;
+    if text.len() as u64 > MAX_PROFILES_BYTES {
+        return Err(Fail::Input(format!(
+            "--profiles {}: over {} KB; a profiles file is a few tables",
+            p.display(),
+            MAX_PROFILES_BYTES >> 10
+        )));
+    }
+    Ok(text)
 }
 
 pub fn test(a: TestArgs) -> CmdResult {
@@ -153,7 +223,18 @@ pub fn test(a: TestArgs) -> CmdResult {
     if !(1..=1000).contains(&a.repeat) {
         return Err(Fail::Input(format!("--repeat {}: use 1 to 1000", a.repeat)));
     }
-    let target = if a.from.is_some() || a.to.is_some() {
+    let vdi_default = a.test == TestKind::Vdi && a.host.is_none();
+    let (from, to) = match (a.from, a.to) {
+        (None, None) if vdi_default => (Some(Senders::One(Role::Host)), Some(Role::Client)),
+        ft => ft,
+    };
+    if a.test == TestKind::Vdi
+        && a.host.is_none()
+        && (from, to) != (Some(Senders::One(Role::Host)), Some(Role::Client))
+    {
+        return Err(Fail::Input("-t VDI runs between the lab's host (the protocol engine) and the client: drop --from/--to".into()));
+    }
+    let target = if from.is_some() || to.is_some() {
         if a.host.is_some() {
             return Err(Fail::Input(
                 "use either -H (standalone) or --from/--to (in a lab), not both".into(),
@@ -162,10 +243,10 @@ pub fn test(a: TestArgs) -> CmdResult {
         need_root("vnetlab test in a lab")?;
         let lab = state::resolve(a.lab.as_deref())?;
         let rec = state::load(&lab)?;
-        let from = a.from.ok_or(Fail::Input(
+        let from = from.ok_or(Fail::Input(
             "--to needs --from (g1…, client, host or guests)".into(),
         ))?;
-        let to = a.to.ok_or(Fail::Input(
+        let to = to.ok_or(Fail::Input(
             "--from needs --to (g1…, client or host)".into(),
         ))?;
         if let Senders::One(r) = from {
@@ -476,7 +557,54 @@ fn check_allowed(ip: IpAddr) -> Result<(), Fail> {
     }
 }
 
+/// A VDI test: each desktop (at most 16 lines, then the rest folded) and the total.
+fn print_vdi(v: &crate::engine::vdi::result::VdiResult, secs: f64) {
+    use crate::engine::vdi::result::Percentiles;
+    let ms = |p: &Option<Percentiles>| match p {
+        Some(p) => format!(
+            "p50 {:.1} p99 {:.1} max {:.1} ms",
+            p.p50 / 1e3,
+            p.p99 / 1e3,
+            p.max / 1e3
+        ),
+        None => "none".into(),
+    };
+    let t = &v.total;
+    crate::outln!(
+        "VDI {} × {} desktop(s), {secs:.1} s measured: {:.1} of {:.1} frames/s delivered, screen {:.3} Gb/s, late frames {} ({:.2} %), skipped {}",
+        v.profile, t.desktops, t.fps, t.target_fps, t.screen_gbps, t.late_frames, t.late_pct, t.skipped_frames
+    );
+    crate::outln!(
+        "  frame delay {}; input-to-screen {}",
+        ms(&t.frame_delay_us),
+        ms(&t.input_latency_us)
+    );
+    if t.usb_gbps > 0.0 {
+        crate::outln!("  USB {:.3} Gb/s", t.usb_gbps);
+    }
+    for d in v.desktops.iter().take(16) {
+        crate::outln!(
+            "    {:<10} {:>6.1}/{:<5.1} fps  delay {}  input {}  late {}",
+            d.name,
+            d.fps,
+            d.target_fps,
+            ms(&d.frame_delay_us),
+            ms(&d.input_latency_us),
+            d.late_frames
+        );
+    }
+    if v.desktops.len() > 16 {
+        crate::outln!(
+            "    … and {} more desktops (see --json)",
+            v.desktops.len() - 16
+        );
+    }
+}
+
 pub fn print_result(r: &TestResult) {
+    if let Some(v) = &r.vdi {
+        return print_vdi(v, r.duration_s);
+    }
     if r.transfer.is_some() && !r.intervals.is_empty() || r.transfer.is_none() {
         crate::outln!(
             "{} {} → {}: {} B messages, {} stream(s), {:.1} s measured after a {:.1} s warm-up",

@@ -12,6 +12,7 @@ use super::intervals;
 use super::proto::{self, Reply, Request, SideReport};
 use super::sockets;
 use super::spec::Spec;
+use super::vdi;
 use crate::vocab::TestKind;
 
 /// How long the server side waits for the initiator's connections.
@@ -331,6 +332,7 @@ impl Agent {
                         handles.push(std::thread::spawn(move || match spec.test {
                             TestKind::TcpStream => flows::tcp_recv(s, id, &spec, clock, sample),
                             TestKind::TcpMaerts => flows::tcp_send(s, id, &spec, clock),
+                            TestKind::Vdi => vdi::session::client(s, id, &spec, clock),
                             _ => flows::tcp_rr_respond(s, id, &spec, clock),
                         }));
                     }
@@ -380,6 +382,7 @@ impl Agent {
                         handles.push(std::thread::spawn(move || match spec.test {
                             TestKind::TcpStream => flows::tcp_send(s, id, &spec, clock),
                             TestKind::TcpMaerts => flows::tcp_recv(s, id, &spec, clock, sample),
+                            TestKind::Vdi => vdi::session::engine(s, id, &spec, clock),
                             _ => flows::tcp_rr_initiate(s, id, &spec, clock),
                         }));
                     }

@@ -301,6 +301,9 @@ pub struct TestResult {
     /// them all): named, never averaged away.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub starved: Vec<String>,
+    /// VDI: each desktop's session and their total.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub vdi: Option<super::vdi::result::VdiResult>,
 }
 
 /// Stream ids: pair k's streams are k*1000, k*1000+1, …
@@ -536,6 +539,10 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
         tcp_retransmits: (!spec.test.is_udp()).then_some(retrans),
         tcp_info,
         transfer: (spec.bytes.is_some() || spec.verify).then(|| transfer(reports)),
+        vdi: spec
+            .vdi
+            .as_ref()
+            .map(|v| vdi_sides(&v.profile, reports, secs)),
         starved,
         zerocopy: spec.zerocopy.then(|| ZeroCopy {
             sends_completed: zc_done,
@@ -546,6 +553,27 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
             },
         }),
     }
+}
+
+/// Each desktop's (client, engine) reports, matched by stream id, combined.
+fn vdi_sides(
+    profile: &str,
+    reports: &[(usize, SideReport)],
+    secs: f64,
+) -> super::vdi::result::VdiResult {
+    use std::collections::BTreeMap;
+    let mut by_id: BTreeMap<u32, (super::proto::VdiReport, super::proto::VdiReport)> =
+        BTreeMap::new();
+    for s in reports.iter().flat_map(|(_, r)| r.streams.iter()) {
+        let Some(v) = &s.vdi else { continue };
+        let e = by_id.entry(s.id).or_default();
+        match s.receiver {
+            true => e.0 = v.clone(),
+            false => e.1 = v.clone(),
+        }
+    }
+    let sides: Vec<_> = by_id.into_values().collect();
+    super::vdi::result::combine(profile, &sides, secs)
 }
 
 fn unique<'a>(names: impl Iterator<Item = &'a str>) -> String {

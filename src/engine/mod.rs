@@ -1,5 +1,5 @@
 //! The traffic engine: netperf-class tests (TCP_STREAM, TCP_MAERTS, UDP_STREAM, TCP_RR, UDP_RR,
-//! TCP_CRR) between agents. It knows nothing of labs: callers start agents (in-process, as child
+//! TCP_CRR) and VDI sessions between agents. It knows nothing of labs: callers start agents (in-process, as child
 //! processes, or over TCP) and say which addresses connect.
 
 pub mod agent;
@@ -12,6 +12,7 @@ pub mod serve;
 pub mod sockets;
 pub mod spec;
 pub mod tcpinfo;
+pub mod vdi;
 
 /// Why the engine could not run a test. Its `Display` is the one line users see.
 #[derive(Debug, thiserror::Error)]

@@ -66,6 +66,32 @@ pub struct StreamReport {
     pub sha256: Option<String>,
     /// Seconds from the first byte to the end of the stream (receivers).
     pub active_s: f64,
+    /// VDI: what this side of a desktop's session saw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vdi: Option<VdiReport>,
+}
+
+/// One side of a desktop's VDI session, inside the measured window.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+pub struct VdiReport {
+    pub target_fps: f64,
+    /// Frames sent (engine) or arrived whole (client).
+    pub frames: u64,
+    /// Engine: ticks without a frame (back-pressure, or passed while it was busy).
+    pub skipped: u64,
+    /// Client: frames whose delay exceeded one frame interval.
+    pub late: u64,
+    pub bytes_screen: u64,
+    /// Input events and acknowledgements, client to engine.
+    pub bytes_input: u64,
+    /// USB bytes this side received and sent.
+    pub usb_in: u64,
+    pub usb_out: u64,
+    /// Client: frame delay and input-to-screen latency, ns, as (value, count) pairs.
+    pub frame_delay_ns: Vec<(u64, u64)>,
+    pub input_latency_ns: Vec<(u64, u64)>,
+    /// Client: input events dropped unanswered from a full log.
+    pub inputs_unanswered: u64,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, Default)]

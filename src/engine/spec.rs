@@ -41,6 +41,9 @@ pub struct Spec {
     /// Send a known pattern and compare SHA-256 hashes of what was sent and what arrived.
     #[serde(default)]
     pub verify: bool,
+    /// VDI: each desktop's session workload (one stream per desktop, `parallel` desktops).
+    #[serde(default)]
+    pub vdi: Option<super::vdi::profile::VdiSpec>,
 }
 
 impl Default for Spec {
@@ -61,6 +64,7 @@ impl Default for Spec {
             interval: 1.0,
             bytes: None,
             verify: false,
+            vdi: None,
         }
     }
 }
@@ -140,6 +144,14 @@ impl Spec {
         }
         if self.zerocopy && self.test.is_rr() {
             return Err(Error::Input("--zerocopy is for stream tests".into()));
+        }
+        match (&self.vdi, self.test == TestKind::Vdi) {
+            (Some(v), true) => v.validate()?,
+            (None, true) => return Err(Error::Input("-t VDI needs a --profile".into())),
+            (Some(_), false) => {
+                return Err(Error::Input("--profile is for -t VDI".into()));
+            }
+            (None, false) => {}
         }
         for b in [self.local_buf, self.remote_buf].into_iter().flatten() {
             if b > (1 << 30) {

@@ -117,6 +117,7 @@ pub fn expand(e: &ExperimentFile) -> Vec<Point> {
                                                             .clamp(0.1, 1.0),
                                                         bytes: None,
                                                         verify: false,
+                                                        vdi: None,
                                                     };
                                                     out.push(Point {
                                                         seq: 0,

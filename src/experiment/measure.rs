@@ -284,14 +284,16 @@ pub fn place_driver(cpus: Option<&CpuPlan>) {
 }
 
 /// What bound the point, from the meter's per-core figures, the backends, the wire and the load
-/// offered (`streams` paced streams at the spec's rate).
+/// offered (`streams` paced streams at the spec's rate; VDI: the profiles' frames, carried when
+/// the frames due arrived).
 fn bound_by(
     target: &Target,
     cpu: &CpuReport,
     spec: &Spec,
     streams: usize,
-    gbps: f64,
+    result: &TestResult,
 ) -> Option<crate::vocab::Bound> {
+    let gbps = result.throughput_gbps;
     // A core is used up by this machine's work and by what the hypervisor beneath it stole.
     let used = |c: usize| {
         cpu.per_core_busy_pct.get(&c).copied().unwrap_or(0.0)
@@ -317,10 +319,14 @@ fn bound_by(
             Target::Lab { rec, .. } => rec.topology.wire.rate.map(|r| r.0),
             Target::Remote { .. } => None,
         },
-        offered_bps: spec
-            .rate
-            .filter(|_| !spec.test.is_rr())
-            .map(|r| r as f64 * (streams as u32 * spec.parallel) as f64),
+        offered_bps: match &result.vdi {
+            Some(v) if v.total.fps > 0.0 => Some(gbps * 1e9 * v.total.target_fps / v.total.fps),
+            Some(_) => Some(f64::INFINITY),
+            None => spec
+                .rate
+                .filter(|_| !spec.test.is_rr())
+                .map(|r| r as f64 * (streams as u32 * spec.parallel) as f64),
+        },
     };
     bound::classify(&limits)
 }
@@ -417,7 +423,7 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, Error> {
     };
     let (cpu, cpu_error) = match report::build(&data, &traffic) {
         Ok(mut c) => {
-            c.bound_by = bound_by(target, &c, spec, pairs.len(), result.throughput_gbps);
+            c.bound_by = bound_by(target, &c, spec, pairs.len(), &result);
             (Some(c), None)
         }
         Err(e) => (None, Some(e.to_string())),

@@ -351,24 +351,7 @@ fn check_kind(kind: Option<GuestKind>, mode: Mode) -> Result<(), Error> {
     }
 }
 
-/// Turns a toml error into one line: `file:line:col: message`.
-pub fn toml_error(e: &toml::de::Error, text: &str, file: &str) -> String {
-    let msg = e.message().replace('\n', " ");
-    match e.span() {
-        Some(span) => {
-            let (line, col) = line_col(text, span.start);
-            format!("{file}:{line}:{col}: {}", msg.trim())
-        }
-        None => format!("{file}: {}", msg.trim()),
-    }
-}
-
-pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
-    (line, col)
-}
+pub use crate::text::{line_col, toml_error};
 
 #[cfg(test)]
 mod tests {

@@ -151,6 +151,18 @@ pub fn thread_cpu_s() -> f64 {
     ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }
 
+/// CLOCK_MONOTONIC in nanoseconds: one clock for every process on this kernel (a lab's
+/// namespaces included), so a time sent by one side can be compared on the other.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec the kernel writes into.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// The kernel's clock ticks per second (USER_HZ), as /proc/stat counts them.
 pub fn clock_ticks_per_s() -> f64 {
     // SAFETY: sysconf takes a constant and touches no memory of ours.

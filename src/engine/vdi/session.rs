@@ -1,0 +1,384 @@
+//! One desktop's session on its TCP connection, both ends. The engine (the protocol engine in
+//! the hypervisor: the lab's host) sends frames at the profile's ticks, each answering the input
+//! it has seen, holding back while too many are unacknowledged, and USB chunks between them; its
+//! reader thread takes the client's inputs, acknowledgements and USB. The client reads frames
+//! (frame delay, input-to-screen latency, late frames) and acknowledges each; its writer thread
+//! sends input events and USB at their rates and the acknowledgements as they come.
+
+use hdrhistogram::Histogram;
+use std::io::{ErrorKind, Write};
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::pace::{may_send, Every, InputLog, Sizes, Ticks};
+use super::profile::VdiSpec;
+use super::wire::{Msg, Reader};
+use crate::engine::flows::{Clock, Piece};
+use crate::engine::intervals::{bucket_of, window};
+use crate::engine::proto::{StreamReport, VdiReport};
+use crate::engine::spec::Spec;
+
+/// Bytes of one USB bulk chunk (a mass-storage transfer's usual 64 KB).
+pub const USB_CHUNK: u32 = 64 << 10;
+/// How long a side waits for the next byte before it calls the peer stalled.
+fn stall(v: &VdiSpec) -> Duration {
+    Duration::from_secs_f64(10.0 + 2.0 / v.fps)
+}
+
+fn hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).unwrap()
+}
+
+fn pairs(h: &Histogram<u64>) -> Vec<(u64, u64)> {
+    h.iter_recorded()
+        .map(|v| (v.value_iterated_to(), v.count_at_value()))
+        .collect()
+}
+
+fn in_window(clock: &Clock, t: f64) -> bool {
+    t >= clock.warmup && t < clock.window_end()
+}
+
+/// Writes all of `b`, riding out the write timeout until the clock's hard end.
+fn write_fully(s: &mut TcpStream, mut b: &[u8], clock: &Clock) -> std::io::Result<()> {
+    while !b.is_empty() {
+        match s.write(b) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => b = &b[n..],
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if clock.now() > clock.hard_end() {
+                    return Err(ErrorKind::TimedOut.into());
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Sends a message with `payload` bytes of filler after its header.
+fn send(s: &mut TcpStream, m: &Msg, filler: &[u8], clock: &Clock) -> std::io::Result<()> {
+    write_fully(s, &m.header(), clock)?;
+    let mut left = m.payload() as usize;
+    while left > 0 {
+        let n = left.min(filler.len());
+        write_fully(s, &filler[..n], clock)?;
+        left -= n;
+    }
+    Ok(())
+}
+
+fn sleep_until(clock: &Clock, t: f64) {
+    let now = clock.now();
+    if t > now {
+        std::thread::sleep(Duration::from_secs_f64(t - now));
+    }
+}
+
+/// What the engine's reader learns from the client.
+#[derive(Default)]
+struct FromClient {
+    acked: AtomicU32,
+    inputs: AtomicU32,
+    usb_in: AtomicU64,
+    input_bytes: AtomicU64,
+    error: Mutex<Option<String>>,
+}
+
+/// The engine's end of desktop `id`'s session.
+pub fn engine(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
+    let v = spec.vdi.clone().expect("a VDI spec carries its profile");
+    let mut p = piece(id, false, &v);
+    let heard = Arc::new(FromClient::default());
+    let reader = match s.try_clone() {
+        Ok(r) => {
+            let (h, v2) = (heard.clone(), v.clone());
+            std::thread::spawn(move || engine_reader(r, &v2, &h, clock))
+        }
+        Err(e) => {
+            p.error = Some(format!("desktop {id}: {e}"));
+            return p;
+        }
+    };
+    s.set_write_timeout(Some(Duration::from_millis(100))).ok();
+    if let Err(e) = engine_loop(
+        &mut s,
+        id,
+        &v,
+        clock,
+        &heard,
+        p.report.vdi.as_mut().unwrap(),
+    ) {
+        p.error = Some(format!("desktop {id}: the client went away ({e})"));
+    }
+    let _ = s.shutdown(Shutdown::Write);
+    let _ = reader.join();
+    let r = p.report.vdi.as_mut().unwrap();
+    r.usb_in = heard.usb_in.load(Ordering::Relaxed);
+    r.bytes_input = heard.input_bytes.load(Ordering::Relaxed);
+    if let Some(e) = heard.error.lock().unwrap().take() {
+        p.error.get_or_insert(format!("desktop {id}: {e}"));
+    }
+    p.report.total_bytes = r.bytes_screen + r.usb_out;
+    p
+}
+
+fn piece(id: u32, receiver: bool, v: &VdiSpec) -> Piece {
+    Piece {
+        report: StreamReport {
+            id,
+            receiver,
+            vdi: Some(VdiReport {
+                target_fps: v.fps,
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// The engine's ticks: a frame per tick unless back-pressure holds it (or the tick has passed
+/// by a whole interval: the engine skips it, as an encoder drops frames it cannot send in time);
+/// USB chunks in between.
+fn engine_loop(
+    s: &mut TcpStream,
+    id: u32,
+    v: &VdiSpec,
+    clock: Clock,
+    heard: &FromClient,
+    r: &mut VdiReport,
+) -> std::io::Result<()> {
+    let ticks = Ticks::for_desktop(v.fps, id);
+    let mut sizes = Sizes::new(&v.frame_bytes, id);
+    let usb = Every {
+        per_s: v.usb_bps as f64 / (f64::from(USB_CHUNK) * 8.0),
+    };
+    let filler = vec![0x5au8; 256 << 10];
+    let (mut k, mut u, mut seq) = (0u64, 0u64, 0u32);
+    loop {
+        let (tick_t, usb_t) = (ticks.at(k), usb.at(u).unwrap_or(f64::INFINITY));
+        let next = tick_t.min(usb_t);
+        if next >= clock.window_end() {
+            return Ok(());
+        }
+        sleep_until(&clock, next);
+        if usb_t < tick_t {
+            u += 1;
+            let m = Msg::Usb { len: USB_CHUNK };
+            send(s, &m, &filler, &clock)?;
+            if in_window(&clock, usb_t) {
+                r.usb_out += m.wire_bytes();
+            }
+            continue;
+        }
+        let now = clock.now();
+        let due = ticks.first_at_or_after(now - ticks.interval()).max(k + 1);
+        let counted = |t: f64| in_window(&clock, t) as u64;
+        // Ticks that passed by a whole interval while the engine was busy are skipped.
+        r.skipped += (k + 1..due).map(|j| counted(ticks.at(j))).sum::<u64>();
+        k = due;
+        if !may_send(seq + 1, heard.acked.load(Ordering::Relaxed), v.max_unacked) {
+            r.skipped += counted(tick_t);
+            continue;
+        }
+        seq += 1;
+        let m = Msg::Frame {
+            seq,
+            answers: heard.inputs.load(Ordering::Relaxed),
+            sent_ns: crate::sys::monotonic_ns(),
+            len: sizes.draw(),
+        };
+        send(s, &m, &filler, &clock)?;
+        if in_window(&clock, tick_t) {
+            r.frames += 1;
+            r.bytes_screen += m.wire_bytes();
+        }
+    }
+}
+
+/// The engine's reader: inputs, acknowledgements and USB from the client, until it closes.
+fn engine_reader(s: TcpStream, v: &VdiSpec, heard: &FromClient, clock: Clock) {
+    s.set_read_timeout(Some(stall(v))).ok();
+    let mut rd = Reader::new(s);
+    let fail = |e: String| *heard.error.lock().unwrap() = Some(e);
+    loop {
+        let m = match rd.next_msg() {
+            Ok(Some(m)) => m,
+            Ok(None) => return,
+            Err(e) => return fail(format!("the client's messages stopped ({e})")),
+        };
+        let counted = in_window(&clock, clock.now());
+        match m {
+            Msg::Input { seq, .. } => {
+                heard.inputs.fetch_max(seq, Ordering::Relaxed);
+            }
+            Msg::Ack { seq } => {
+                heard.acked.fetch_max(seq, Ordering::Relaxed);
+            }
+            Msg::Usb { len } => {
+                if let Err(e) = rd.skip(len) {
+                    return fail(format!("a USB chunk was cut short ({e})"));
+                }
+                if counted {
+                    heard.usb_in.fetch_add(m.wire_bytes(), Ordering::Relaxed);
+                }
+                continue;
+            }
+            Msg::Frame { .. } => return fail("the client sent a frame".into()),
+        }
+        if counted {
+            heard
+                .input_bytes
+                .fetch_add(m.wire_bytes(), Ordering::Relaxed);
+        }
+    }
+}
+
+/// The client's end of desktop `id`'s session.
+pub fn client(s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
+    let v = spec.vdi.clone().expect("a VDI spec carries its profile");
+    let mut p = piece(id, true, &v);
+    let (first, last) = window(spec.warmup, spec.duration);
+    p.buckets = vec![0; last - first];
+    let log = Arc::new(Mutex::new(InputLog::default()));
+    let (acks, acks_rx) = mpsc::channel();
+    let writer = match s.try_clone() {
+        Ok(w) => {
+            let (log, v2) = (log.clone(), v.clone());
+            std::thread::spawn(move || client_writer(w, id, &v2, clock, &log, acks_rx))
+        }
+        Err(e) => {
+            p.error = Some(format!("desktop {id}: {e}"));
+            return p;
+        }
+    };
+    s.set_read_timeout(Some(stall(&v))).ok();
+    let mut rd = Reader::new(s);
+    let mut frame_delay = hist();
+    let mut input_latency = hist();
+    let r = p.report.vdi.as_mut().unwrap();
+    let interval_ns = 1e9 / v.fps;
+    let result = loop {
+        let m = match rd.next_msg() {
+            Ok(Some(m)) => m,
+            Ok(None) => break Ok(()),
+            Err(e) => break Err(format!("the engine's messages stopped ({e})")),
+        };
+        if let Err(e) = rd.skip(m.payload()) {
+            break Err(format!("a message was cut short ({e})"));
+        }
+        let now = clock.now();
+        let counted = in_window(&clock, now);
+        let b = bucket_of(now);
+        if (first..last).contains(&b) {
+            p.buckets[b - first] += m.wire_bytes();
+        }
+        match m {
+            Msg::Frame {
+                seq,
+                answers,
+                sent_ns,
+                ..
+            } => {
+                let _ = acks.send(seq);
+                let delay = crate::sys::monotonic_ns().saturating_sub(sent_ns).max(1);
+                let answered = log.lock().unwrap().answered(answers, now);
+                if counted {
+                    r.frames += 1;
+                    r.bytes_screen += m.wire_bytes();
+                    r.late += u64::from(delay as f64 > interval_ns);
+                    let _ = frame_delay.record(delay);
+                    for l in answered {
+                        let _ = input_latency.record((l * 1e9).max(1.0) as u64);
+                    }
+                }
+            }
+            Msg::Usb { .. } if counted => r.usb_in += m.wire_bytes(),
+            Msg::Usb { .. } => {}
+            _ => break Err("the engine sent a client's message".into()),
+        }
+    };
+    drop(acks);
+    let (bytes_input, usb_out) = writer.join().unwrap_or((0, 0));
+    r.bytes_input = bytes_input;
+    r.usb_out = usb_out;
+    r.frame_delay_ns = pairs(&frame_delay);
+    r.input_latency_ns = pairs(&input_latency);
+    r.inputs_unanswered = log.lock().unwrap().dropped;
+    p.report.window_bytes = r.bytes_screen;
+    p.report.total_bytes = r.bytes_screen + r.usb_in;
+    p.report.active_s = spec.duration;
+    if let Err(e) = result {
+        p.error = Some(format!("desktop {id}: {e}"));
+    }
+    p
+}
+
+/// The client's writer: input events and USB at their rates until the window ends, and every
+/// acknowledgement until the reader is done. Returns (input and ack bytes, USB bytes) sent
+/// inside the window.
+fn client_writer(
+    mut s: TcpStream,
+    id: u32,
+    v: &VdiSpec,
+    clock: Clock,
+    log: &Mutex<InputLog>,
+    acks: Receiver<u32>,
+) -> (u64, u64) {
+    s.set_write_timeout(Some(Duration::from_millis(100))).ok();
+    let inputs = Every {
+        per_s: v.keyboard_per_s + v.mouse_per_s,
+    };
+    let usb = Every {
+        per_s: v.usb_bps as f64 / (f64::from(USB_CHUNK) * 8.0),
+    };
+    // Inputs start a little after the session does, out of phase across desktops.
+    let offset = Ticks::for_desktop(v.fps, id + 1).phase;
+    let filler = vec![0xa5u8; USB_CHUNK as usize];
+    let (mut i, mut u, mut seq) = (0u64, 0u64, 0u32);
+    let (mut input_bytes, mut usb_bytes) = (0u64, 0u64);
+    loop {
+        let in_t = inputs.at(i).map_or(f64::INFINITY, |t| t + offset);
+        let usb_t = usb.at(u).unwrap_or(f64::INFINITY);
+        let next = in_t.min(usb_t);
+        let wait = if next < clock.window_end() {
+            (next - clock.now()).max(0.0)
+        } else {
+            clock.hard_end() - clock.now()
+        };
+        let m = match acks.recv_timeout(Duration::from_secs_f64(wait.max(0.0))) {
+            Ok(seq) => Msg::Ack { seq },
+            Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Timeout) if next >= clock.window_end() => break,
+            Err(RecvTimeoutError::Timeout) if usb_t < in_t => {
+                u += 1;
+                Msg::Usb { len: USB_CHUNK }
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                i += 1;
+                seq += 1;
+                log.lock().unwrap().sent(seq, clock.now());
+                Msg::Input {
+                    seq,
+                    data: [0, 1, (seq % 256) as u8, 0],
+                }
+            }
+        };
+        if send(&mut s, &m, &filler, &clock).is_err() {
+            break;
+        }
+        if in_window(&clock, clock.now()) {
+            match m {
+                Msg::Usb { .. } => usb_bytes += m.wire_bytes(),
+                _ => input_bytes += m.wire_bytes(),
+            }
+        }
+    }
+    let _ = s.shutdown(Shutdown::Write);
+    (input_bytes, usb_bytes)
+}
