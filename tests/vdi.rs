@@ -99,3 +99,82 @@ fn two_office_desktops_get_their_frames_with_finite_latencies() {
     c.ok(&["down", "tvd"]);
     assert_eq!(before, host_snapshot());
 }
+
+fn part_pct(r: &serde_json::Value, name: &str) -> f64 {
+    r["cpu"]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .and_then(|p| p["busy_pct"].as_f64())
+        .unwrap_or_else(|| panic!("no part {name}: {}", r["cpu"]["parts"]))
+}
+
+#[test]
+fn desktop_load_and_a_udp_flood_run_beside_the_test_and_end_with_it() {
+    let c = ctx("vdiload");
+    let before = host_snapshot();
+    c.ok(&["up", "--name", "tvl", "--guests", "1"]);
+    // Desktops that work: g1 burns half a core in its own cgroup while an idle session runs.
+    let r = c.json(&[
+        "test",
+        "--lab",
+        "tvl",
+        "-t",
+        "VDI",
+        "--profile",
+        "idle",
+        "-l",
+        "3",
+        "--desktop-load",
+        "50",
+        "--json",
+    ]);
+    let g1 = part_pct(&r, "g1");
+    assert!((35.0..=65.0).contains(&g1), "g1 {g1} %: {}", r["loads"]);
+    assert_eq!(r["loads"][0]["kind"], "burner");
+    assert_eq!(r["loads"][0]["at"], "g1");
+    // A flood at 100 Mb/s from the client to g1 arrives at that rate while a paced RR runs.
+    let r = c.json(&[
+        "test",
+        "--lab",
+        "tvl",
+        "--from",
+        "g1",
+        "--to",
+        "client",
+        "-t",
+        "TCP_RR",
+        "-l",
+        "3",
+        "--load",
+        "udp-flood@client:g1,100mbit",
+        "--json",
+    ]);
+    let f = &r["loads"][0];
+    assert_eq!(f["kind"], "flood", "{f}");
+    let arrived = f["arrived_gbps"].as_f64().unwrap() * 1e3;
+    assert!((90.0..=110.0).contains(&arrived), "{f}");
+    assert!(r["latency_us"]["max"].as_f64().unwrap() > 0.0);
+    // It ended with the test: nothing of vnetlab's still runs in the lab's namespaces.
+    let o = std::process::Command::new("ip")
+        .args(["netns", "pids", "vltvl-g1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).trim().is_empty(),
+        "still running in g1: {:?}",
+        o
+    );
+    for (bad, says) in [("cpu@g9", "g9"), ("udp-flood@client:g1", "after a comma")] {
+        let o = c.run(&[
+            "test", "--lab", "tvl", "--from", "g1", "--to", "client", "--load", bad,
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains(says), "{bad}: {err}");
+    }
+    c.ok(&["down", "tvl"]);
+    assert_eq!(before, host_snapshot());
+}

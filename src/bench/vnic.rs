@@ -138,6 +138,7 @@ fn run_cases(
                 rec: Box::new(plan.record.clone()),
                 from: Senders::One(from),
                 to,
+                loads: vec![],
             };
             match measure::repeated(&target, &spec, repeat, None, &|_, _| {}) {
                 Ok(m) => rows.push(row(case.label, from, to, &m)),

@@ -188,6 +188,9 @@ enum Cmd {
     /// (internal) a guest's vNIC backend (device model), started by `up`
     #[command(hide = true)]
     Vnic(test_cmds::VnicArgs),
+    /// (internal) a CPU burner for `test --load cpu@…` and `--desktop-load`
+    #[command(hide = true)]
+    Burn(test_cmds::BurnArgs),
 }
 
 pub fn main() -> i32 {
@@ -228,6 +231,7 @@ pub fn main() -> i32 {
         Cmd::Meter(a) => test_cmds::meter(a),
         Cmd::Agent(a) => test_cmds::agent(a),
         Cmd::Vnic(a) => test_cmds::vnic(a),
+        Cmd::Burn(a) => test_cmds::burn(a),
         Cmd::Bench(a) => bench_cmds::bench(a),
         Cmd::Run(a) => exp_cmds::run(a),
         Cmd::Plan(a) => plan_cmds::plan(a),

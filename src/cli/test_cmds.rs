@@ -8,6 +8,7 @@ use super::{need_root, print_json, CmdResult, Fail};
 use crate::engine::controller::TestResult;
 use crate::engine::spec::Spec;
 use crate::engine::vdi::profile::VdiSpec;
+use crate::experiment::load::{self, Load};
 use crate::experiment::measure::{self, Target};
 use crate::lab::state;
 use crate::meter::report::{self, CpuReport};
@@ -103,6 +104,15 @@ pub struct TestArgs {
     /// WIDTH % (±WIDTH/2) of the mean, as netperf's -I; e.g. 95,5 (at least 3 runs, at most --repeat)
     #[arg(long)]
     confidence: Option<String>,
+    /// In a lab: interfering load while the test runs, repeatable: cpu@ENDPOINT (a burner using a
+    /// whole core in its cgroup and cpuset, e.g. cpu@host, cpu@g2) or udp-flood@FROM:TO,RATE (UDP
+    /// at RATE on a port the test does not use, e.g. udp-flood@client:g1,500mbit)
+    #[arg(long = "load")]
+    load: Vec<String>,
+    /// In a lab: every guest burns PCT % of one core in its own cgroup while the test runs
+    /// (desktops that work, as in paper 1's Table III)
+    #[arg(long, allow_negative_numbers = true)]
+    desktop_load: Option<f64>,
     /// One JSON document on stdout
     #[arg(long)]
     json: bool,
@@ -161,6 +171,44 @@ impl TestArgs {
         };
         s.validate()?;
         Ok(s)
+    }
+
+    /// The loads asked for, checked against the lab's endpoints.
+    fn loads(&self, rec: &state::LabRecord) -> Result<Vec<Load>, Fail> {
+        let mut loads = self
+            .load
+            .iter()
+            .map(|s| s.parse::<Load>())
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(pct) = self.desktop_load {
+            load::check_desktop_pct(pct)?;
+            if rec.guests().next().is_none() {
+                return Err(Fail::Input(
+                    "--desktop-load: this lab has no guests (desktops): make one with --guests N"
+                        .into(),
+                ));
+            }
+            loads.push(Load::Desktops { pct });
+        }
+        for l in &loads {
+            let ends = match *l {
+                Load::Cpu { at } => vec![at],
+                Load::UdpFlood { from, to, .. } => vec![from, to],
+                Load::Desktops { .. } => vec![],
+            };
+            for r in ends {
+                rec.endpoint(r)?;
+            }
+        }
+        if loads
+            .iter()
+            .filter(|l| matches!(l, Load::UdpFlood { .. }))
+            .count()
+            > 1
+        {
+            return Err(Fail::Input("--load: one udp-flood at a time".into()));
+        }
+        Ok(loads)
     }
 
     /// The VDI profile asked for (with -t VDI), from the built-in and the user's profiles.
@@ -256,12 +304,19 @@ pub fn test(a: TestArgs) -> CmdResult {
         if from == Senders::One(to) || (from == Senders::AllGuests && to.is_guest()) {
             return Err(Fail::Input(format!("--from {from} --to {to}: a test needs two different endpoints (e.g. --from g1 --to client)")));
         }
+        let loads = a.loads(&rec)?;
         Target::Lab {
             rec: Box::new(rec),
             from,
             to,
+            loads,
         }
     } else if let Some(h) = &a.host {
+        if !a.load.is_empty() || a.desktop_load.is_some() {
+            return Err(Fail::Input(
+                "--load and --desktop-load run in a lab: use --from/--to instead of -H".into(),
+            ));
+        }
         let ip = resolve_host(h)?;
         check_allowed(ip)?;
         let token = a.token.clone().ok_or(Fail::Input(
@@ -329,6 +384,7 @@ pub fn test(a: TestArgs) -> CmdResult {
                 );
             }
         }
+        print_loads(&out.loads);
         if let Some(c) = &out.cpu {
             print_cpu(c);
         } else if let Some(e) = &out.cpu_error {
@@ -557,6 +613,31 @@ fn check_allowed(ip: IpAddr) -> Result<(), Fail> {
     }
 }
 
+/// What each interfering load did.
+fn print_loads(loads: &[load::LoadReport]) {
+    for l in loads {
+        match l {
+            load::LoadReport::Burner {
+                load,
+                at,
+                target_pct,
+                cpu_pct,
+            } => crate::outln!("  load {load}: burner in {at} used {cpu_pct:.1} % of a core (asked {target_pct:.0} %)"),
+            load::LoadReport::Flood {
+                load,
+                offered_gbps,
+                arrived_gbps,
+                loss_pct,
+            } => crate::outln!(
+                "  load {load}: {:.1} of {:.1} Mb/s arrived{}",
+                arrived_gbps * 1e3,
+                offered_gbps * 1e3,
+                loss_pct.map(|l| format!(" ({l:.2} % lost)")).unwrap_or_default()
+            ),
+        }
+    }
+}
+
 /// A VDI test: each desktop (at most 16 lines, then the rest folded) and the total.
 fn print_vdi(v: &crate::engine::vdi::result::VdiResult, secs: f64) {
     use crate::engine::vdi::result::Percentiles;
@@ -752,6 +833,7 @@ pub fn meter(a: MeterArgs) -> CmdResult {
         rec: Box::new(rec),
         from: Senders::One(Role::Host),
         to: Role::Client,
+        loads: vec![],
     };
     measure::place_driver(target.cpus());
     let m = Meter::start(target.setup()?);
@@ -832,6 +914,27 @@ pub fn vnic(a: VnicArgs) -> CmdResult {
             stats: a.stats,
         },
     )?)
+}
+
+#[derive(clap::Args)]
+pub struct BurnArgs {
+    /// Share of one core to use, %
+    #[arg(long)]
+    pct: f64,
+    /// How long, seconds
+    #[arg(long)]
+    seconds: f64,
+}
+
+/// A CPU burner started by `test --load cpu@…` or `--desktop-load` inside an endpoint.
+pub fn burn(a: BurnArgs) -> CmdResult {
+    if !(a.pct > 0.0 && a.pct <= 100.0 && a.seconds > 0.0 && a.seconds <= 86_400.0) {
+        return Err(Fail::Input(
+            "burn: --pct 0 to 100 and --seconds up to 86400".into(),
+        ));
+    }
+    load::burn(a.pct, a.seconds);
+    Ok(())
 }
 
 #[derive(clap::Args)]

@@ -33,6 +33,9 @@ pub struct Measured {
     /// Per guest with a vNIC backend: its counters over the test (frames, super-frames, LRO ratio…).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub vnic: Option<std::collections::BTreeMap<String, crate::vnic::backend::VnicDelta>>,
+    /// What each interfering load did (burners' CPU, the flood's rate).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub loads: Vec<super::load::LoadReport>,
 }
 
 /// One repeat's headline figures, from its measured result.
@@ -62,6 +65,8 @@ pub enum Target {
         rec: Box<LabRecord>,
         from: Senders,
         to: Role,
+        /// Interfering load beside the test, and the desktops' own load.
+        loads: Vec<super::load::Load>,
     },
     Remote {
         host: String,
@@ -74,7 +79,7 @@ pub enum Target {
 impl Target {
     pub fn agents(&self) -> Result<(Vec<AgentConn>, Vec<Pair>), Error> {
         match self {
-            Target::Lab { rec, from, to } => lab_agents(rec, *from, *to),
+            Target::Lab { rec, from, to, .. } => lab_agents(rec, *from, *to),
             Target::Remote {
                 host,
                 ip,
@@ -176,7 +181,7 @@ impl Target {
     /// The parts on the sending and on the receiving side of the bulk data.
     pub fn sides(&self, spec: &Spec) -> (Vec<String>, Vec<String>) {
         let (from, to): (Vec<String>, Vec<String>) = match self {
-            Target::Lab { rec, from, to } => {
+            Target::Lab { rec, from, to, .. } => {
                 let f = match from {
                     Senders::AllGuests => rec.guests().map(|g| g.role.to_string()).collect(),
                     Senders::One(r) => vec![r.to_string()],
@@ -241,7 +246,7 @@ impl Target {
     /// The vNIC backends of the endpoints this test uses: (guest, counters file, log).
     fn backends(&self) -> Vec<(String, std::path::PathBuf, std::path::PathBuf)> {
         match self {
-            Target::Lab { rec, from, to } => rec
+            Target::Lab { rec, from, to, .. } => rec
                 .endpoints
                 .iter()
                 .filter(|e| {
@@ -388,9 +393,21 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, Error> {
         let a = t + std::time::Duration::from_secs_f64(spec.warmup);
         meter.window(a, a + std::time::Duration::from_secs_f64(spec.duration));
     };
+    let loads = match target {
+        Target::Lab { rec, loads, .. } if !loads.is_empty() => Some(super::load::start(
+            rec,
+            loads,
+            spec.warmup + spec.duration + 0.5,
+        )?),
+        _ => None,
+    };
     let r = controller::run_test(spec, &mut agents, &pairs, &mut on_start);
     drop(agents);
     let data = meter.stop();
+    let loads = loads
+        .map(super::load::stop)
+        .transpose()?
+        .unwrap_or_default();
     let dead = dead_backends(target);
     if !dead.is_empty() {
         return Err(Error::Failed(dead.join("; ")));
@@ -435,6 +452,7 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, Error> {
         cpu_error,
         repeats: None,
         vnic,
+        loads,
     })
 }
 

@@ -4,6 +4,7 @@
 pub mod bound;
 pub mod facts;
 pub mod file;
+pub mod load;
 pub mod matrix;
 pub mod measure;
 pub mod run;

@@ -227,6 +227,7 @@ pub fn run_experiment(
                 rec: Box::new(plan.record.clone()),
                 from,
                 to,
+                loads: vec![],
             };
             let t0 = std::time::Instant::now();
             let rec = match measure::repeated(&target, &p.spec, p.repeat, None, &|_, _| {}) {

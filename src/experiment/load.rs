@@ -1,0 +1,326 @@
+//! Interfering load beside a test (paper 3) and desktops that work (paper 1's Table III): CPU
+//! burners in an endpoint's cgroup and cpuset, each guest burning a share of a core, and a paced
+//! UDP flood from one endpoint to another on a port the measured flow does not use. Each load's
+//! own figures (the burner's CPU, the flood's achieved rate) are reported beside the test's.
+
+use serde::Serialize;
+use std::fmt;
+use std::process::Child;
+use std::str::FromStr;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::Error;
+use crate::engine::controller::{self, TestResult};
+use crate::engine::spec::Spec;
+use crate::lab::state::LabRecord;
+use crate::vocab::{Role, Senders, TestKind};
+
+/// One load asked for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Load {
+    /// A burner using a whole core in the endpoint's cgroup and cpuset (`cpu@host`, `cpu@g2`).
+    Cpu { at: Role },
+    /// UDP from `from` to `to` at `bps` (`udp-flood@client:g1,500mbit`).
+    UdpFlood { from: Role, to: Role, bps: u64 },
+    /// Every guest burns `pct` % of one core (`--desktop-load PCT`).
+    Desktops { pct: f64 },
+}
+
+impl fmt::Display for Load {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            Load::Cpu { at } => write!(f, "cpu@{at}"),
+            Load::UdpFlood { from, to, bps } => {
+                write!(f, "udp-flood@{from}:{to},{}", crate::units::Rate(*bps))
+            }
+            Load::Desktops { pct } => write!(f, "desktop-load {pct} %"),
+        }
+    }
+}
+
+const FORMS: &str = "cpu@ENDPOINT (e.g. cpu@host, cpu@g2) or udp-flood@FROM:TO,RATE (e.g. udp-flood@client:g1,500mbit)";
+
+impl FromStr for Load {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Load, Error> {
+        let bad = |why: String| Error::Input(format!("--load {}: {why}", crate::text::clip(s)));
+        let (kind, rest) = s
+            .split_once('@')
+            .ok_or_else(|| bad(format!("write {FORMS}")))?;
+        let role = |r: &str| r.parse::<Role>().map_err(|e| bad(e.to_string()));
+        match kind {
+            "cpu" => Ok(Load::Cpu { at: role(rest)? }),
+            "udp-flood" => {
+                let (ends, rate) = rest.split_once(',').ok_or_else(|| {
+                    bad("give the rate after a comma: udp-flood@client:g1,500mbit".into())
+                })?;
+                let (from, to) = ends
+                    .split_once(':')
+                    .ok_or_else(|| bad("name both ends: udp-flood@FROM:TO,RATE".into()))?;
+                let (from, to) = (role(from)?, role(to)?);
+                if from == to {
+                    return Err(bad("a flood needs two different endpoints".into()));
+                }
+                let bps = crate::units::parse_rate(rate).map_err(|e| bad(e.to_string()))?;
+                Ok(Load::UdpFlood { from, to, bps })
+            }
+            other => Err(bad(format!(
+                "unknown load '{}': write {FORMS}",
+                crate::text::clip(other)
+            ))),
+        }
+    }
+}
+
+/// What a load did while the test ran.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LoadReport {
+    /// A burner: the share of one core it was to use, and what it used.
+    Burner {
+        load: String,
+        at: Role,
+        target_pct: f64,
+        cpu_pct: f64,
+    },
+    /// The UDP flood: offered and arrived (at the receiver, inside its window), and the loss.
+    Flood {
+        load: String,
+        offered_gbps: f64,
+        arrived_gbps: f64,
+        loss_pct: Option<f64>,
+    },
+}
+
+/// The largest share of one core a desktop may burn.
+pub fn check_desktop_pct(pct: f64) -> Result<(), Error> {
+    if (0.0..=100.0).contains(&pct) && pct > 0.0 {
+        Ok(())
+    } else {
+        Err(Error::Input(format!(
+            "--desktop-load {pct}: give a share of one core, above 0 and at most 100 (%)"
+        )))
+    }
+}
+
+/// A started burner.
+struct Burner {
+    load: String,
+    at: Role,
+    target_pct: f64,
+    child: Child,
+    cpu0: f64,
+    t0: Instant,
+}
+
+/// A started flood: its paced UDP_STREAM's driver thread.
+struct Flood {
+    load: String,
+    bps: u64,
+    driver: JoinHandle<Result<TestResult, Error>>,
+}
+
+/// The loads running beside one test.
+pub struct Running {
+    burners: Vec<Burner>,
+    flood: Option<Flood>,
+}
+
+/// Starts every load for a test lasting `secs` (warm-up included); each ends by itself shortly
+/// after, and with the driver if it dies.
+pub fn start(rec: &LabRecord, loads: &[Load], secs: f64) -> Result<Running, Error> {
+    let mut r = Running {
+        burners: vec![],
+        flood: None,
+    };
+    for l in loads {
+        match *l {
+            Load::Cpu { at } => r.burners.push(burner(rec, at, 100.0, l, secs)?),
+            Load::Desktops { pct } => {
+                for g in rec.guests() {
+                    r.burners.push(burner(rec, g.role, pct, l, secs)?);
+                }
+            }
+            Load::UdpFlood { from, to, bps } => {
+                r.flood = Some(Flood {
+                    load: l.to_string(),
+                    bps,
+                    driver: flood(rec, from, to, bps, secs)?,
+                });
+            }
+        }
+    }
+    Ok(r)
+}
+
+fn ticks() -> f64 {
+    crate::sys::clock_ticks_per_s()
+}
+
+fn cpu_s(pid: u32) -> f64 {
+    crate::meter::procs::read(pid, ticks()).map_or(0.0, |t| t.cpu_s)
+}
+
+/// A `vnetlab burn` in `at`'s cgroups (and cpuset) — for a QEMU guest, in its VM's cgroup on the
+/// host, where it competes with the VM's vCPUs.
+fn burner(rec: &LabRecord, at: Role, pct: f64, l: &Load, secs: f64) -> Result<Burner, Error> {
+    let ep = rec.endpoint(at)?;
+    let exe = std::env::current_exe().map_err(|e| Error::Failed(e.to_string()))?;
+    let argv = vec![
+        exe.display().to_string(),
+        "burn".into(),
+        "--pct".into(),
+        format!("{pct}"),
+        "--seconds".into(),
+        format!("{:.1}", secs + 2.0),
+    ];
+    let mut cmd = crate::lab::exec::command_in(&ep.netns, &ep.cgroups, &argv)?;
+    crate::sys::die_with_parent(&mut cmd);
+    let child = cmd
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| Error::Failed(format!("cannot start a CPU burner in {at}: {e}")))?;
+    Ok(Burner {
+        load: l.to_string(),
+        at,
+        target_pct: pct,
+        cpu0: cpu_s(child.id()),
+        t0: Instant::now(),
+        child,
+    })
+}
+
+/// A paced UDP_STREAM of 1472-byte datagrams from `from` to `to`, on agents of its own.
+fn flood(
+    rec: &LabRecord,
+    from: Role,
+    to: Role,
+    bps: u64,
+    secs: f64,
+) -> Result<JoinHandle<Result<TestResult, Error>>, Error> {
+    let (mut agents, pairs) = super::measure::lab_agents(rec, Senders::One(from), to)?;
+    let spec = Spec {
+        test: TestKind::UdpStream,
+        msg: 1472,
+        rate: Some(bps),
+        duration: secs,
+        warmup: 0.0,
+        interval: 1.0,
+        ..Spec::default()
+    };
+    spec.validate()?;
+    Ok(std::thread::spawn(move || {
+        Ok(controller::run_test(
+            &spec,
+            &mut agents,
+            &pairs,
+            &mut |_| {},
+        )?)
+    }))
+}
+
+/// Stops the burners (the flood ends by itself) and reports each load.
+pub fn stop(r: Running) -> Result<Vec<LoadReport>, Error> {
+    let mut out = Vec::new();
+    for mut b in r.burners {
+        let used = cpu_s(b.child.id()) - b.cpu0;
+        let wall = b.t0.elapsed().as_secs_f64().max(1e-3);
+        let _ = b.child.kill();
+        let _ = b.child.wait();
+        out.push(LoadReport::Burner {
+            load: b.load,
+            at: b.at,
+            target_pct: b.target_pct,
+            cpu_pct: 100.0 * used / wall,
+        });
+    }
+    if let Some(Flood { load, bps, driver }) = r.flood {
+        let res = driver
+            .join()
+            .map_err(|_| Error::Failed("the UDP flood's driver panicked".into()))?
+            .map_err(|e| Error::Failed(format!("{load}: {e}")))?;
+        out.push(LoadReport::Flood {
+            load,
+            offered_gbps: bps as f64 / 1e9,
+            arrived_gbps: res.throughput_gbps,
+            loss_pct: res.udp_loss_pct,
+        });
+    }
+    Ok(out)
+}
+
+/// `vnetlab burn`: uses `pct` % of one core for `seconds`, in 10 ms periods (busy, then asleep),
+/// so a desktop's load never starves its own networking for long.
+pub fn burn(pct: f64, seconds: f64) {
+    let period = Duration::from_millis(10);
+    let busy = period.mul_f64((pct / 100.0).clamp(0.0, 1.0));
+    let end = Instant::now() + Duration::from_secs_f64(seconds.clamp(0.0, 86_400.0));
+    let mut x = 1u64;
+    while Instant::now() < end {
+        let t = Instant::now();
+        while t.elapsed() < busy {
+            for _ in 0..1000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
+            std::hint::black_box(x);
+        }
+        if let Some(rest) = period.checked_sub(t.elapsed()) {
+            std::thread::sleep(rest);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loads_parse_and_errors_name_the_form() {
+        assert_eq!(
+            "cpu@host".parse::<Load>().unwrap(),
+            Load::Cpu { at: Role::Host }
+        );
+        assert_eq!(
+            "cpu@g2".parse::<Load>().unwrap(),
+            Load::Cpu { at: Role::Guest(2) }
+        );
+        assert_eq!(
+            "udp-flood@client:g1,500mbit".parse::<Load>().unwrap(),
+            Load::UdpFlood {
+                from: Role::Client,
+                to: Role::Guest(1),
+                bps: 500_000_000
+            }
+        );
+        let l: Load = "udp-flood@client:g1,500mbit".parse().unwrap();
+        assert_eq!(l.to_string().parse::<Load>().unwrap(), l);
+        for (bad, says) in [
+            ("cpu", "cpu@ENDPOINT"),
+            ("cpu@g0", "endpoint"),
+            ("disk@host", "unknown load 'disk'"),
+            ("udp-flood@client:g1", "after a comma"),
+            ("udp-flood@client,1gbit", "both ends"),
+            ("udp-flood@g1:g1,1gbit", "two different"),
+            ("udp-flood@client:g1,fast", "--load"),
+        ] {
+            let e = bad.parse::<Load>().unwrap_err().to_string();
+            assert!(e.contains(says), "{bad}: {e}");
+            assert!(e.starts_with("--load "), "{e}");
+        }
+        assert!(check_desktop_pct(50.0).is_ok());
+        for p in [0.0, -1.0, 101.0, f64::NAN] {
+            assert!(check_desktop_pct(p).is_err(), "{p}");
+        }
+    }
+
+    #[test]
+    fn a_burner_uses_its_share_of_a_core() {
+        let t0 = crate::sys::thread_cpu_s();
+        let w0 = Instant::now();
+        burn(30.0, 0.5);
+        let used = (crate::sys::thread_cpu_s() - t0) / w0.elapsed().as_secs_f64();
+        // The share asked, less what a busy test host takes from it.
+        assert!((0.05..=0.40).contains(&used), "{used}");
+    }
+}
