@@ -167,6 +167,47 @@ fn desktop_load_and_a_udp_flood_run_beside_the_test_and_end_with_it() {
         "still running in g1: {:?}",
         o
     );
+    // The movie: g1 buffers its scaled video through the VM network while the session plays it.
+    let r = c.json(&[
+        "test",
+        "--lab",
+        "tvl",
+        "-t",
+        "VDI",
+        "--movie",
+        "60",
+        "--time-scale",
+        "0.02",
+        "--json",
+    ]);
+    assert_eq!(r["vdi"]["profile"], "video-1080p");
+    let d = &r["loads"][0];
+    assert_eq!(d["kind"], "download", "{d}");
+    assert_eq!(d["bytes_arrived"], d["bytes_asked"], "{d}");
+    assert_eq!(d["bytes_asked"], 4_000_000, "{d}");
+    let m = &r["movie"];
+    assert!(
+        (m["buffering"]["to_s"].as_f64().unwrap() - 1.2).abs() < 1e-9,
+        "{m}"
+    );
+    for phase in ["buffering", "play_only"] {
+        assert!(m[phase]["samples"].as_u64().unwrap() >= 5, "{m}");
+        assert!(m[phase]["host_busy_pct"].as_f64().unwrap() > 0.0, "{m}");
+    }
+    let o = c.run(&[
+        "test",
+        "--lab",
+        "tvl",
+        "-t",
+        "VDI",
+        "--desktops",
+        "2",
+        "--movie",
+        "16",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--guests 2"), "{err}");
     for (bad, says) in [("cpu@g9", "g9"), ("udp-flood@client:g1", "after a comma")] {
         let o = c.run(&[
             "test", "--lab", "tvl", "--from", "g1", "--to", "client", "--load", bad,

@@ -113,6 +113,14 @@ pub struct TestArgs {
     /// (desktops that work, as in paper 1's Table III)
     #[arg(long, allow_negative_numbers = true)]
     desktop_load: Option<f64>,
+    /// VDI: paper 1's movie: each desktop's guest downloads the 1.6 Gbit video from the client
+    /// through the VM network within T_BUFFER seconds (16 to 253) while its session plays it for
+    /// 253 s; host CPU is reported for the buffering and the play-only phases
+    #[arg(long, value_name = "T_BUFFER", allow_negative_numbers = true)]
+    movie: Option<f64>,
+    /// With --movie: scale the paper's times (rates stay), e.g. 0.1 plays 25.3 s
+    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
+    time_scale: f64,
     /// One JSON document on stdout
     #[arg(long)]
     json: bool,
@@ -169,8 +177,35 @@ impl TestArgs {
             },
             ..s
         };
+        // The movie plays for the scaled 253 s from the first frame: no warm-up to leave out.
+        let s = match self.movie()? {
+            Some(m) => Spec {
+                duration: m.play_s(),
+                warmup: 0.0,
+                ..s
+            },
+            None => s,
+        };
         s.validate()?;
         Ok(s)
+    }
+
+    /// The movie scenario asked for (VDI only).
+    fn movie(&self) -> Result<Option<load::Movie>, Fail> {
+        let Some(t_buffer_s) = self.movie else {
+            return Ok(None);
+        };
+        if self.test != TestKind::Vdi {
+            return Err(Fail::Input(
+                "--movie is a VDI scenario: add -t VDI --profile video-1080p".into(),
+            ));
+        }
+        let m = load::Movie {
+            t_buffer_s,
+            time_scale: self.time_scale,
+        };
+        m.check()?;
+        Ok(Some(m))
     }
 
     /// The loads asked for, checked against the lab's endpoints.
@@ -190,11 +225,19 @@ impl TestArgs {
             }
             loads.push(Load::Desktops { pct });
         }
+        if let Some(m) = self.movie()? {
+            let desktops = self.desktops.unwrap_or(1);
+            if (rec.guests().count() as u32) < desktops {
+                return Err(Fail::Input(format!("--movie: each desktop's guest downloads its video, and this lab has {} guests for {desktops} desktops: make the lab with --guests {desktops}", rec.guests().count())));
+            }
+            loads.push(m.download(desktops));
+        }
         for l in &loads {
             let ends = match *l {
                 Load::Cpu { at } => vec![at],
                 Load::UdpFlood { from, to, .. } => vec![from, to],
                 Load::Desktops { .. } => vec![],
+                Load::Download { guests, .. } => (1..=guests).map(Role::Guest).collect(),
             };
             for r in ends {
                 rec.endpoint(r)?;
@@ -226,7 +269,12 @@ impl TestArgs {
                 "-t VDI runs one session per desktop: use --desktops N instead of -P".into(),
             ));
         }
-        let name = self.profile.as_deref().ok_or(Fail::Input(
+        let movie_default = self.movie.is_some().then_some("video-1080p");
+        let name = self
+            .profile
+            .as_deref()
+            .or(movie_default)
+            .ok_or(Fail::Input(
             "-t VDI needs --profile NAME (idle, office, web, video-rdp, video-1080p, raw-1080p60)"
                 .into(),
         ))?;
@@ -340,7 +388,7 @@ pub fn test(a: TestArgs) -> CmdResult {
         }
     };
     crate::sys::signals::install();
-    let out = match measure::repeated(&target, &spec, a.repeat, confidence, &progress) {
+    let mut out = match measure::repeated(&target, &spec, a.repeat, confidence, &progress) {
         Ok(o) => o,
         Err(_) if crate::sys::signals::stop_requested() => {
             return Err(Fail::Interrupted("interrupted: the test was stopped and its agents ended; no result (the lab is untouched)".into()))
@@ -357,6 +405,9 @@ pub fn test(a: TestArgs) -> CmdResult {
             });
         }
     };
+    if let (Some(m), Some(c)) = (a.movie()?, &out.cpu) {
+        out.movie = Some(load::phases(m, &c.series));
+    }
     if a.json {
         print_json(&out);
     } else {
@@ -385,6 +436,9 @@ pub fn test(a: TestArgs) -> CmdResult {
             }
         }
         print_loads(&out.loads);
+        if let Some(p) = &out.movie {
+            print_movie(p);
+        }
         if let Some(c) = &out.cpu {
             print_cpu(c);
         } else if let Some(e) = &out.cpu_error {
@@ -613,6 +667,21 @@ fn check_allowed(ip: IpAddr) -> Result<(), Fail> {
     }
 }
 
+/// The movie's host CPU in its two phases.
+fn print_movie(p: &load::MoviePhases) {
+    let pct = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.2} %"));
+    crate::outln!(
+        "  movie (T_buffer {:.0} s, times × {}): host CPU {} while buffering (0–{:.1} s), {} playing only ({:.1}–{:.1} s)",
+        p.movie.t_buffer_s,
+        p.movie.time_scale,
+        pct(p.buffering.host_busy_pct),
+        p.buffering.to_s,
+        pct(p.play_only.host_busy_pct),
+        p.play_only.from_s,
+        p.play_only.to_s
+    );
+}
+
 /// What each interfering load did.
 fn print_loads(loads: &[load::LoadReport]) {
     for l in loads {
@@ -623,6 +692,18 @@ fn print_loads(loads: &[load::LoadReport]) {
                 target_pct,
                 cpu_pct,
             } => crate::outln!("  load {load}: burner in {at} used {cpu_pct:.1} % of a core (asked {target_pct:.0} %)"),
+            load::LoadReport::Download {
+                load,
+                bytes_asked,
+                bytes_arrived,
+                achieved_gbps,
+                ..
+            } => crate::outln!(
+                "  load {load}: {:.1} of {:.1} Mbit arrived at {:.1} Mb/s in all",
+                *bytes_arrived as f64 * 8.0 / 1e6,
+                *bytes_asked as f64 * 8.0 / 1e6,
+                achieved_gbps * 1e3
+            ),
             load::LoadReport::Flood {
                 load,
                 offered_gbps,

@@ -25,6 +25,9 @@ pub enum Load {
     UdpFlood { from: Role, to: Role, bps: u64 },
     /// Every guest burns `pct` % of one core (`--desktop-load PCT`).
     Desktops { pct: f64 },
+    /// The movie scenario's VM network: the client sends `bytes` to each of the first `guests`
+    /// guests at `bps` (each desktop buffering its video).
+    Download { guests: u32, bps: u64, bytes: u64 },
 }
 
 impl fmt::Display for Load {
@@ -35,6 +38,12 @@ impl fmt::Display for Load {
                 write!(f, "udp-flood@{from}:{to},{}", crate::units::Rate(*bps))
             }
             Load::Desktops { pct } => write!(f, "desktop-load {pct} %"),
+            Load::Download { guests, bps, bytes } => write!(
+                f,
+                "VM-network download of {:.0} Mbit to each of {guests} guests at {}",
+                *bytes as f64 * 8.0 / 1e6,
+                crate::units::Rate(*bps)
+            ),
         }
     }
 }
@@ -84,6 +93,15 @@ pub enum LoadReport {
         target_pct: f64,
         cpu_pct: f64,
     },
+    /// The downloads: asked and arrived bytes in all, the rate offered per guest and achieved
+    /// (all bytes over the slowest download's time).
+    Download {
+        load: String,
+        bytes_asked: u64,
+        bytes_arrived: u64,
+        offered_gbps_each: f64,
+        achieved_gbps: f64,
+    },
     /// The UDP flood: offered and arrived (at the receiver, inside its window), and the loss.
     Flood {
         load: String,
@@ -121,10 +139,19 @@ struct Flood {
     driver: JoinHandle<Result<TestResult, Error>>,
 }
 
+/// Started downloads, one driver per guest.
+struct Downloads {
+    load: String,
+    bps: u64,
+    bytes: u64,
+    drivers: Vec<JoinHandle<Result<TestResult, Error>>>,
+}
+
 /// The loads running beside one test.
 pub struct Running {
     burners: Vec<Burner>,
     flood: Option<Flood>,
+    downloads: Option<Downloads>,
 }
 
 /// Starts every load for a test lasting `secs` (warm-up included); each ends by itself shortly
@@ -133,6 +160,7 @@ pub fn start(rec: &LabRecord, loads: &[Load], secs: f64) -> Result<Running, Erro
     let mut r = Running {
         burners: vec![],
         flood: None,
+        downloads: None,
     };
     for l in loads {
         match *l {
@@ -141,6 +169,26 @@ pub fn start(rec: &LabRecord, loads: &[Load], secs: f64) -> Result<Running, Erro
                 for g in rec.guests() {
                     r.burners.push(burner(rec, g.role, pct, l, secs)?);
                 }
+            }
+            Load::Download { guests, bps, bytes } => {
+                let spec = Spec {
+                    test: TestKind::TcpStream,
+                    msg: 64 << 10,
+                    rate: Some(bps),
+                    bytes: Some(bytes),
+                    duration: secs,
+                    warmup: 0.0,
+                    ..Spec::default()
+                };
+                let drivers = (1..=guests)
+                    .map(|g| side_flow(rec, Role::Client, Role::Guest(g), &spec))
+                    .collect::<Result<_, _>>()?;
+                r.downloads = Some(Downloads {
+                    load: l.to_string(),
+                    bps,
+                    bytes,
+                    drivers,
+                });
             }
             Load::UdpFlood { from, to, bps } => {
                 r.flood = Some(Flood {
@@ -199,17 +247,27 @@ fn flood(
     bps: u64,
     secs: f64,
 ) -> Result<JoinHandle<Result<TestResult, Error>>, Error> {
-    let (mut agents, pairs) = super::measure::lab_agents(rec, Senders::One(from), to)?;
     let spec = Spec {
         test: TestKind::UdpStream,
         msg: 1472,
         rate: Some(bps),
         duration: secs,
         warmup: 0.0,
-        interval: 1.0,
         ..Spec::default()
     };
+    side_flow(rec, from, to, &spec)
+}
+
+/// A test beside the measured one, on agents of its own, driven from a thread.
+fn side_flow(
+    rec: &LabRecord,
+    from: Role,
+    to: Role,
+    spec: &Spec,
+) -> Result<JoinHandle<Result<TestResult, Error>>, Error> {
     spec.validate()?;
+    let (mut agents, pairs) = super::measure::lab_agents(rec, Senders::One(from), to)?;
+    let spec = spec.clone();
     Ok(std::thread::spawn(move || {
         Ok(controller::run_test(
             &spec,
@@ -235,6 +293,9 @@ pub fn stop(r: Running) -> Result<Vec<LoadReport>, Error> {
             cpu_pct: 100.0 * used / wall,
         });
     }
+    if let Some(d) = r.downloads {
+        out.push(downloaded(d)?);
+    }
     if let Some(Flood { load, bps, driver }) = r.flood {
         let res = driver
             .join()
@@ -248,6 +309,120 @@ pub fn stop(r: Running) -> Result<Vec<LoadReport>, Error> {
         });
     }
     Ok(out)
+}
+
+fn downloaded(d: Downloads) -> Result<LoadReport, Error> {
+    let n = d.drivers.len() as u64;
+    let (mut arrived, mut slowest) = (0u64, 0f64);
+    for h in d.drivers {
+        let res = h
+            .join()
+            .map_err(|_| Error::Failed("a download's driver panicked".into()))?
+            .map_err(|e| Error::Failed(format!("{}: {e}", d.load)))?;
+        let got = res.transfer.map_or(0, |t| t.bytes_received);
+        arrived += got;
+        if res.throughput_gbps > 0.0 {
+            slowest = slowest.max(got as f64 * 8.0 / (res.throughput_gbps * 1e9));
+        }
+    }
+    Ok(LoadReport::Download {
+        load: d.load,
+        bytes_asked: d.bytes * n,
+        bytes_arrived: arrived,
+        offered_gbps_each: d.bps as f64 / 1e9,
+        achieved_gbps: if slowest > 0.0 {
+            arrived as f64 * 8.0 / slowest / 1e9
+        } else {
+            0.0
+        },
+    })
+}
+
+/// The movie scenario of paper 1 (Section IV-F): each desktop buffers a 1.6 Gbit video through
+/// the VM network within `t_buffer_s` seconds while its VDI session plays it for 253 s;
+/// `time_scale` shortens both (rates stay, sizes and times shrink), so a point takes seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Movie {
+    pub t_buffer_s: f64,
+    pub time_scale: f64,
+}
+
+/// The paper's video: its size through the VM network (bits) and its play time (seconds).
+pub const S_VMNET_BITS: f64 = 1.6e9;
+pub const T_PLAY_S: f64 = 253.0;
+
+impl Movie {
+    pub fn check(&self) -> Result<(), Error> {
+        if !(16.0..=T_PLAY_S).contains(&self.t_buffer_s) {
+            return Err(Error::Input(format!(
+                "--movie {}: buffering takes 16 s (100 Mb/s) to 253 s (the play time) in paper 1",
+                self.t_buffer_s
+            )));
+        }
+        if !(0.005..=1.0).contains(&self.time_scale) {
+            return Err(Error::Input(format!(
+                "--time-scale {}: use 0.005 to 1 (1: the paper's 253 s)",
+                self.time_scale
+            )));
+        }
+        Ok(())
+    }
+    /// The session's measured seconds.
+    pub fn play_s(&self) -> f64 {
+        T_PLAY_S * self.time_scale
+    }
+    /// The buffering phase's seconds.
+    pub fn buffer_s(&self) -> f64 {
+        self.t_buffer_s * self.time_scale
+    }
+    /// Each desktop's download: S_VMNET / T_buffer, the scaled video's bytes.
+    pub fn download(&self, guests: u32) -> Load {
+        Load::Download {
+            guests,
+            bps: (S_VMNET_BITS / self.t_buffer_s) as u64,
+            bytes: (S_VMNET_BITS * self.time_scale / 8.0) as u64,
+        }
+    }
+}
+
+/// Host CPU in one phase of the movie.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Phase {
+    pub from_s: f64,
+    pub to_s: f64,
+    pub host_busy_pct: Option<f64>,
+    pub samples: usize,
+}
+
+/// The movie's host CPU series split at the end of buffering.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MoviePhases {
+    pub movie: Movie,
+    pub buffering: Phase,
+    pub play_only: Phase,
+}
+
+/// Splits the meter's host-busy series ((seconds into the window, %) pairs) into the buffering
+/// and the play-only phases.
+pub fn phases(m: Movie, series: &[(f64, f64)]) -> MoviePhases {
+    let phase = |from: f64, to: f64| {
+        let v: Vec<f64> = series
+            .iter()
+            .filter(|(t, _)| *t > from && *t <= to)
+            .map(|x| x.1)
+            .collect();
+        Phase {
+            from_s: from,
+            to_s: to,
+            host_busy_pct: (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64),
+            samples: v.len(),
+        }
+    };
+    MoviePhases {
+        movie: m,
+        buffering: phase(0.0, m.buffer_s()),
+        play_only: phase(m.buffer_s(), m.play_s()),
+    }
 }
 
 /// `vnetlab burn`: uses `pct` % of one core for `seconds`, in 10 ms periods (busy, then asleep),
@@ -312,6 +487,41 @@ mod tests {
         for p in [0.0, -1.0, 101.0, f64::NAN] {
             assert!(check_desktop_pct(p).is_err(), "{p}");
         }
+    }
+
+    #[test]
+    fn the_movie_scales_time_not_rates_and_splits_its_series_at_the_buffering_end() {
+        let m = Movie {
+            t_buffer_s: 16.0,
+            time_scale: 0.1,
+        };
+        m.check().unwrap();
+        assert!((m.play_s() - 25.3).abs() < 1e-9 && (m.buffer_s() - 1.6).abs() < 1e-9);
+        assert_eq!(
+            m.download(4),
+            Load::Download {
+                guests: 4,
+                bps: 100_000_000,
+                bytes: 20_000_000
+            }
+        );
+        let series: Vec<(f64, f64)> = (1..=253)
+            .map(|i| (i as f64 / 10.0, if i <= 16 { 30.0 } else { 10.0 }))
+            .collect();
+        let p = phases(m, &series);
+        assert_eq!((p.buffering.samples, p.play_only.samples), (16, 237));
+        assert_eq!(p.buffering.host_busy_pct, Some(30.0));
+        assert_eq!(p.play_only.host_busy_pct, Some(10.0));
+        let early = Movie {
+            t_buffer_s: 10.0,
+            time_scale: 0.1,
+        };
+        assert!(early.check().is_err());
+        let never = Movie {
+            t_buffer_s: 60.0,
+            time_scale: 0.0,
+        };
+        assert!(never.check().is_err());
     }
 
     #[test]

@@ -36,6 +36,9 @@ pub struct Measured {
     /// What each interfering load did (burners' CPU, the flood's rate).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub loads: Vec<super::load::LoadReport>,
+    /// VDI's movie scenario: host CPU while buffering and while only playing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub movie: Option<super::load::MoviePhases>,
 }
 
 /// One repeat's headline figures, from its measured result.
@@ -453,6 +456,7 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, Error> {
         repeats: None,
         vnic,
         loads,
+        movie: None,
     })
 }
 
