@@ -744,6 +744,12 @@ fn print_vdi(v: &crate::engine::vdi::result::VdiResult, secs: f64) {
     if t.usb_gbps > 0.0 {
         crate::outln!("  USB {:.3} Gb/s", t.usb_gbps);
     }
+    crate::outln!(
+        "  engine: its own work {:.2} % of a core ({:.3} % per desktop), the kernel's sends and receives for it {:.2} %",
+        t.engine_own_pct,
+        t.engine_own_pct / t.desktops.max(1) as f64,
+        t.engine_kernel_pct
+    );
     for d in v.desktops.iter().take(16) {
         crate::outln!(
             "    {:<10} {:>6.1}/{:<5.1} fps  delay {}  input {}  late {}",

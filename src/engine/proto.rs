@@ -92,6 +92,14 @@ pub struct VdiReport {
     pub input_latency_ns: Vec<(u64, u64)>,
     /// Client: input events dropped unanswered from a full log.
     pub inputs_unanswered: u64,
+    /// Engine: its session threads' own CPU seconds (vnetlab's work: pacing, headers) and the
+    /// kernel's on their behalf (the sends and receives), over `session_s` seconds.
+    #[serde(default)]
+    pub engine_user_s: f64,
+    #[serde(default)]
+    pub engine_sys_s: f64,
+    #[serde(default)]
+    pub session_s: f64,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, Default)]

@@ -151,6 +151,17 @@ pub fn thread_cpu_s() -> f64 {
     ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }
 
+/// The calling thread's user and system CPU seconds so far (getrusage RUSAGE_THREAD): the first
+/// is the program's own work, the second the kernel's on its behalf (system calls).
+pub fn thread_user_sys_s() -> (f64, f64) {
+    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid rusage the kernel writes into.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (s(ru.ru_utime), s(ru.ru_stime))
+}
+
 /// CLOCK_MONOTONIC in nanoseconds: one clock for every process on this kernel (a lab's
 /// namespaces included), so a time sent by one side can be compared on the other.
 pub fn monotonic_ns() -> u64 {

@@ -33,6 +33,10 @@ pub struct Desktop {
     pub bytes_input: u64,
     /// USB redirection, both ways together.
     pub usb_gbps: f64,
+    /// The engine's own CPU for this session (vnetlab's work, not the kernel's), % of a core.
+    pub engine_own_pct: f64,
+    /// The kernel's CPU in the engine's sends and receives for this session, % of a core.
+    pub engine_kernel_pct: f64,
 }
 
 /// Every desktop together.
@@ -51,6 +55,9 @@ pub struct Total {
     pub bytes_input: u64,
     pub screen_gbps: f64,
     pub usb_gbps: f64,
+    /// The engine's own CPU and its kernel's, summed over the sessions, % of a core.
+    pub engine_own_pct: f64,
+    pub engine_kernel_pct: f64,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -89,6 +96,16 @@ fn desktop(k: usize, client: &VdiReport, engine: &VdiReport, secs: f64) -> Deskt
         bytes_screen: client.bytes_screen,
         bytes_input: engine.bytes_input.max(client.bytes_input),
         usb_gbps: (client.usb_in + engine.usb_in) as f64 * 8.0 / secs / 1e9,
+        engine_own_pct: pct_of_core(engine.engine_user_s, engine.session_s),
+        engine_kernel_pct: pct_of_core(engine.engine_sys_s, engine.session_s),
+    }
+}
+
+fn pct_of_core(cpu_s: f64, wall_s: f64) -> f64 {
+    if wall_s > 0.0 {
+        100.0 * cpu_s / wall_s
+    } else {
+        0.0
     }
 }
 
@@ -125,6 +142,8 @@ pub fn combine(profile: &str, sides: &[(VdiReport, VdiReport)], secs: f64) -> Vd
         bytes_input: desktops.iter().map(|d| d.bytes_input).sum(),
         screen_gbps: bytes_screen as f64 * 8.0 / secs / 1e9,
         usb_gbps: sum(|d| d.usb_gbps),
+        engine_own_pct: sum(|d| d.engine_own_pct),
+        engine_kernel_pct: sum(|d| d.engine_kernel_pct),
     };
     VdiResult {
         profile: profile.to_string(),
@@ -156,6 +175,9 @@ mod tests {
             skipped: 5,
             bytes_input: 520,
             usb_in: 125_000_000,
+            engine_user_s: 0.1,
+            engine_sys_s: 0.4,
+            session_s: 10.0,
             ..Default::default()
         };
         let r = combine(
@@ -181,6 +203,7 @@ mod tests {
         assert!((t.fps - 58.0).abs() < 1e-9 && (t.target_fps - 60.0).abs() < 1e-9);
         assert!((t.late_pct - 1.0).abs() < 1e-9);
         assert!(t.input_latency_us.is_some());
+        assert!((d.engine_own_pct - 1.0).abs() < 1e-9 && (t.engine_kernel_pct - 8.0).abs() < 1e-9);
         let quiet = combine("idle", &[(VdiReport::default(), VdiReport::default())], 1.0);
         assert!(quiet.total.input_latency_us.is_none());
     }

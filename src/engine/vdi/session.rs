@@ -87,17 +87,28 @@ struct FromClient {
     usb_in: AtomicU64,
     input_bytes: AtomicU64,
     error: Mutex<Option<String>>,
+    /// The reader thread's own and system CPU, µs.
+    user_us: AtomicU64,
+    sys_us: AtomicU64,
 }
 
 /// The engine's end of desktop `id`'s session.
 pub fn engine(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
     let v = spec.vdi.clone().expect("a VDI spec carries its profile");
     let mut p = piece(id, false, &v);
+    let (cpu0, t0) = (crate::sys::thread_user_sys_s(), clock.now());
     let heard = Arc::new(FromClient::default());
     let reader = match s.try_clone() {
         Ok(r) => {
             let (h, v2) = (heard.clone(), v.clone());
-            std::thread::spawn(move || engine_reader(r, &v2, &h, clock))
+            std::thread::spawn(move || {
+                let c0 = crate::sys::thread_user_sys_s();
+                engine_reader(r, &v2, &h, clock);
+                let c1 = crate::sys::thread_user_sys_s();
+                let us = |x: f64| (x * 1e6) as u64;
+                h.user_us.store(us(c1.0 - c0.0), Ordering::Relaxed);
+                h.sys_us.store(us(c1.1 - c0.1), Ordering::Relaxed);
+            })
         }
         Err(e) => {
             p.error = Some(format!("desktop {id}: {e}"));
@@ -118,6 +129,11 @@ pub fn engine(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
     let _ = s.shutdown(Shutdown::Write);
     let _ = reader.join();
     let r = p.report.vdi.as_mut().unwrap();
+    let cpu1 = crate::sys::thread_user_sys_s();
+    let reader_s = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 / 1e6;
+    r.engine_user_s = cpu1.0 - cpu0.0 + reader_s(&heard.user_us);
+    r.engine_sys_s = cpu1.1 - cpu0.1 + reader_s(&heard.sys_us);
+    r.session_s = clock.now() - t0;
     r.usb_in = heard.usb_in.load(Ordering::Relaxed);
     r.bytes_input = heard.input_bytes.load(Ordering::Relaxed);
     if let Some(e) = heard.error.lock().unwrap().take() {
