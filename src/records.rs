@@ -32,6 +32,13 @@ pub struct PointKey {
     /// The offered load per stream (paced), bits/s; None: as fast as it goes.
     #[serde(default)]
     pub load_bps: Option<u64>,
+    /// VDI: the session profile (`parallel` is the number of desktops).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// Interfering load beside the test (`cpu@host`, `udp-flood@client:g1,500mbit`,
+    /// `desktop-load 20 %`); None: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interference: Option<String>,
 }
 
 impl Default for PointKey {
@@ -50,6 +57,8 @@ impl Default for PointKey {
             wire_rate: None,
             parallel: 1,
             load_bps: None,
+            profile: None,
+            interference: None,
         }
     }
 }
@@ -73,7 +82,14 @@ impl fmt::Display for PointKey {
             opt(self.wire_rate, "-"),
             self.parallel,
             opt(self.load_bps, "max")
-        )
+        )?;
+        if let Some(p) = &self.profile {
+            write!(f, " profile {p}")?;
+        }
+        if let Some(i) = &self.interference {
+            write!(f, " with {i}")?;
+        }
+        Ok(())
     }
 }
 

@@ -142,6 +142,46 @@ pub struct Matrix {
     /// Offered loads per stream: `max` and/or paced rates (default: [point] rate, else max).
     #[serde(default, deserialize_with = "de_opt_list")]
     pub loads: Option<Vec<Load>>,
+    /// VDI tests: the session profiles (built-in names), a point each.
+    #[serde(default, deserialize_with = "de_opt_nonempty")]
+    pub profiles: Option<Vec<String>>,
+    /// VDI tests: desktops (sessions) per point.
+    #[serde(default = "one_guest", deserialize_with = "de_nonempty")]
+    pub desktops: Vec<u32>,
+    /// Interfering load per point: `none`, `cpu@host`, `udp-flood@client:g1,500mbit` (paper 3).
+    #[serde(default = "no_interference", deserialize_with = "de_list")]
+    pub interference: Vec<Interference>,
+    /// Every guest's own load, % of one core (0: none; paper 1's Table III).
+    #[serde(default = "no_desktop_load", deserialize_with = "de_nonempty")]
+    pub desktop_load: Vec<u32>,
+}
+
+/// An interfering load, or `none`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Interference(pub Option<super::load::Load>);
+impl FromStr for Interference {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        if s == "none" {
+            return Ok(Interference(None));
+        }
+        s.parse().map(|l| Interference(Some(l)))
+    }
+}
+
+fn no_interference() -> Vec<Interference> {
+    vec![Interference(None)]
+}
+fn no_desktop_load() -> Vec<u32> {
+    vec![0]
+}
+
+fn de_opt_nonempty<'de, D, T>(d: D) -> Result<Option<Vec<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    de_nonempty(d).map(Some)
 }
 
 fn de_opt_list<'de, D, T>(d: D) -> Result<Option<Vec<T>>, D::Error>
@@ -236,6 +276,48 @@ impl Default for PointSettings {
     }
 }
 
+/// The VDI and load dimensions: profiles that exist, sane counts, VDI's host-to-client direction.
+fn vdi_checks(m: &Matrix, at: &dyn Fn(&str) -> String) -> Result<(), Error> {
+    let vdi = m.tests.contains(&TestKind::Vdi);
+    match (&m.profiles, vdi) {
+        (None, true) => {
+            return Err(Error::Input(format!(
+                "{}: tests include VDI: give profiles = [\"office\", …] (see profiles/vdi.toml)",
+                at("tests")
+            )))
+        }
+        (Some(_), false) => {
+            return Err(Error::Input(format!(
+                "{}: profiles are for VDI tests: add \"VDI\" to tests",
+                at("profiles")
+            )))
+        }
+        (Some(ps), true) => {
+            for p in ps {
+                crate::engine::vdi::profile::find(p, None)
+                    .map_err(|e| Error::Input(format!("{}: {e}", at("profiles"))))?;
+            }
+            if !m.directions.contains(&Direction::HostToClient) {
+                return Err(Error::Input(format!("{}: VDI sessions run host-to-client (the protocol engine to the client): add it to directions", at("directions"))));
+            }
+        }
+        (None, false) => {}
+    }
+    if m.desktops.iter().any(|d| !(1..=256).contains(d)) {
+        return Err(Error::Input(format!(
+            "{}: desktops: use 1 to 256",
+            at("desktops")
+        )));
+    }
+    if m.desktop_load.iter().any(|&d| d > 100) {
+        return Err(Error::Input(format!(
+            "{}: desktop_load: a share of one core, 0 to 100 (%)",
+            at("desktop_load")
+        )));
+    }
+    Ok(())
+}
+
 /// Parses and checks an experiment; errors read `FILE:LINE:COL: message`.
 pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, Error> {
     let e: ExperimentFile =
@@ -319,6 +401,7 @@ pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, Error> {
             at("lro")
         )));
     }
+    vdi_checks(m, &at)?;
     if m.directions.contains(&Direction::GuestToGuest) && m.guests.iter().any(|&g| g < 2) {
         return Err(Error::Input(format!(
             "{}: direction guest-to-guest needs guests of 2 or more",

@@ -48,6 +48,13 @@ impl fmt::Display for Load {
     }
 }
 
+/// A load is written as its text (`cpu@host`, `desktop-load 20 %`).
+impl Serialize for Load {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 const FORMS: &str = "cpu@ENDPOINT (e.g. cpu@host, cpu@g2) or udp-flood@FROM:TO,RATE (e.g. udp-flood@client:g1,500mbit)";
 
 impl FromStr for Load {

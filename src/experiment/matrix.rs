@@ -4,9 +4,11 @@
 use serde::Serialize;
 
 use super::file::ExperimentFile;
+use super::load::Load;
 use crate::engine::spec::Spec;
+use crate::engine::vdi::profile::VdiSpec;
 use crate::lab::topology::{Topology, Wire};
-use crate::vocab::Direction;
+use crate::vocab::{Direction, TestKind};
 use crate::vocab::{Gro, Mode};
 
 /// One lab the run builds.
@@ -51,6 +53,8 @@ pub struct Point {
     pub spec: Spec,
     /// Repetitions of the point.
     pub repeat: u32,
+    /// Interfering load and the desktops' own load beside the test.
+    pub loads: Vec<super::load::Load>,
 }
 
 pub fn expand(e: &ExperimentFile) -> Vec<Point> {
@@ -92,11 +96,12 @@ pub fn expand(e: &ExperimentFile) -> Vec<Point> {
                                     }
                                     for &test in &m.tests {
                                         // RR tests use the request/response sizes: one point, not one per message size.
-                                        let sizes: Vec<usize> = if test.is_rr() {
-                                            vec![req]
-                                        } else {
-                                            m.messages.iter().map(|s| s.0).collect()
-                                        };
+                                        let sizes: Vec<usize> =
+                                            if test.is_rr() || test == TestKind::Vdi {
+                                                vec![req]
+                                            } else {
+                                                m.messages.iter().map(|s| s.0).collect()
+                                            };
                                         for msg in sizes {
                                             for &rate in &loads {
                                                 for b in &m.socket_buffers {
@@ -125,6 +130,7 @@ pub fn expand(e: &ExperimentFile) -> Vec<Point> {
                                                         direction,
                                                         spec,
                                                         repeat: p.repeat,
+                                                        loads: vec![],
                                                     });
                                                 }
                                             }
@@ -138,8 +144,46 @@ pub fn expand(e: &ExperimentFile) -> Vec<Point> {
             }
         }
     }
+    let mut out = widen(out, m);
     for (i, pt) in out.iter_mut().enumerate() {
         pt.seq = i as u32 + 1;
+    }
+    out
+}
+
+/// Each VDI point once per profile and desktop count (host-to-client only), then every point once
+/// per interfering load and desktop load.
+fn widen(points: Vec<Point>, m: &super::file::Matrix) -> Vec<Point> {
+    let mut out = Vec::new();
+    for p in points {
+        let sessions: Vec<(Option<VdiSpec>, u32)> = match (p.spec.test, &m.profiles) {
+            (TestKind::Vdi, _) if p.direction != Direction::HostToClient => continue,
+            (TestKind::Vdi, Some(names)) => names
+                .iter()
+                .filter_map(|n| crate::engine::vdi::profile::find(n, None).ok())
+                .flat_map(|v| m.desktops.iter().map(move |&d| (Some(v.clone()), d)))
+                .collect(),
+            _ => vec![(None, p.spec.parallel)],
+        };
+        for (vdi, parallel) in sessions {
+            for i in &m.interference {
+                for &dl in &m.desktop_load {
+                    let mut loads: Vec<Load> = i.0.into_iter().collect();
+                    if dl > 0 {
+                        loads.push(Load::Desktops { pct: f64::from(dl) });
+                    }
+                    out.push(Point {
+                        spec: Spec {
+                            vdi: vdi.clone(),
+                            parallel,
+                            ..p.spec.clone()
+                        },
+                        loads,
+                        ..p.clone()
+                    });
+                }
+            }
+        }
     }
     out
 }
@@ -154,11 +198,14 @@ pub fn count(e: &ExperimentFile) -> u128 {
     let m = &e.matrix;
     let n = |v: usize| v as u128;
     let loads = m.loads.as_ref().map_or(1, |l| n(l.len()));
-    let per_test: u128 = m
-        .tests
-        .iter()
-        .map(|t| if t.is_rr() { 1 } else { n(m.messages.len()) })
-        .sum();
+    let sessions = n(m.profiles.as_ref().map_or(0, Vec::len)) * n(m.desktops.len());
+    let per_test = |t: &TestKind, d: Direction| match t {
+        TestKind::Vdi if d == Direction::HostToClient => sessions,
+        TestKind::Vdi => 0,
+        t if t.is_rr() => 1,
+        _ => n(m.messages.len()),
+    };
+    let widen = n(m.interference.len()) * n(m.desktop_load.len());
     let per_lab = n(m.gro.len()) * n(m.tso.len()) * n(m.mtu.len()) * n(m.wire_rates.len());
     let mut total: u128 = 0;
     for &mode in &m.modes {
@@ -168,12 +215,13 @@ pub fn count(e: &ExperimentFile) -> u128 {
             .filter(|&&l| !l || mode == Mode::Paravirt)
             .count();
         for &g in &m.guests {
-            let dirs = m
+            let tests: u128 = m
                 .directions
                 .iter()
                 .filter(|&&d| d != Direction::GuestToGuest || g >= 2)
-                .count();
-            let here = n(lros) * n(dirs) * per_lab * per_test * loads * n(m.socket_buffers.len());
+                .map(|&d| m.tests.iter().map(|t| per_test(t, d)).sum::<u128>())
+                .sum();
+            let here = n(lros) * tests * per_lab * loads * n(m.socket_buffers.len()) * widen;
             total = total.saturating_add(here);
         }
     }
@@ -290,6 +338,60 @@ mod tests {
         );
         let e = super::super::file::parse(&big, "b.toml").unwrap();
         assert_eq!(count(&e), 10u128.pow(6) * 8);
+    }
+
+    #[test]
+    fn vdi_points_are_one_per_profile_and_desktop_count_times_each_load() {
+        let text = "name = \"v\"\n[matrix]\nmodes = [\"bridge\", \"macvlan\"]\nguests = [2]\ntests = [\"VDI\", \"TCP_RR\"]\nmessages = [\"1K\", \"8K\"]\nprofiles = [\"office\", \"video-1080p\"]\ndesktops = [1, 4]\ndirections = [\"host-to-client\", \"guest-to-client\"]\ninterference = [\"none\", \"cpu@host\", \"udp-flood@client:g1,500mbit\"]\ndesktop_load = [0, 20]\n";
+        let e = super::super::file::parse(text, "v.toml").unwrap();
+        let pts = expand(&e);
+        assert_eq!(count(&e), pts.len() as u128);
+        let vdi: Vec<&Point> = pts
+            .iter()
+            .filter(|p| p.spec.test == TestKind::Vdi)
+            .collect();
+        // 2 modes × 2 profiles × 2 desktop counts × 3 interferences × 2 desktop loads.
+        assert_eq!(vdi.len(), 2 * 2 * 2 * 3 * 2);
+        assert!(vdi.iter().all(|p| p.direction == Direction::HostToClient));
+        assert!(vdi.iter().all(|p| p.spec.validate().is_ok()));
+        let keys: std::collections::HashSet<String> = pts
+            .iter()
+            .map(|p| super::super::run::key(p).to_string())
+            .collect();
+        assert_eq!(keys.len(), pts.len(), "every point has its own key");
+        let heavy = vdi
+            .iter()
+            .find(|p| p.spec.parallel == 4 && p.loads.len() == 2)
+            .unwrap();
+        let k = super::super::run::key(heavy);
+        assert!(k.profile.is_some());
+        assert!(k.interference.unwrap().contains(" + desktop-load 20 %"));
+        for (bad, says) in [
+            (
+                "tests = [\"VDI\"]\ndirections = [\"host-to-client\"]\n",
+                "give profiles",
+            ),
+            (
+                "tests = [\"VDI\"]\nprofiles = [\"office\"]\n",
+                "host-to-client",
+            ),
+            ("profiles = [\"office\"]\n", "add \"VDI\""),
+            (
+                "tests = [\"VDI\"]\nprofiles = [\"nope\"]\ndirections = [\"host-to-client\"]\n",
+                "no VDI profile",
+            ),
+            ("interference = [\"disk@host\"]\n", "unknown load"),
+            ("desktop_load = [150]\n", "0 to 100"),
+        ] {
+            let t = format!("name = \"v\"\n[matrix]\nmodes = [\"bridge\"]\n{bad}");
+            let err = super::super::file::parse(&t, "v.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(says) && err.starts_with("v.toml:"),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]

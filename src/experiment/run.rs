@@ -49,6 +49,14 @@ pub fn key(p: &Point) -> PointKey {
         wire_rate: p.lab.wire_rate,
         parallel: p.spec.parallel,
         load_bps: p.spec.rate,
+        profile: p.spec.vdi.as_ref().map(|v| v.profile.clone()),
+        interference: (!p.loads.is_empty()).then(|| {
+            p.loads
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" + ")
+        }),
     }
 }
 
@@ -227,7 +235,7 @@ pub fn run_experiment(
                 rec: Box::new(plan.record.clone()),
                 from,
                 to,
-                loads: vec![],
+                loads: p.loads.clone(),
             };
             let t0 = std::time::Instant::now();
             let rec = match measure::repeated(&target, &p.spec, p.repeat, None, &|_, _| {}) {

@@ -21,7 +21,7 @@ use crate::records::PointRecord;
 type Axis = (&'static str, fn(&PointRecord) -> String);
 
 /// The axes besides message size that can tell two points' datapaths apart.
-const AXES: [Axis; 11] = [
+const AXES: [Axis; 13] = [
     ("", |q| q.key.direction.name().to_string()),
     ("", |q| q.key.test.to_string()),
     ("guests ", |q| q.key.guests.to_string()),
@@ -56,6 +56,10 @@ const AXES: [Axis; 11] = [
             .load_bps
             .map(|r| crate::units::Rate(r).to_string())
             .unwrap_or("max".into())
+    }),
+    ("", |q| q.key.profile.clone().unwrap_or_default()),
+    ("with ", |q| {
+        q.key.interference.clone().unwrap_or("no load".into())
     }),
 ];
 

@@ -10,7 +10,8 @@ use crate::vocab::PartKind;
 const POINT_COLS: &str = "seq, mode, guests, direction, test, message_bytes, socket_buffer, gro, tso, mtu, wire_rate, parallel, duration_s,
    repeat, throughput_gbps, transactions_per_s, latency_p50_us, latency_p99_us, host_busy_pct, machine_busy_pct,
    normalized_pct_per_gbps, sd_host, sd_send, sd_recv, spread, lab_facts, result, error, lro,
-   client_busy_pct, bound_by, leak_pct, placed, host_cpus, client_cpus, load_bps, unstable, host_steal_pct";
+   client_busy_pct, bound_by, leak_pct, placed, host_cpus, client_cpus, load_bps, unstable, host_steal_pct,
+   vdi_profile, interference";
 
 fn bad<E: Into<Box<dyn std::error::Error + Send + Sync>>>(i: usize, e: E) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(i, Type::Text, e.into())
@@ -48,6 +49,8 @@ fn key_from(r: &Row) -> rusqlite::Result<PointKey> {
         wire_rate: u64_of(r.get(11)?),
         parallel: r.get(12)?,
         load_bps: u64_of(r.get(36)?),
+        profile: r.get(39)?,
+        interference: r.get(40)?,
     })
 }
 
@@ -112,7 +115,7 @@ impl Store {
             .as_ref()
             .map(|f| serde_json::to_string(f).unwrap_or_default());
         let k = &p.key;
-        let placeholders: Vec<String> = (1..=39).map(|i| format!("?{i}")).collect();
+        let placeholders: Vec<String> = (1..=41).map(|i| format!("?{i}")).collect();
         tx.execute(
             &format!(
                 "INSERT INTO points (run_id, {POINT_COLS}) VALUES ({})",
@@ -157,7 +160,9 @@ impl Store {
                 p.client_cpus,
                 k.load_bps.map(|v| v as i64),
                 p.unstable,
-                p.host_steal_pct
+                p.host_steal_pct,
+                k.profile,
+                k.interference
             ],
         )
         .map_err(&e)?;

@@ -66,4 +66,6 @@ pub const MIGRATIONS: &[&str] = &[
     CREATE TABLE repeats (point_id INTEGER NOT NULL REFERENCES points(id), rep INTEGER NOT NULL, throughput_gbps REAL NOT NULL,
         transactions_per_s REAL, host_busy_pct REAL, normalized_pct_per_gbps REAL, bound_by TEXT, leak_pct REAL, host_steal_pct REAL);
     CREATE INDEX repeats_point ON repeats(point_id);",
+    "ALTER TABLE points ADD COLUMN vdi_profile TEXT;
+    ALTER TABLE points ADD COLUMN interference TEXT;",
 ];
