@@ -81,6 +81,25 @@ fn paced_stream_holds_100_mbit_over_loopback() {
         let g = iv["gbps"].as_f64().unwrap() * 1000.0;
         assert!((90.0..=110.0).contains(&g), "interval {iv}");
     }
+    // Request/response paced to 500 transactions a second: an open load, held.
+    for t in ["TCP_RR", "UDP_RR"] {
+        let r = test_json(&[
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "--token",
+            "pace-token",
+            "-l",
+            "2",
+            "-t",
+            t,
+            "--tps",
+            "500",
+        ]);
+        let tps = r["transactions_per_s"].as_f64().unwrap();
+        assert!((475.0..=525.0).contains(&tps), "{t} paced to 500/s: {tps}");
+    }
     s.kill().unwrap();
 }
 

@@ -61,9 +61,14 @@ pub struct TestArgs {
     /// Parallel streams (or RR connections) per sender
     #[arg(short = 'P', long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=256))]
     parallel: u32,
-    /// Pace each stream to this rate, e.g. 100mbit (paper 1's per-desktop load)
+    /// Pace each stream to this rate, e.g. 100mbit (paper 1's per-desktop load); for RR tests,
+    /// the requests' and responses' bytes together
     #[arg(long)]
     rate: Option<String>,
+    /// RR tests: pace each connection to N transactions per second (an open load, so latency is
+    /// not the connection's own back-to-back limit)
+    #[arg(long, conflicts_with = "rate")]
+    tps: Option<f64>,
     /// TCP_NODELAY on every connection
     #[arg(long)]
     nodelay: bool,
@@ -156,7 +161,10 @@ impl TestArgs {
             duration: self.duration,
             warmup: self.warmup,
             parallel: self.parallel,
-            rate: self.rate.as_deref().map(units::parse_rate).transpose()?,
+            rate: match self.tps {
+                Some(t) => Some(self.tps_rate(t, req, resp)?),
+                None => self.rate.as_deref().map(units::parse_rate).transpose()?,
+            },
             nodelay: self.nodelay,
             zerocopy: self.zerocopy,
             interval: self.interval,
@@ -188,6 +196,21 @@ impl TestArgs {
         };
         s.validate()?;
         Ok(s)
+    }
+
+    /// `--tps N` as the bit rate of N transactions of `req` + `resp` bytes per second.
+    fn tps_rate(&self, tps: f64, req: usize, resp: usize) -> Result<u64, Fail> {
+        if !self.test.is_rr() || self.test == TestKind::TcpCrr {
+            return Err(Fail::Input(
+                "--tps paces TCP_RR and UDP_RR: use --rate for streams".into(),
+            ));
+        }
+        if !(1.0..=10_000_000.0).contains(&tps) {
+            return Err(Fail::Input(format!(
+                "--tps {tps}: use 1 to 10000000 transactions per second"
+            )));
+        }
+        Ok(((tps * (req + resp) as f64 * 8.0) as u64).max(8))
     }
 
     /// The movie scenario asked for (VDI only).
@@ -436,6 +459,19 @@ pub fn test(a: TestArgs) -> CmdResult {
             }
         }
         print_loads(&out.loads);
+        if let (Some(pct), Some(cpus)) = (a.desktop_load, &out.cpus) {
+            let burners = out
+                .loads
+                .iter()
+                .filter(|l| matches!(l, load::LoadReport::Burner { .. }))
+                .count();
+            crate::outln!(
+                "  desktops: {burners} guest(s) × {pct} % ask {:.2} cores of the host's {} (core(s) {}), which stand for paper 1's 16-core server",
+                burners as f64 * pct / 100.0,
+                cpus.host.0.len(),
+                cpus.host
+            );
+        }
         if let Some(p) = &out.movie {
             print_movie(p);
         }

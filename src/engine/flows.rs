@@ -397,12 +397,34 @@ fn read_full(
     Ok(true)
 }
 
+/// Paced request/response (`--rate`/`--tps`): waits until transaction `done` is due, the rate
+/// counting each transaction's request and response bytes. False once the window has ended.
+fn rr_pace(pacer: &Option<Pacer>, done: u64, spec: &Spec, clock: &Clock) -> bool {
+    if let Some(pc) = pacer {
+        let bytes = done * (spec.req + spec.resp) as u64;
+        let w = pc.wait(bytes, clock.t0.elapsed());
+        if !w.is_zero() {
+            std::thread::sleep(w.min(Duration::from_secs_f64(
+                (clock.window_end() - clock.now()).max(0.0),
+            )));
+        }
+    }
+    clock.now() < clock.window_end()
+}
+
+fn rr_pacer(spec: &Spec) -> Option<Pacer> {
+    spec.rate.map(|r| Pacer::new(r, spec.req + spec.resp))
+}
+
 pub fn tcp_rr_initiate(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
     let mut p = Piece::initiating(id);
     let req = vec![0x5au8; spec.req];
     let mut resp = vec![0u8; spec.resp];
     s.set_read_timeout(Some(TICK)).ok();
-    while clock.now() < clock.window_end() {
+    let pacer = rr_pacer(spec);
+    let mut done = 0u64;
+    while rr_pace(&pacer, done, spec, &clock) {
+        done += 1;
         let t = Instant::now();
         let started = clock.now();
         let r = s
@@ -519,7 +541,10 @@ pub fn udp_rr_initiate(s: UdpSocket, id: u32, spec: &Spec, clock: Clock) -> Piec
     let req = vec![0x5au8; spec.req];
     let mut resp = vec![0u8; spec.resp.max(1)];
     s.set_read_timeout(Some(Duration::from_millis(50))).ok();
-    while clock.now() < clock.window_end() {
+    let pacer = rr_pacer(spec);
+    let mut done = 0u64;
+    while rr_pace(&pacer, done, spec, &clock) {
+        done += 1;
         let t = Instant::now();
         let started = clock.now();
         if s.send(&req).is_err() {

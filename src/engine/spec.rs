@@ -91,9 +91,9 @@ impl Spec {
             )));
         }
         if let Some(r) = self.rate {
-            if !(1000..=10_000_000_000_000).contains(&r) {
+            if !(8..=10_000_000_000_000).contains(&r) {
                 return Err(Error::Input(format!(
-                    "--rate {r} bit/s: use 1kbit to 10tbit"
+                    "--rate {r} bit/s: use 8 bit/s (a byte a second) to 10tbit"
                 )));
             }
         }
