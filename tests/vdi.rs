@@ -61,7 +61,7 @@ fn two_office_desktops_get_their_frames_with_finite_latencies() {
     let mine = dir.join("mine.toml");
     std::fs::write(
         &mine,
-        "[tiny]\nfps = 20\nframe_bytes = [[300, 1]]\nmouse_per_s = 40\n",
+        "[tiny]\nfps = 20\nframe_bytes = [[300, 1]]\nmouse_per_s = 40\nusb_mbit = 20\n",
     )
     .unwrap();
     let m = mine.to_str().unwrap();
@@ -80,6 +80,9 @@ fn two_office_desktops_get_their_frames_with_finite_latencies() {
         "--json",
     ]);
     assert_eq!(r["vdi"]["profile"], "tiny");
+    // USB redirection at 20 Mb/s each way.
+    let usb = r["vdi"]["total"]["usb_gbps"].as_f64().unwrap() * 1e3;
+    assert!((36.0..=44.0).contains(&usb), "USB {usb} Mb/s");
     std::fs::write(&mine, "[tiny]\nfps = 20\nframe_byte = [[300, 1]]\n").unwrap();
     for (args, says) in [
         (vec!["--profiles", m, "--profile", "tiny"], "mine.toml:3:1"),

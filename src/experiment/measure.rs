@@ -328,6 +328,8 @@ fn bound_by(
             Target::Remote { .. } => None,
         },
         offered_bps: match &result.vdi {
+            // Frames that arrive late (over 1 % of those due) are not a carried load either.
+            Some(v) if v.total.late_pct > 1.0 => Some(f64::INFINITY),
             Some(v) if v.total.fps > 0.0 => Some(gbps * 1e9 * v.total.target_fps / v.total.fps),
             Some(_) => Some(f64::INFINITY),
             None => spec
