@@ -6,7 +6,7 @@ CARGO ?= cargo
 DEPS := ip:iproute2 tc:iproute2 ethtool:ethtool nft:nftables sysctl:procps pgrep:procps iperf3:iperf3 sockperf:sockperf chromium:chromium busybox:busybox-static qemu-system-x86_64:qemu-system-x86 xz:xz-utils strip:binutils
 BIN := target/release/vnetlab
 
-.PHONY: all deps build test lint demo bench fuzz clean
+.PHONY: all deps build test lint demo bench reproduce fuzz clean
 
 all: build
 
@@ -39,6 +39,10 @@ demo: build
 
 bench: build
 	$(BIN) bench engine
+
+# The four papers' quick suites, their claims checked, a page per paper in out/.
+reproduce: build
+	$(BIN) reproduce all --quick
 
 # Coverage-guided fuzzing of every text parser (needs a nightly toolchain and cargo-fuzz).
 fuzz:

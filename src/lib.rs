@@ -12,6 +12,7 @@ pub mod meter;
 pub mod plan;
 pub mod records;
 pub mod report;
+pub mod reproduce;
 pub mod stats;
 pub mod store;
 pub mod sys;

@@ -67,7 +67,7 @@ fn load(path: &Path, force: bool) -> Result<erun::Loaded, Fail> {
 
 /// A folder for the report: made if missing (its parent must exist: vnetlab makes no folder the
 /// user did not name) and checked writable, before the first point runs.
-fn output_dir(dir: &Path) -> Result<(), Fail> {
+pub fn output_dir(dir: &Path) -> Result<(), Fail> {
     let name = crate::text::clip(&dir.display().to_string());
     match std::fs::metadata(dir) {
         Ok(m) if !m.is_dir() => {
@@ -110,29 +110,10 @@ pub fn output_file(path: &Path, flag: &str) -> Result<(), Fail> {
     }
 }
 
-pub fn run(a: RunArgs) -> CmdResult {
-    let loaded = load(&a.file, a.force)?;
-    let (exp, points) = (&loaded.file, &loaded.points);
-    if a.list {
-        if a.json {
-            print_json(points);
-        } else {
-            let secs: f64 = points.iter().map(matrix::estimate_s).sum();
-            crate::outln!("{}: {} points, about {:.0} s", exp.name, points.len(), secs);
-            for p in points {
-                crate::outln!("{}", matrix::describe(p));
-            }
-        }
-        return Ok(());
-    }
-    need_root("vnetlab run")?;
-    output_dir(&a.out)?;
-    let store = Store::open(&a.db)?;
-    let eta: f64 = points.iter().map(matrix::estimate_s).sum();
-    if eta > 24.0 * 3600.0 && !a.json {
-        crate::errln!("vnetlab: note: {} points will take about {:.0} hours; Ctrl-C stops after the point under way and keeps what finished", points.len(), eta / 3600.0);
-    }
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr()) && !a.json;
+/// Runs a loaded experiment into the store with a progress bar (a terminal) or a line per point.
+pub fn execute(loaded: &erun::Loaded, store: &Store, json: bool) -> Result<erun::Outcome, Fail> {
+    let points = &loaded.points;
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr()) && !json;
     let bar = tty.then(|| {
         let b = indicatif::ProgressBar::new(points.len() as u64);
         b.set_style(
@@ -157,17 +138,43 @@ pub fn run(a: RunArgs) -> CmdResult {
                 b.set_position(done as u64);
                 b.set_message(format!("{eta} · {}", what.trim()));
             }
-            None if !a.json && done != last => {
+            None if !json && done != last => {
                 crate::errln!("[{done}/{total}] {eta} · {}", what.trim());
                 last = done;
             }
             None => {}
         }
     };
-    let outcome = erun::run_experiment(&loaded, &store, &mut progress)?;
+    let outcome = erun::run_experiment(loaded, store, &mut progress)?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    Ok(outcome)
+}
+
+pub fn run(a: RunArgs) -> CmdResult {
+    let loaded = load(&a.file, a.force)?;
+    let (exp, points) = (&loaded.file, &loaded.points);
+    if a.list {
+        if a.json {
+            print_json(points);
+        } else {
+            let secs: f64 = points.iter().map(matrix::estimate_s).sum();
+            crate::outln!("{}: {} points, about {:.0} s", exp.name, points.len(), secs);
+            for p in points {
+                crate::outln!("{}", matrix::describe(p));
+            }
+        }
+        return Ok(());
+    }
+    need_root("vnetlab run")?;
+    output_dir(&a.out)?;
+    let store = Store::open(&a.db)?;
+    let eta: f64 = points.iter().map(matrix::estimate_s).sum();
+    if eta > 24.0 * 3600.0 && !a.json {
+        crate::errln!("vnetlab: note: {} points will take about {:.0} hours; Ctrl-C stops after the point under way and keeps what finished", points.len(), eta / 3600.0);
+    }
+    let outcome = execute(&loaded, &store, a.json)?;
     let rrow = store.find_run(RunRef::Id(outcome.run_id))?;
     let pts: Vec<PointRecord> = store
         .points(outcome.run_id)?

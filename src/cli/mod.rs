@@ -4,6 +4,7 @@ mod bench_cmds;
 mod exp_cmds;
 mod lab_cmds;
 mod plan_cmds;
+mod repro_cmds;
 mod test_cmds;
 
 use clap::{Parser, Subcommand};
@@ -87,7 +88,8 @@ input_errors!(
     crate::text::Error,
     crate::stats::Error,
     crate::records::Error,
-    crate::plan::Error
+    crate::plan::Error,
+    crate::reproduce::Error
 );
 
 /// Errors of work that failed on the host (exit 1).
@@ -173,6 +175,8 @@ enum Cmd {
     Export(exp_cmds::ExportArgs),
     /// Compare two runs point by point (ratios, marked where outside both spreads)
     Compare(exp_cmds::CompareArgs),
+    /// Reproduce the four papers: run each one's suite, check its claims, write a page per paper
+    Reproduce(repro_cmds::ReproduceArgs),
     /// Bring a store written by an older vnetlab up to date (reading never writes)
     Migrate(exp_cmds::MigrateArgs),
     /// Capacity plan: host CPU on a VDI server's networks per datapath (paper 1's Eq. 5) and desktops per server
@@ -240,6 +244,7 @@ pub fn main() -> i32 {
         Cmd::Runs(a) => exp_cmds::runs(a),
         Cmd::Export(a) => exp_cmds::export(a),
         Cmd::Compare(a) => exp_cmds::compare(a),
+        Cmd::Reproduce(a) => repro_cmds::reproduce(a),
         Cmd::Migrate(a) => exp_cmds::migrate(a),
     };
     // The reader of our output went away (`| head`): the command stopped cleanly; end quietly.

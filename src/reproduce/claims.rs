@@ -1,0 +1,508 @@
+//! A paper's claims as checks over stored points: which points a check reads (selectors over the
+//! point's key), the figure it compares and how; the verdict is computed from the run, never
+//! written down. A claim whose points were not measured is "not measurable", with why.
+
+use serde::{Deserialize, Serialize};
+
+use super::Error;
+use crate::experiment::file::{Load, SockBuf, WireRate};
+use crate::records::PointRecord;
+use crate::units::parse_size;
+use crate::vocab::{Direction, Gro, Mode, TestKind};
+
+/// A figure of a stored point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    ThroughputGbps,
+    HostBusyPct,
+    NormalizedPctPerGbps,
+    TransactionsPerS,
+    LatencyP50Us,
+    LatencyP99Us,
+}
+
+impl Metric {
+    pub fn of(self, p: &PointRecord) -> Option<f64> {
+        match self {
+            Metric::ThroughputGbps => p.throughput_gbps,
+            Metric::HostBusyPct => p.host_busy_pct,
+            Metric::NormalizedPctPerGbps => p.normalized_pct_per_gbps,
+            Metric::TransactionsPerS => p.transactions_per_s,
+            Metric::LatencyP50Us => p.latency_p50_us,
+            Metric::LatencyP99Us => p.latency_p99_us,
+        }
+    }
+    pub fn unit(self) -> &'static str {
+        match self {
+            Metric::ThroughputGbps => "Gb/s",
+            Metric::HostBusyPct => "% host CPU",
+            Metric::NormalizedPctPerGbps => "% host CPU per Gb/s",
+            Metric::TransactionsPerS => "transactions/s",
+            Metric::LatencyP50Us | Metric::LatencyP99Us => "µs",
+        }
+    }
+}
+
+/// Which point a check reads: every field given must equal the point's (as written in an
+/// experiment file).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Selector {
+    pub mode: Option<String>,
+    pub test: Option<String>,
+    pub direction: Option<String>,
+    pub message: Option<String>,
+    pub load: Option<String>,
+    pub tso: Option<bool>,
+    pub gro: Option<String>,
+    pub lro: Option<bool>,
+    pub wire: Option<String>,
+    pub buffer: Option<String>,
+    pub guests: Option<u32>,
+    pub profile: Option<String>,
+    pub interference: Option<String>,
+    pub label: Option<String>,
+}
+
+impl Selector {
+    /// `self` with `base`'s fields where `self` gives none.
+    pub fn over(&self, base: &Selector) -> Selector {
+        fn or<T: Clone>(a: &Option<T>, b: &Option<T>) -> Option<T> {
+            a.clone().or_else(|| b.clone())
+        }
+        Selector {
+            mode: or(&self.mode, &base.mode),
+            test: or(&self.test, &base.test),
+            direction: or(&self.direction, &base.direction),
+            message: or(&self.message, &base.message),
+            load: or(&self.load, &base.load),
+            tso: self.tso.or(base.tso),
+            gro: or(&self.gro, &base.gro),
+            lro: self.lro.or(base.lro),
+            wire: or(&self.wire, &base.wire),
+            buffer: or(&self.buffer, &base.buffer),
+            guests: self.guests.or(base.guests),
+            profile: or(&self.profile, &base.profile),
+            interference: or(&self.interference, &base.interference),
+            label: or(&self.label, &base.label),
+        }
+    }
+
+    /// Checks every value parses as the experiment files write it.
+    pub fn check(&self) -> Result<(), Error> {
+        let bad = |what: &str, e: String| Error::Input(format!("{what}: {e}"));
+        if let Some(m) = &self.mode {
+            m.parse::<Mode>().map_err(|e| bad("mode", e.to_string()))?;
+        }
+        if let Some(t) = &self.test {
+            t.parse::<TestKind>()
+                .map_err(|e| bad("test", e.to_string()))?;
+        }
+        if let Some(d) = &self.direction {
+            d.parse::<Direction>()
+                .map_err(|e| bad("direction", e.to_string()))?;
+        }
+        if let Some(m) = &self.message {
+            parse_size(m).map_err(|e| bad("message", e.to_string()))?;
+        }
+        if let Some(l) = &self.load {
+            l.parse::<Load>().map_err(|e| bad("load", e.to_string()))?;
+        }
+        if let Some(g) = &self.gro {
+            g.parse::<Gro>().map_err(|e| bad("gro", e.to_string()))?;
+        }
+        if let Some(w) = &self.wire {
+            w.parse::<WireRate>()
+                .map_err(|e| bad("wire", e.to_string()))?;
+        }
+        if let Some(b) = &self.buffer {
+            b.parse::<SockBuf>()
+                .map_err(|e| bad("buffer", e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    pub fn matches(&self, p: &PointRecord) -> bool {
+        let k = &p.key;
+        let eq = |want: &Option<String>, have: String| want.as_ref().is_none_or(|w| *w == have);
+        eq(&self.mode, k.mode.to_string())
+            && self
+                .test
+                .as_ref()
+                .is_none_or(|t| t.parse::<TestKind>().ok() == Some(k.test))
+            && eq(&self.direction, k.direction.name().to_string())
+            && self
+                .message
+                .as_ref()
+                .is_none_or(|m| parse_size(m).ok().map(|s| s as u64) == Some(k.message_bytes))
+            && self
+                .load
+                .as_ref()
+                .is_none_or(|l| l.parse::<Load>().ok().map(|l| l.0) == Some(k.load_bps))
+            && self.tso.is_none_or(|t| t == k.tso)
+            && eq(&self.gro, k.gro.name().to_string())
+            && self.lro.is_none_or(|l| l == k.lro)
+            && self.wire.as_ref().is_none_or(|w| {
+                w.parse::<WireRate>().ok().map(|w| w.0.map(|r| r.0)) == Some(k.wire_rate)
+            })
+            && self.buffer.as_ref().is_none_or(|b| {
+                b.parse::<SockBuf>().ok().map(|b| b.0.map(|x| x as u64)) == Some(k.socket_buffer)
+            })
+            && self.guests.is_none_or(|g| g == k.guests)
+            && self
+                .profile
+                .as_ref()
+                .is_none_or(|p| Some(p) == k.profile.as_ref())
+            && match self.interference.as_deref() {
+                None => true,
+                Some("none") => k.interference.is_none(),
+                Some(i) => k.interference.as_deref() == Some(i),
+            }
+    }
+
+    /// How the selector reads on the page: its label, else its mode and what else it names.
+    pub fn name(&self) -> String {
+        if let Some(l) = &self.label {
+            return l.clone();
+        }
+        let mut parts: Vec<String> = Vec::new();
+        for (k, v) in [
+            ("", &self.mode),
+            ("", &self.direction),
+            ("", &self.message),
+            ("with ", &self.interference),
+        ] {
+            if let Some(v) = v {
+                parts.push(format!("{k}{v}"));
+            }
+        }
+        parts.join(" ")
+    }
+}
+
+/// How a claim compares its points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// The first series has the lowest figure of all.
+    Lowest,
+    /// The first series has the highest figure of all.
+    Highest,
+    /// The first series' figure exceeds `by` times the second's.
+    Greater,
+    /// The first series' figure exceeds `value`.
+    Above,
+}
+
+/// One claim of a paper, as written in its file.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Claim {
+    pub text: String,
+    pub source: String,
+    /// What the paper measured, as it says it.
+    pub paper: String,
+    pub metric: Metric,
+    pub kind: Kind,
+    /// Fields every series shares.
+    #[serde(default, rename = "where")]
+    pub common: Selector,
+    pub series: Vec<Selector>,
+    #[serde(default = "one")]
+    pub by: f64,
+    pub value: Option<f64>,
+    /// Why a verdict may differ here (hardware of 2026, TCG, one host), shown beside it.
+    #[serde(default)]
+    pub note: String,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Holds,
+    DoesNotHold,
+    NotMeasurable,
+}
+
+impl Verdict {
+    pub fn text(self) -> &'static str {
+        match self {
+            Verdict::Holds => "holds",
+            Verdict::DoesNotHold => "does not hold",
+            Verdict::NotMeasurable => "not measurable",
+        }
+    }
+}
+
+/// A claim checked against a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Checked {
+    pub claim: String,
+    pub source: String,
+    pub verdict: Verdict,
+    /// Our figures, each series named.
+    pub ours: String,
+    pub paper: String,
+    pub why: String,
+    /// Our figure of each series, for the page's chart.
+    pub figures: Vec<(String, f64)>,
+    pub unit: String,
+}
+
+impl Claim {
+    pub fn check(&self) -> Result<(), Error> {
+        let need = match self.kind {
+            Kind::Lowest | Kind::Highest => 2..=16,
+            Kind::Greater => 2..=2,
+            Kind::Above => 1..=1,
+        };
+        if !need.contains(&self.series.len()) {
+            return Err(Error::Input(format!(
+                "claim '{}': a {:?} check takes {:?} series",
+                self.text, self.kind, need
+            )));
+        }
+        if self.kind == Kind::Above && self.value.is_none() {
+            return Err(Error::Input(format!("claim '{}': give value", self.text)));
+        }
+        if !(self.by.is_finite() && self.by > 0.0) {
+            return Err(Error::Input(format!(
+                "claim '{}': by must be above 0",
+                self.text
+            )));
+        }
+        self.common.check()?;
+        self.series.iter().try_for_each(Selector::check)
+    }
+
+    /// The figure of each series in `points`, or why it is missing.
+    fn figures(&self, points: &[PointRecord]) -> Result<Vec<(String, f64)>, String> {
+        self.series
+            .iter()
+            .map(|s| {
+                let sel = s.over(&self.common);
+                let found: Vec<&PointRecord> = points
+                    .iter()
+                    .filter(|p| p.error.is_none() && sel.matches(p))
+                    .collect();
+                match found.as_slice() {
+                    [] => Err(format!("no measured point for {}", sel.name())),
+                    [p] => self
+                        .metric
+                        .of(p)
+                        .map(|v| (s.over(&Selector::default()).name(), v))
+                        .ok_or_else(|| format!("{} has no {}", sel.name(), self.metric.unit())),
+                    many => Err(format!(
+                        "{} points match {}: the check must name one",
+                        many.len(),
+                        sel.name()
+                    )),
+                }
+            })
+            .collect()
+    }
+
+    /// The verdict over a run's points.
+    pub fn evaluate(&self, points: &[PointRecord]) -> Checked {
+        let figures = self.figures(points);
+        let (verdict, ours, why) = match &figures {
+            Err(why) => (Verdict::NotMeasurable, "-".into(), why.clone()),
+            Ok(f) => {
+                let holds = match self.kind {
+                    Kind::Lowest => f[1..].iter().all(|x| f[0].1 < x.1),
+                    Kind::Highest => f[1..].iter().all(|x| f[0].1 > x.1),
+                    Kind::Greater => f[0].1 > self.by * f[1].1,
+                    Kind::Above => f[0].1 > self.value.unwrap_or(f64::INFINITY),
+                };
+                let ours = f
+                    .iter()
+                    .map(|(n, v)| format!("{n} {v:.3}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let v = if holds {
+                    Verdict::Holds
+                } else {
+                    Verdict::DoesNotHold
+                };
+                let why = if holds {
+                    String::new()
+                } else {
+                    self.note.clone()
+                };
+                (v, format!("{ours} {}", self.metric.unit()), why)
+            }
+        };
+        Checked {
+            claim: self.text.clone(),
+            source: self.source.clone(),
+            verdict,
+            ours,
+            paper: self.paper.clone(),
+            why,
+            figures: figures.unwrap_or_default(),
+            unit: self.metric.unit().to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::PointKey;
+
+    fn point(mode: Mode, msg: u64, cpu_per_gbps: f64, gbps: f64) -> PointRecord {
+        PointRecord {
+            key: PointKey {
+                mode,
+                message_bytes: msg,
+                ..Default::default()
+            },
+            throughput_gbps: Some(gbps),
+            normalized_pct_per_gbps: Some(cpu_per_gbps),
+            ..Default::default()
+        }
+    }
+
+    fn sel(mode: &str) -> Selector {
+        Selector {
+            mode: Some(mode.into()),
+            ..Default::default()
+        }
+    }
+
+    fn claim(kind: Kind, metric: Metric, series: Vec<Selector>, value: Option<f64>) -> Claim {
+        Claim {
+            text: "t".into(),
+            source: "Fig. 4(c)".into(),
+            paper: "p".into(),
+            metric,
+            kind,
+            common: Selector {
+                message: Some("8K".into()),
+                ..Default::default()
+            },
+            series,
+            by: 1.0,
+            value,
+            note: "why not".into(),
+        }
+    }
+
+    #[test]
+    fn every_kind_of_verdict_flips_when_its_data_is_reversed() {
+        let good = vec![
+            point(Mode::Macvlan, 8192, 0.5, 5.0),
+            point(Mode::Bridge, 8192, 2.0, 2.0),
+            point(Mode::Emulated, 8192, 3.0, 1.0),
+            point(Mode::Macvlan, 65536, 9.0, 0.1),
+        ];
+        let reversed: Vec<PointRecord> = good
+            .iter()
+            .map(|p| PointRecord {
+                normalized_pct_per_gbps: p.normalized_pct_per_gbps.map(|v| 10.0 - v),
+                throughput_gbps: p.throughput_gbps.map(|g| 6.0 - g),
+                ..p.clone()
+            })
+            .collect();
+        let three = || vec![sel("macvlan"), sel("bridge"), sel("emulated")];
+        for c in [
+            claim(Kind::Lowest, Metric::NormalizedPctPerGbps, three(), None),
+            claim(Kind::Highest, Metric::ThroughputGbps, three(), None),
+            claim(
+                Kind::Greater,
+                Metric::ThroughputGbps,
+                vec![sel("macvlan"), sel("bridge")],
+                None,
+            ),
+            claim(
+                Kind::Above,
+                Metric::ThroughputGbps,
+                vec![sel("macvlan")],
+                Some(3.0),
+            ),
+        ] {
+            c.check().unwrap();
+            assert_eq!(c.evaluate(&good).verdict, Verdict::Holds, "{:?}", c.kind);
+            let r = c.evaluate(&reversed);
+            assert_eq!(r.verdict, Verdict::DoesNotHold, "{:?}", c.kind);
+            assert_eq!(r.why, "why not");
+        }
+        let ok = claim(Kind::Lowest, Metric::NormalizedPctPerGbps, three(), None).evaluate(&good);
+        assert!(
+            ok.ours.contains("macvlan 0.500") && ok.ours.contains("emulated 3.000"),
+            "{}",
+            ok.ours
+        );
+    }
+
+    #[test]
+    fn missing_failed_or_ambiguous_points_are_not_measurable() {
+        let c = claim(
+            Kind::Greater,
+            Metric::ThroughputGbps,
+            vec![sel("macvlan"), sel("bridge")],
+            None,
+        );
+        let only_one = vec![point(Mode::Macvlan, 8192, 0.5, 5.0)];
+        let r = c.evaluate(&only_one);
+        assert_eq!(r.verdict, Verdict::NotMeasurable);
+        assert!(r.why.contains("no measured point for bridge"), "{}", r.why);
+        let mut failed = only_one.clone();
+        failed.push(PointRecord {
+            error: Some("lab failed".into()),
+            ..point(Mode::Bridge, 8192, 1.0, 1.0)
+        });
+        assert_eq!(c.evaluate(&failed).verdict, Verdict::NotMeasurable);
+        let mut twice = only_one.clone();
+        twice.push(point(Mode::Bridge, 8192, 1.0, 1.0));
+        twice.push(PointRecord {
+            key: PointKey {
+                tso: false,
+                ..twice[1].key.clone()
+            },
+            ..twice[1].clone()
+        });
+        let r = c.evaluate(&twice);
+        assert!(r.why.contains("2 points match"), "{}", r.why);
+        let lat = claim(
+            Kind::Above,
+            Metric::LatencyP99Us,
+            vec![sel("macvlan")],
+            Some(1.0),
+        );
+        assert!(lat.evaluate(&only_one).why.contains("has no µs"));
+    }
+
+    #[test]
+    fn claims_with_the_wrong_shape_or_values_are_refused() {
+        assert!(claim(
+            Kind::Greater,
+            Metric::ThroughputGbps,
+            vec![sel("bridge")],
+            None
+        )
+        .check()
+        .is_err());
+        assert!(claim(
+            Kind::Above,
+            Metric::ThroughputGbps,
+            vec![sel("bridge")],
+            None
+        )
+        .check()
+        .is_err());
+        assert!(claim(
+            Kind::Lowest,
+            Metric::ThroughputGbps,
+            vec![sel("bridge"), sel("warp")],
+            None
+        )
+        .check()
+        .is_err());
+    }
+}

@@ -1,0 +1,92 @@
+//! Integration test of `vnetlab reproduce` (root): the smallest paper's quick suite runs end to
+//! end, its claims get computed verdicts, its page and the index are written, and re-rendering
+//! from the stored run measures nothing and agrees.
+
+mod common;
+use common::*;
+
+#[test]
+fn the_smallest_paper_reproduces_end_to_end_and_re_renders_from_its_run() {
+    let c = ctx("repro");
+    let before = host_snapshot();
+    let db = c.state.join("r.sqlite");
+    let out = c.state.join("pages");
+    let (db, out) = (db.to_str().unwrap(), out.to_str().unwrap());
+    let r = c.json(&[
+        "reproduce",
+        "xen-lro",
+        "--quick",
+        "--db",
+        db,
+        "--out",
+        out,
+        "--json",
+    ]);
+    let p = &r["papers"][0];
+    assert_eq!(p["paper"], "xen-lro", "{r}");
+    assert_eq!(p["runs"].as_array().unwrap().len(), 1);
+    let claims = p["claims"].as_array().unwrap();
+    assert_eq!(claims.len(), 3, "{p}");
+    for cl in claims {
+        let v = cl["verdict"].as_str().unwrap();
+        assert!(
+            ["holds", "does_not_hold"].contains(&v),
+            "every quick point was measured: {cl}"
+        );
+        assert!(cl["ours"].as_str().unwrap().contains("Gb/s"), "{cl}");
+    }
+    let page = std::fs::read_to_string(p["page"].as_str().unwrap()).unwrap();
+    assert!(
+        page.contains("Software LRO") && page.contains("guest2"),
+        "page"
+    );
+    let run = p["runs"][0].as_i64().unwrap();
+    assert!(std::path::Path::new(out)
+        .join(format!("run-{run}.html"))
+        .exists());
+    assert!(std::path::Path::new(out).join("index.html").exists());
+    // Re-rendered from the store: the same run and verdicts, nothing measured.
+    let again = c.json(&[
+        "reproduce",
+        "xen-lro",
+        "--quick",
+        "--from-runs",
+        "--db",
+        db,
+        "--out",
+        out,
+        "--json",
+    ]);
+    assert_eq!(again["papers"][0]["runs"], p["runs"]);
+    let verdicts = |x: &serde_json::Value| -> Vec<String> {
+        x["claims"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["verdict"].to_string())
+            .collect()
+    };
+    assert_eq!(verdicts(&again["papers"][0]), verdicts(p));
+    // A paper with no stored run renders as not measured, not as a crash.
+    let none = c.json(&[
+        "reproduce",
+        "vmware-esx35",
+        "--quick",
+        "--from-runs",
+        "--db",
+        db,
+        "--out",
+        out,
+        "--json",
+    ]);
+    let nc = none["papers"][0]["claims"].as_array().unwrap();
+    assert!(
+        nc.iter().all(|c| c["verdict"] == "not_measurable"),
+        "{none}"
+    );
+    let o = c.run(&["reproduce", "nope", "--from-runs", "--db", db, "--out", out]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("xen-passthrough"), "{err}");
+    assert_eq!(before, host_snapshot());
+}
