@@ -396,13 +396,26 @@ fn run_parallel(cmds: &[&HostCmd], width: usize) -> Result<(), Error> {
     std::thread::scope(|s| {
         let handles: Vec<_> = cmds
             .chunks(chunk)
-            .map(|part| s.spawn(move || part.iter().try_for_each(|c| c.run().map_err(Error::Host))))
+            .map(|part| s.spawn(move || part.iter().try_for_each(|c| run_settling(c))))
             .collect();
         handles.into_iter().try_for_each(|h| {
             h.join()
                 .unwrap_or_else(|_| Err(Error::Failed("a worker panicked".into())))
         })
     })
+}
+
+/// Runs one command. An ethtool change that raced a lower device's own feature update (a macvlan
+/// follows the wire end beneath it, which another worker is changing) is tried once more after
+/// it settles: "Could not change any device features" came from the race, not the request.
+fn run_settling(c: &HostCmd) -> Result<(), Error> {
+    match c.run() {
+        Err(_) if matches!(c, HostCmd::Ethtool { .. }) => {
+            std::thread::sleep(Duration::from_millis(100));
+            c.run().map_err(Error::Host)
+        }
+        r => r.map_err(Error::Host),
+    }
 }
 
 fn vf_ifname(pf: &str, vf: u32) -> Result<String, Error> {
