@@ -238,10 +238,6 @@ extern "C" {
 /// Opens the report in headless Chromium: the charts render and the console shows no errors.
 #[test]
 fn the_report_renders_in_a_real_browser() {
-    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .into_iter()
-        .find(|p| Path::new(p).exists());
-    let chromium = chromium.expect("chromium is needed for this test: `make deps` installs it");
     let c = ctx("browser");
     let f = write(&c.state, "small.toml", SMALL);
     let db = c.state.join("b.sqlite");
@@ -262,44 +258,11 @@ fn the_report_renders_in_a_real_browser() {
         "--html",
         html.to_str().unwrap(),
     ]);
-    let profile = c.state.join("chromium-profile");
-    let o = std::process::Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--virtual-time-budget=3000",
-            &format!("--user-data-dir={}", profile.display()),
-            "--dump-dom",
-            &format!("file://{}", html.display()),
-        ])
-        .output()
-        .unwrap();
-    let dom = String::from_utf8_lossy(&o.stdout);
-    let log = String::from_utf8_lossy(&o.stderr);
-    let attr = |name: &str| -> usize {
-        dom.split(&format!("{name}=\""))
-            .nth(1)
-            .and_then(|s| s.split('"').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0)
-    };
-    let (charts, rendered) = (attr("data-charts"), attr("data-charts-rendered"));
+    let (charts, rendered, console_errors) = in_browser(&html, &c.state);
     assert!(
         charts >= 4 && rendered == charts,
-        "{rendered} of {charts} charts rendered; log: {log}"
+        "{rendered} of {charts} charts rendered"
     );
-    let console_errors: Vec<&str> = log
-        .lines()
-        .filter(|l| l.contains("CONSOLE") && (l.contains("ERROR") || l.contains("Uncaught")))
-        .collect();
     assert!(
         console_errors.is_empty(),
         "console errors: {console_errors:?}"

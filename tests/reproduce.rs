@@ -40,6 +40,14 @@ fn the_smallest_paper_reproduces_end_to_end_and_re_renders_from_its_run() {
         page.contains("Software LRO") && page.contains("guest2"),
         "page"
     );
+    // The page renders in a real browser: a chart per measured claim, no console errors.
+    let (charts, rendered, errors) =
+        in_browser(std::path::Path::new(p["page"].as_str().unwrap()), &c.state);
+    assert!(
+        charts == 3 && rendered == charts,
+        "{rendered} of {charts} charts rendered"
+    );
+    assert!(errors.is_empty(), "console errors: {errors:?}");
     let run = p["runs"][0].as_i64().unwrap();
     assert!(std::path::Path::new(out)
         .join(format!("run-{run}.html"))

@@ -151,3 +151,50 @@ pub fn host_snapshot() -> String {
     .map(|c| format!("## {c}\n{}", sh(c)))
     .collect()
 }
+
+/// Opens `html` in headless Chromium: (charts on the page, charts rendered, console errors).
+#[allow(dead_code)]
+pub fn in_browser(
+    html: &std::path::Path,
+    scratch: &std::path::Path,
+) -> (usize, usize, Vec<String>) {
+    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("chromium is needed for this test: `make deps` installs it");
+    let profile = scratch.join("chromium-profile");
+    let o = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=3000",
+            &format!("--user-data-dir={}", profile.display()),
+            "--dump-dom",
+            &format!("file://{}", html.display()),
+        ])
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&o.stdout);
+    let log = String::from_utf8_lossy(&o.stderr);
+    let attr = |name: &str| -> usize {
+        dom.split(&format!("{name}=\""))
+            .nth(1)
+            .and_then(|s| s.split('"').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    let errors = log
+        .lines()
+        .filter(|l| l.contains("CONSOLE") && (l.contains("ERROR") || l.contains("Uncaught")))
+        .map(str::to_string)
+        .collect();
+    (attr("data-charts"), attr("data-charts-rendered"), errors)
+}
