@@ -434,99 +434,104 @@ pub fn test(a: TestArgs) -> CmdResult {
     if a.json {
         print_json(&out);
     } else {
-        print_result(&out.result);
-        if let Some(v) = &out.vnic {
-            for (g, x) in v {
-                let extra = match &x.lro {
-                    None => String::new(),
-                    Some(l) => format!(
-                        ", LRO: {} segments in, {} super-frames out, ratio {:.2}",
-                        l.frames_in, l.superframes_out, l.lro_ratio
-                    ),
-                };
-                let model = match x.model {
-                    Some(crate::vnic::backend::Model::Emulated) => "emulated",
-                    Some(crate::vnic::backend::Model::Paravirt) => "paravirt",
-                    None => "?",
-                };
-                crate::outln!(
-                    "  vNIC {g} ({model}): from guest {} frames ({} GSO), to guest {} frames ({} GSO){extra}",
-                    x.from_guest.frames,
-                    x.from_guest.gso_frames,
-                    x.to_guest.frames,
-                    x.to_guest.gso_frames
-                );
-            }
-        }
-        print_loads(&out.loads);
-        if let (Some(pct), Some(cpus)) = (a.desktop_load, &out.cpus) {
-            let burners = out
-                .loads
-                .iter()
-                .filter(|l| matches!(l, load::LoadReport::Burner { .. }))
-                .count();
-            crate::outln!(
-                "  desktops: {burners} guest(s) × {pct} % ask {:.2} cores of the host's {} (core(s) {}), which stand for paper 1's 16-core server",
-                burners as f64 * pct / 100.0,
-                cpus.host.0.len(),
-                cpus.host
-            );
-        }
-        if let Some(p) = &out.movie {
-            print_movie(p);
-        }
-        if let Some(c) = &out.cpu {
-            print_cpu(c);
-        } else if let Some(e) = &out.cpu_error {
-            crate::outln!("  CPU: not measured ({e})");
-        }
-        if let Some(r) = &out.repeats {
-            let ci = |s: &stats::Spread| {
-                s.ci.map(|[l, h]| format!(", {}% CI {l:.3}–{h:.3}", r.confidence_level))
-                    .unwrap_or_default()
-            };
-            crate::outln!(
-                "  {} runs: Gb/s min {:.3} median {:.3} max {:.3}{}",
-                r.runs,
-                r.throughput_gbps.min,
-                r.throughput_gbps.median,
-                r.throughput_gbps.max,
-                ci(&r.throughput_gbps)
-            );
-            if let Some(c) = &r.host_busy_pct {
-                crate::outln!(
-                    "          host CPU % min {:.2} median {:.2} max {:.2}{}",
-                    c.min,
-                    c.median,
-                    c.max,
-                    ci(c)
-                );
-            }
-            if let Some(c) = &r.normalized_pct_per_gbps {
-                crate::outln!(
-                    "          CPU % per Gb/s min {:.3} median {:.3} max {:.3}{}",
-                    c.min,
-                    c.median,
-                    c.max,
-                    ci(c)
-                );
-            }
-            if r.unstable {
-                crate::outln!("          UNSTABLE: throughput or CPU per Gb/s varied by more than 10 % across the runs");
-            }
-            if let Some(m) = r.confidence_met {
-                crate::outln!(
-                    "          confidence {}",
-                    if m {
-                        "reached"
-                    } else {
-                        "NOT reached within --repeat runs"
-                    }
-                );
-            }
-        }
+        print_text(&out, &a);
     }
     Ok(())
+}
+
+/// A measured test as text: the result, the vNIC counters, loads, the CPU and the repeats.
+fn print_text(out: &measure::Measured, a: &TestArgs) {
+    print_result(&out.result);
+    if let Some(v) = &out.vnic {
+        for (g, x) in v {
+            let extra = match &x.lro {
+                None => String::new(),
+                Some(l) => format!(
+                    ", LRO: {} segments in, {} super-frames out, ratio {:.2}",
+                    l.frames_in, l.superframes_out, l.lro_ratio
+                ),
+            };
+            let model = match x.model {
+                Some(crate::vnic::backend::Model::Emulated) => "emulated",
+                Some(crate::vnic::backend::Model::Paravirt) => "paravirt",
+                None => "?",
+            };
+            crate::outln!(
+                "  vNIC {g} ({model}): from guest {} frames ({} GSO), to guest {} frames ({} GSO){extra}",
+                x.from_guest.frames,
+                x.from_guest.gso_frames,
+                x.to_guest.frames,
+                x.to_guest.gso_frames
+            );
+        }
+    }
+    print_loads(&out.loads);
+    if let (Some(pct), Some(cpus)) = (a.desktop_load, &out.cpus) {
+        let burners = out
+            .loads
+            .iter()
+            .filter(|l| matches!(l, load::LoadReport::Burner { .. }))
+            .count();
+        crate::outln!(
+            "  desktops: {burners} guest(s) × {pct} % ask {:.2} cores of the host's {} (core(s) {}), which stand for paper 1's 16-core server",
+            burners as f64 * pct / 100.0,
+            cpus.host.0.len(),
+            cpus.host
+        );
+    }
+    if let Some(p) = &out.movie {
+        print_movie(p);
+    }
+    if let Some(c) = &out.cpu {
+        print_cpu(c);
+    } else if let Some(e) = &out.cpu_error {
+        crate::outln!("  CPU: not measured ({e})");
+    }
+    if let Some(r) = &out.repeats {
+        let ci = |s: &stats::Spread| {
+            s.ci.map(|[l, h]| format!(", {}% CI {l:.3}–{h:.3}", r.confidence_level))
+                .unwrap_or_default()
+        };
+        crate::outln!(
+            "  {} runs: Gb/s min {:.3} median {:.3} max {:.3}{}",
+            r.runs,
+            r.throughput_gbps.min,
+            r.throughput_gbps.median,
+            r.throughput_gbps.max,
+            ci(&r.throughput_gbps)
+        );
+        if let Some(c) = &r.host_busy_pct {
+            crate::outln!(
+                "          host CPU % min {:.2} median {:.2} max {:.2}{}",
+                c.min,
+                c.median,
+                c.max,
+                ci(c)
+            );
+        }
+        if let Some(c) = &r.normalized_pct_per_gbps {
+            crate::outln!(
+                "          CPU % per Gb/s min {:.3} median {:.3} max {:.3}{}",
+                c.min,
+                c.median,
+                c.max,
+                ci(c)
+            );
+        }
+        if r.unstable {
+            crate::outln!("          UNSTABLE: throughput or CPU per Gb/s varied by more than 10 % across the runs");
+        }
+        if let Some(m) = r.confidence_met {
+            crate::outln!(
+                "          confidence {}",
+                if m {
+                    "reached"
+                } else {
+                    "NOT reached within --repeat runs"
+                }
+            );
+        }
+    }
 }
 
 /// When a test in a lab fails because the lab went away under it (`vnetlab down`), says so.

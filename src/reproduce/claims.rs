@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Error;
-use crate::experiment::file::{Load, SockBuf, WireRate};
+use crate::experiment::file::{Load, Size, SockBuf, WireRate};
 use crate::records::PointRecord;
 use crate::units::parse_size;
 use crate::vocab::{Direction, Gro, Mode, TestKind};
@@ -91,36 +91,14 @@ impl Selector {
 
     /// Checks every value parses as the experiment files write it.
     pub fn check(&self) -> Result<(), Error> {
-        let bad = |what: &str, e: String| Error::Input(format!("{what}: {e}"));
-        if let Some(m) = &self.mode {
-            m.parse::<Mode>().map_err(|e| bad("mode", e.to_string()))?;
-        }
-        if let Some(t) = &self.test {
-            t.parse::<TestKind>()
-                .map_err(|e| bad("test", e.to_string()))?;
-        }
-        if let Some(d) = &self.direction {
-            d.parse::<Direction>()
-                .map_err(|e| bad("direction", e.to_string()))?;
-        }
-        if let Some(m) = &self.message {
-            parse_size(m).map_err(|e| bad("message", e.to_string()))?;
-        }
-        if let Some(l) = &self.load {
-            l.parse::<Load>().map_err(|e| bad("load", e.to_string()))?;
-        }
-        if let Some(g) = &self.gro {
-            g.parse::<Gro>().map_err(|e| bad("gro", e.to_string()))?;
-        }
-        if let Some(w) = &self.wire {
-            w.parse::<WireRate>()
-                .map_err(|e| bad("wire", e.to_string()))?;
-        }
-        if let Some(b) = &self.buffer {
-            b.parse::<SockBuf>()
-                .map_err(|e| bad("buffer", e.to_string()))?;
-        }
-        Ok(())
+        parses::<Mode>(&self.mode, "mode")?;
+        parses::<TestKind>(&self.test, "test")?;
+        parses::<Direction>(&self.direction, "direction")?;
+        parses::<Size>(&self.message, "message")?;
+        parses::<Load>(&self.load, "load")?;
+        parses::<Gro>(&self.gro, "gro")?;
+        parses::<WireRate>(&self.wire, "wire")?;
+        parses::<SockBuf>(&self.buffer, "buffer")
     }
 
     pub fn matches(&self, p: &PointRecord) -> bool {
@@ -178,6 +156,20 @@ impl Selector {
             }
         }
         parts.join(" ")
+    }
+}
+
+/// Whether a selector's field, if given, parses as a `T`.
+fn parses<T: std::str::FromStr>(v: &Option<String>, what: &str) -> Result<(), Error>
+where
+    T::Err: std::fmt::Display,
+{
+    match v {
+        Some(s) => s
+            .parse::<T>()
+            .map(|_| ())
+            .map_err(|e| Error::Input(format!("{what}: {e}"))),
+        None => Ok(()),
     }
 }
 
