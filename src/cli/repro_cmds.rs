@@ -78,9 +78,14 @@ pub fn reproduce(a: ReproduceArgs) -> CmdResult {
     Ok(())
 }
 
-/// The run of `b`'s suite: measured now, or the latest stored one (`--from-runs`; None if none).
-fn suite_run(a: &ReproduceArgs, store: &Store, b: &BuiltIn) -> Result<Option<i64>, Fail> {
-    let text = if a.quick { b.quick } else { b.full };
+/// The run of one of `b`'s suites: measured now, or the latest stored one (`--from-runs`; None
+/// if none).
+fn suite_run(
+    a: &ReproduceArgs,
+    store: &Store,
+    b: &BuiltIn,
+    text: &str,
+) -> Result<Option<i64>, Fail> {
     let exp = file::parse(text, b.id)?;
     if a.from_runs {
         return Ok(store
@@ -109,27 +114,29 @@ fn suite_run(a: &ReproduceArgs, store: &Store, b: &BuiltIn) -> Result<Option<i64
 
 fn one(a: &ReproduceArgs, store: &Store, b: &BuiltIn) -> Result<Done, Fail> {
     let paper = reproduce::parse(b.file, b.id)?;
-    let run = suite_run(a, store, b)?;
-    let (row, points): (Option<RunRow>, Vec<PointRecord>) = match run {
-        Some(id) => (
-            Some(store.find_run(RunRef::Id(id))?),
-            store.points(id)?.into_iter().map(|(_, p)| p).collect(),
-        ),
-        None => (None, vec![]),
-    };
-    if let Some(r) = &row {
-        crate::report::write_page(r, &points, &a.out.join(format!("run-{}.html", r.id)))?;
+    let suites = if a.quick { b.quick } else { b.full };
+    let mut runs = Vec::new();
+    for text in suites {
+        runs.extend(suite_run(a, store, b, text)?);
+    }
+    let (mut rows, mut points): (Vec<RunRow>, Vec<PointRecord>) = (vec![], vec![]);
+    for &id in &runs {
+        let row = store.find_run(RunRef::Id(id))?;
+        let pts: Vec<PointRecord> = store.points(id)?.into_iter().map(|(_, p)| p).collect();
+        crate::report::write_page(&row, &pts, &a.out.join(format!("run-{id}.html")))?;
+        rows.push(row);
+        points.extend(pts);
     }
     let checked = reproduce::check_all(&paper, &points);
     let path = a.out.join(format!("{}.html", b.id));
-    std::fs::write(&path, page::render(&paper, &points, &checked, row.as_ref()))
+    std::fs::write(&path, page::render(&paper, &points, &checked, &rows))
         .map_err(|e| Fail::Run(format!("cannot write {}: {e}", path.display())))?;
     if !a.json {
         print_claims(&paper.title, &checked);
     }
     Ok(Done {
         paper: b.id.to_string(),
-        runs: run.into_iter().collect(),
+        runs,
         page: path,
         claims: checked,
     })

@@ -73,14 +73,9 @@ fn values_table(p: &Paper, points: &[PointRecord]) -> String {
     h + "</table>"
 }
 
-/// The page of one paper, from its checked claims and its run's points; `run` names the run and
-/// its full report (figures, every point, host facts).
-pub fn render(
-    p: &Paper,
-    points: &[PointRecord],
-    checked: &[Checked],
-    run: Option<&RunRow>,
-) -> String {
+/// The page of one paper, from its checked claims and its runs' points; each run is named with a
+/// link to its full report (figures, every point, host facts).
+pub fn render(p: &Paper, points: &[PointRecord], checked: &[Checked], runs: &[RunRow]) -> String {
     let mut h = head(&format!("vnetlab reproduces {}", p.title));
     h += &format!(
         "<h1>{}</h1><p class=\"muted\">{}</p>",
@@ -88,7 +83,7 @@ pub fn render(
         esc(&p.citation)
     );
     h += "<p>The paper's numbers were measured in 2008–2013 on other hardware: a reproduction shows the same shape (which datapath wins, by roughly how much), not the same absolute figures.</p>";
-    if let Some(r) = run {
+    for r in runs {
         h += &format!(
             "<p>Measured in run {} ({}, {} of {} points, started {}) on {} ({} cores, kernel {}); its full report with every figure and point: <a href=\"run-{}.html\">run-{}.html</a>.</p>",
             r.id,
@@ -102,7 +97,8 @@ pub fn render(
             r.id,
             r.id
         );
-    } else {
+    }
+    if runs.is_empty() {
         h += "<p>Not measured yet.</p>";
     }
     h += "<h2>What stands for the paper's configurations</h2><table><tr><th class=\"l\">the paper</th><th class=\"l\">here</th></tr>";
