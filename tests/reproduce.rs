@@ -30,7 +30,7 @@ fn the_smallest_paper_reproduces_end_to_end_and_re_renders_from_its_run() {
     for cl in claims {
         let v = cl["verdict"].as_str().unwrap();
         assert!(
-            ["holds", "does_not_hold"].contains(&v),
+            ["holds", "does not hold"].contains(&v),
             "every quick point was measured: {cl}"
         );
         assert!(cl["ours"].as_str().unwrap().contains("Gb/s"), "{cl}");
@@ -89,7 +89,7 @@ fn the_smallest_paper_reproduces_end_to_end_and_re_renders_from_its_run() {
     ]);
     let nc = none["papers"][0]["claims"].as_array().unwrap();
     assert!(
-        nc.iter().all(|c| c["verdict"] == "not_measurable"),
+        nc.iter().all(|c| c["verdict"] == "not measurable"),
         "{none}"
     );
     let o = c.run(&["reproduce", "nope", "--from-runs", "--db", db, "--out", out]);

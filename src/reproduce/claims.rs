@@ -213,11 +213,14 @@ fn one() -> f64 {
     1.0
 }
 
+/// A claim's verdict, written as the page and `--json` say it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
 pub enum Verdict {
+    #[serde(rename = "holds")]
     Holds,
+    #[serde(rename = "does not hold")]
     DoesNotHold,
+    #[serde(rename = "not measurable")]
     NotMeasurable,
 }
 
@@ -430,6 +433,13 @@ mod tests {
             "{}",
             ok.ours
         );
+    }
+
+    #[test]
+    fn verdicts_read_as_the_page_says_them() {
+        for v in [Verdict::Holds, Verdict::DoesNotHold, Verdict::NotMeasurable] {
+            assert_eq!(serde_json::to_value(v).unwrap(), v.text());
+        }
     }
 
     #[test]
