@@ -23,6 +23,13 @@ use crate::engine::spec::Spec;
 
 /// Bytes of one USB bulk chunk (a mass-storage transfer's usual 64 KB).
 pub const USB_CHUNK: u32 = 64 << 10;
+/// USB chunks at the profile's rate, each way.
+fn usb_chunks(v: &VdiSpec) -> Every {
+    Every {
+        per_s: v.usb_bps as f64 / (f64::from(USB_CHUNK) * 8.0),
+    }
+}
+
 /// How long a side waits for the next byte before it calls the peer stalled.
 fn stall(v: &VdiSpec) -> Duration {
     Duration::from_secs_f64(10.0 + 2.0 / v.fps)
@@ -171,9 +178,7 @@ fn engine_loop(
 ) -> std::io::Result<()> {
     let ticks = Ticks::for_desktop(v.fps, id);
     let mut sizes = Sizes::new(&v.frame_bytes, id);
-    let usb = Every {
-        per_s: v.usb_bps as f64 / (f64::from(USB_CHUNK) * 8.0),
-    };
+    let usb = usb_chunks(v);
     let filler = vec![0x5au8; 256 << 10];
     let (mut k, mut u, mut seq) = (0u64, 0u64, 0u32);
     loop {
@@ -220,7 +225,7 @@ fn engine_loop(
 /// The engine's reader: inputs, acknowledgements and USB from the client, until it closes.
 fn engine_reader(s: TcpStream, v: &VdiSpec, heard: &FromClient, clock: Clock) {
     s.set_read_timeout(Some(stall(v))).ok();
-    let mut rd = Reader::new(s);
+    let mut rd = Reader::new(std::io::BufReader::with_capacity(64 << 10, s));
     let fail = |e: String| *heard.error.lock().unwrap() = Some(e);
     loop {
         let m = match rd.next_msg() {
@@ -274,7 +279,7 @@ pub fn client(s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
         }
     };
     s.set_read_timeout(Some(stall(&v))).ok();
-    let mut rd = Reader::new(s);
+    let mut rd = Reader::new(std::io::BufReader::with_capacity(64 << 10, s));
     let mut frame_delay = hist();
     let mut input_latency = hist();
     let r = p.report.vdi.as_mut().unwrap();
@@ -350,9 +355,7 @@ fn client_writer(
     let inputs = Every {
         per_s: v.keyboard_per_s + v.mouse_per_s,
     };
-    let usb = Every {
-        per_s: v.usb_bps as f64 / (f64::from(USB_CHUNK) * 8.0),
-    };
+    let usb = usb_chunks(v);
     // Inputs start a little after the session does, out of phase across desktops.
     let offset = Ticks::for_desktop(v.fps, id + 1).phase;
     let filler = vec![0xa5u8; USB_CHUNK as usize];

@@ -76,9 +76,18 @@ impl Msg {
         }
     }
 
+    /// The header's length: type byte and fields.
+    pub fn header_len(&self) -> u64 {
+        match self {
+            Msg::Frame { .. } => 21,
+            Msg::Input { .. } => 9,
+            Msg::Ack { .. } | Msg::Usb { .. } => 5,
+        }
+    }
+
     /// Bytes on the wire, header and payload.
     pub fn wire_bytes(&self) -> u64 {
-        self.header().len() as u64 + u64::from(self.payload())
+        self.header_len() + u64::from(self.payload())
     }
 }
 
@@ -184,6 +193,9 @@ mod tests {
             bytes.extend(vec![9u8; m.payload() as usize]);
         }
         assert_eq!(msgs[2].wire_bytes(), 5);
+        for m in &msgs {
+            assert_eq!(m.header_len(), m.header().len() as u64);
+        }
         let mut r = Reader::new(&bytes[..]);
         for m in &msgs {
             let got = r.next_msg().unwrap().unwrap();
