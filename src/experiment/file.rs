@@ -148,7 +148,8 @@ pub struct Matrix {
     /// VDI tests: desktops (sessions) per point.
     #[serde(default = "one_guest", deserialize_with = "de_nonempty")]
     pub desktops: Vec<u32>,
-    /// Interfering load per point: `none`, `cpu@host`, `udp-flood@client:g1,500mbit` (paper 3).
+    /// Interfering load per point: `none`, `cpu@host`, `cpu@host+cpu@g2`,
+    /// `udp-flood@client:g1,500mbit` (paper 3).
     #[serde(default = "no_interference", deserialize_with = "de_list")]
     pub interference: Vec<Interference>,
     /// Every guest's own load, % of one core (0: none; paper 1's Table III).
@@ -156,21 +157,42 @@ pub struct Matrix {
     pub desktop_load: Vec<u32>,
 }
 
-/// An interfering load, or `none`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Interference(pub Option<super::load::Load>);
+/// Interfering loads run together (`cpu@host+cpu@g2`), or `none`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Interference(pub Vec<super::load::Load>);
 impl FromStr for Interference {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self, Error> {
-        if s == "none" {
-            return Ok(Interference(None));
+        if s.trim() == "none" {
+            return Ok(Interference(Vec::new()));
         }
-        s.parse().map(|l| Interference(Some(l)))
+        let loads = s
+            .split('+')
+            .map(|l| l.trim().parse())
+            .collect::<Result<Vec<_>, _>>()?;
+        if loads.len() > 4 {
+            return Err(Error::Input(format!(
+                "interference '{}': at most 4 loads together",
+                crate::text::clip(s)
+            )));
+        }
+        Ok(Interference(loads))
+    }
+}
+
+/// As a point's key writes it: the loads joined by ` + `, or `none`.
+impl std::fmt::Display for Interference {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("none");
+        }
+        let each: Vec<String> = self.0.iter().map(ToString::to_string).collect();
+        f.write_str(&each.join(" + "))
     }
 }
 
 fn no_interference() -> Vec<Interference> {
-    vec![Interference(None)]
+    vec![Interference(Vec::new())]
 }
 fn no_desktop_load() -> Vec<u32> {
     vec![0]
@@ -447,6 +469,16 @@ duration = 1.0
         assert_eq!(e.matrix.directions, vec![Direction::GuestToClient]);
         assert_eq!(e.point.duration, 1.0);
         assert_eq!(e.point.repeat, 1);
+    }
+
+    #[test]
+    fn loads_together_read_as_the_point_key_writes_them() {
+        let i: Interference = "cpu@host+ cpu@g2".parse().unwrap();
+        assert_eq!(i.0.len(), 2);
+        assert_eq!(i.to_string(), "cpu@host + cpu@g2");
+        assert_eq!("none".parse::<Interference>().unwrap().to_string(), "none");
+        assert!("cpu@host+disk@g2".parse::<Interference>().is_err());
+        assert!(["cpu@host"; 5].join("+").parse::<Interference>().is_err());
     }
 
     #[test]

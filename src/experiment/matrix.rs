@@ -168,7 +168,7 @@ fn widen(points: Vec<Point>, m: &super::file::Matrix) -> Vec<Point> {
         for (vdi, parallel) in sessions {
             for i in &m.interference {
                 for &dl in &m.desktop_load {
-                    let mut loads: Vec<Load> = i.0.into_iter().collect();
+                    let mut loads: Vec<Load> = i.0.clone();
                     if dl > 0 {
                         loads.push(Load::Desktops { pct: f64::from(dl) });
                     }

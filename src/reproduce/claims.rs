@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::Error;
 use crate::experiment::file::{Load, Size, SockBuf, WireRate};
 use crate::records::PointRecord;
+use crate::records::Repeat;
 use crate::units::parse_size;
 use crate::vocab::{Direction, Gro, Mode, TestKind};
 
@@ -20,6 +21,10 @@ pub enum Metric {
     TransactionsPerS,
     LatencyP50Us,
     LatencyP99Us,
+    /// The largest request/response time (of the point's last repeat).
+    LatencyMaxUs,
+    /// Segments merged per buffer by the backend's software LRO.
+    LroRatio,
 }
 
 impl Metric {
@@ -31,6 +36,23 @@ impl Metric {
             Metric::TransactionsPerS => p.transactions_per_s,
             Metric::LatencyP50Us => p.latency_p50_us,
             Metric::LatencyP99Us => p.latency_p99_us,
+            Metric::LatencyMaxUs => super::stored(p)?.latency_us.map(|l| l.max),
+            Metric::LroRatio => super::stored(p)?
+                .vnic?
+                .values()
+                .filter_map(|v| v.lro.as_ref())
+                .map(|l| l.lro_ratio)
+                .reduce(f64::max),
+        }
+    }
+    /// The figure in one repeat, where repeats keep it.
+    pub fn of_repeat(self, r: &Repeat) -> Option<f64> {
+        match self {
+            Metric::ThroughputGbps => Some(r.throughput_gbps),
+            Metric::HostBusyPct => r.host_busy_pct,
+            Metric::NormalizedPctPerGbps => r.normalized_pct_per_gbps,
+            Metric::TransactionsPerS => r.transactions_per_s,
+            _ => None,
         }
     }
     pub fn unit(self) -> &'static str {
@@ -39,7 +61,8 @@ impl Metric {
             Metric::HostBusyPct => "% host CPU",
             Metric::NormalizedPctPerGbps => "% host CPU per Gb/s",
             Metric::TransactionsPerS => "transactions/s",
-            Metric::LatencyP50Us | Metric::LatencyP99Us => "µs",
+            Metric::LatencyP50Us | Metric::LatencyP99Us | Metric::LatencyMaxUs => "µs",
+            Metric::LroRatio => "segments per buffer",
         }
     }
 }
@@ -132,11 +155,9 @@ impl Selector {
                 .profile
                 .as_ref()
                 .is_none_or(|p| Some(p) == k.profile.as_ref())
-            && match self.interference.as_deref() {
-                None => true,
-                Some("none") => k.interference.is_none(),
-                Some(i) => k.interference.as_deref() == Some(i),
-            }
+            && self.interference.as_ref().is_none_or(|i| {
+                joined(i) == k.interference.as_deref().map_or("none".into(), joined)
+            })
     }
 
     /// How the selector reads on the page: its label, else its mode and what else it names.
@@ -157,6 +178,11 @@ impl Selector {
         }
         parts.join(" ")
     }
+}
+
+/// Loads together as a point's key writes them (`cpu@host+cpu@g2` is `cpu@host + cpu@g2`).
+fn joined(s: &str) -> String {
+    s.split('+').map(str::trim).collect::<Vec<_>>().join(" + ")
 }
 
 /// Whether a selector's field, if given, parses as a `T`.
