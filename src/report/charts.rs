@@ -1,5 +1,6 @@
 //! Charts as SVG strings, drawn with plotters: line charts of a figure against message size (one
-//! line per datapath) and stacked bars (CPU parts per datapath, latency percentiles).
+//! line per datapath), stacked bars (CPU parts per datapath, latency percentiles), a paper's
+//! figure redrawn as bars with the paper's values beside them, and traces over time.
 
 use super::Error;
 use plotters::prelude::*;
@@ -189,6 +190,211 @@ pub fn stacked_bars(
     Ok(s)
 }
 
+/// One bar of ours: the median over the repeats and their least and greatest.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bar {
+    pub value: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+/// A paper's figure redrawn: in each category one bar per series (ours, with the repeats' spread
+/// as a whisker), and the paper's published value of that series as a black triangle over it, on
+/// a right-hand axis of its own when the paper's unit differs from ours.
+pub struct PaperChart<'a> {
+    pub title: &'a str,
+    pub x_desc: &'a str,
+    pub y_desc: &'a str,
+    /// The paper's axis; None when its values share ours.
+    pub y2_desc: Option<&'a str>,
+    pub categories: &'a [String],
+    /// Each category belongs to one series (a bar per configuration): bars sit centred.
+    pub one_per_category: bool,
+    /// Per series: its name and its bar in each category.
+    pub ours: &'a [(String, Vec<Option<Bar>>)],
+    /// Per series (as `ours`): the paper's value in each category.
+    pub paper: &'a [Vec<Option<f64>>],
+}
+
+fn finite_max(v: impl Iterator<Item = f64>) -> f64 {
+    v.filter(|x| x.is_finite()).fold(0.0, f64::max)
+}
+
+/// Where series `i` of `k` sits in category `j`, and half a bar's width.
+fn slot(j: usize, i: usize, k: usize) -> (f64, f64) {
+    let w = 0.8 / k.max(1) as f64;
+    (j as f64 - 0.4 + (i as f64 + 0.5) * w, w * 0.42)
+}
+
+pub fn paper_bars(f: &PaperChart) -> Result<String, Error> {
+    let e = |x: &dyn std::fmt::Display| Error::Failed(format!("chart '{}': {x}", f.title));
+    let n = f.categories.len().max(1);
+    let k = f.ours.len();
+    let at = |j: usize, i: usize| match f.one_per_category {
+        true => slot(j, 0, 1),
+        false => slot(j, i, k),
+    };
+    let bars = f.ours.iter().flat_map(|(_, v)| v.iter().flatten());
+    let paper = f.paper.iter().flat_map(|v| v.iter().flatten().copied());
+    let ours_max = finite_max(bars.map(|b| b.high.max(b.value)));
+    let (ymax, y2max) = match f.y2_desc {
+        Some(_) => (nice_max(ours_max * 1.3), nice_max(finite_max(paper) * 1.3)),
+        None => {
+            let m = nice_max(ours_max.max(finite_max(paper)) * 1.3);
+            (m, m)
+        }
+    };
+    let xr = -0.5f64..(n as f64 - 0.5);
+    let mut s = String::new();
+    {
+        let root = SVGBackend::with_string(&mut s, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(|x| e(&x))?;
+        let mut c = ChartBuilder::on(&root)
+            .caption(f.title, ("sans-serif", 15))
+            .margin(12)
+            .x_label_area_size(38)
+            .y_label_area_size(56)
+            .right_y_label_area_size(if f.y2_desc.is_some() { 56 } else { 0 })
+            .build_cartesian_2d(xr.clone(), 0f64..ymax)
+            .map_err(|x| e(&x))?
+            .set_secondary_coord(xr, 0f64..y2max);
+        let cats = f.categories.to_vec();
+        c.configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&move |x: &f64| {
+                let i = x.round();
+                if (x - i).abs() < 1e-6 && i >= 0.0 {
+                    cats.get(i as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .x_desc(f.x_desc)
+            .y_desc(f.y_desc)
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(|x| e(&x))?;
+        if let Some(d) = f.y2_desc {
+            c.configure_secondary_axes()
+                .y_desc(d)
+                .draw()
+                .map_err(|x| e(&x))?;
+        }
+        for (i, (name, vals)) in f.ours.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            let cells: Vec<(usize, Bar)> = vals
+                .iter()
+                .enumerate()
+                .filter_map(|(j, b)| b.filter(|b| b.value.is_finite()).map(|b| (j, b)))
+                .collect();
+            c.draw_series(cells.iter().map(|&(j, b)| {
+                let (x, h) = at(j, i);
+                Rectangle::new([(x - h, 0.0), (x + h, b.value)], color.filled())
+            }))
+            .map_err(|x| e(&x))?
+            .label(format!("{name} (ours)"))
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+            c.draw_series(cells.iter().filter(|(_, b)| b.high > b.low).map(|&(j, b)| {
+                let (x, h) = at(j, i);
+                let (l, r) = (x - h / 2.0, x + h / 2.0);
+                PathElement::new(
+                    vec![
+                        (l, b.low),
+                        (r, b.low),
+                        (x, b.low),
+                        (x, b.high),
+                        (l, b.high),
+                        (r, b.high),
+                    ],
+                    BLACK.stroke_width(1),
+                )
+            }))
+            .map_err(|x| e(&x))?;
+        }
+        let marks: Vec<(f64, f64)> = f
+            .paper
+            .iter()
+            .enumerate()
+            .flat_map(|(i, v)| {
+                v.iter()
+                    .enumerate()
+                    .filter_map(move |(j, y)| y.map(|y| (at(j, i).0, y)))
+            })
+            .filter(|p| p.1.is_finite())
+            .collect();
+        if !marks.is_empty() {
+            c.draw_secondary_series(
+                marks
+                    .iter()
+                    .map(|&p| TriangleMarker::new(p, 6, BLACK.filled())),
+            )
+            .map_err(|x| e(&x))?
+            .label(match f.y2_desc {
+                Some(_) => "the paper's (right axis)",
+                None => "the paper's",
+            })
+            .legend(|(x, y)| TriangleMarker::new((x + 6, y), 6, BLACK.filled()));
+        }
+        c.configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(200, 200, 200))
+            .draw()
+            .map_err(|x| e(&x))?;
+        root.present().map_err(|x| e(&x))?;
+    }
+    Ok(s)
+}
+
+/// Figures over time on linear axes, one line per series (a window trace).
+pub fn trace(
+    title: &str,
+    y_desc: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Result<String, Error> {
+    let e = |x: &dyn std::fmt::Display| Error::Failed(format!("chart '{title}': {x}"));
+    let pts = series.iter().flat_map(|(_, v)| v.iter());
+    let xmax = nice_max(finite_max(pts.clone().map(|p| p.0)));
+    let ymax = nice_max(finite_max(pts.map(|p| p.1)) * 1.1);
+    let mut s = String::new();
+    {
+        let root = SVGBackend::with_string(&mut s, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(|x| e(&x))?;
+        let mut c = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 15))
+            .margin(12)
+            .x_label_area_size(38)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0f64..xmax, 0f64..ymax)
+            .map_err(|x| e(&x))?;
+        c.configure_mesh()
+            .x_desc("seconds into the measured window")
+            .y_desc(y_desc)
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(|x| e(&x))?;
+        for (i, (name, v)) in series.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            let v: Vec<(f64, f64)> = v.iter().copied().filter(|p| p.0 >= 0.0).collect();
+            c.draw_series(LineSeries::new(v, color.stroke_width(2)))
+                .map_err(|x| e(&x))?
+                .label(name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                });
+        }
+        c.configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(200, 200, 200))
+            .draw()
+            .map_err(|x| e(&x))?;
+        root.present().map_err(|x| e(&x))?;
+    }
+    Ok(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,5 +430,51 @@ mod tests {
         assert!(b.contains("<rect") && b.contains("kernel"));
         assert_eq!(nice_max(7.3), 8.0);
         assert_eq!(size_label(&1024.0), "1K");
+    }
+
+    #[test]
+    fn a_paper_chart_draws_our_bars_and_the_papers_marks_on_its_own_axis() {
+        let bar = |v: f64| {
+            Some(Bar {
+                value: v,
+                low: v * 0.9,
+                high: v * 1.1,
+            })
+        };
+        let cats = vec!["256".to_string(), "8K".to_string()];
+        let ours = vec![
+            ("SRIOV".to_string(), vec![bar(3.0), bar(9.0)]),
+            ("Bridge".to_string(), vec![None, bar(1.0)]),
+        ];
+        let paper = vec![vec![None, Some(5.12)], vec![None, Some(2.0)]];
+        let f = PaperChart {
+            title: "Fig. 4(a)",
+            x_desc: "message",
+            y_desc: "Gb/s (ours)",
+            y2_desc: Some("Mb/s (the paper's)"),
+            categories: &cats,
+            one_per_category: false,
+            ours: &ours,
+            paper: &paper,
+        };
+        let s = paper_bars(&f).unwrap();
+        assert!(s.contains("SRIOV (ours)") && s.contains("the paper&apos;s (right axis)"));
+        assert!(s.contains("Mb/s (the paper&apos;s)") && s.contains("<rect"));
+        // Without the paper's values there is no mark and no second axis.
+        let none = vec![vec![None, None], vec![None, None]];
+        let s = paper_bars(&PaperChart {
+            y2_desc: None,
+            paper: &none,
+            ..f
+        })
+        .unwrap();
+        assert!(!s.contains("the paper&apos;s"));
+        let t = trace(
+            "window",
+            "KB",
+            &[("guest0".into(), vec![(0.0, 10.0), (1.0, 64.0)])],
+        )
+        .unwrap();
+        assert!(t.contains("guest0") && t.contains("<polyline"));
     }
 }
