@@ -40,11 +40,34 @@ fn the_smallest_paper_reproduces_end_to_end_and_re_renders_from_its_run() {
         page.contains("Software LRO") && page.contains("guest2"),
         "page"
     );
-    // The page renders in a real browser: a chart per measured claim, no console errors.
+    // Every figure of the paper file is redrawn, with the paper's values marked, and the page
+    // says which guests ran: backend LRO keeps paper 2 in namespaces.
+    for fig in [
+        "Table 2: receive throughput",
+        "Table 2: LRO ratio",
+        "Fig. 6: the receiver",
+    ] {
+        assert!(page.contains(&format!("data-chart=\"{fig}")), "{fig}");
+    }
+    assert!(
+        page.contains("the paper&apos;s (right axis)"),
+        "paper values on their own axis"
+    );
+    assert!(
+        !page.contains("no window trace"),
+        "every receiver's window was sampled"
+    );
+    assert_eq!(p["guests"]["kind"], "netns", "{p}");
+    assert!(p["guests"]["why_not_qemu"]
+        .as_str()
+        .unwrap()
+        .contains("LRO"));
+    // The page renders in a real browser: three figures and a chart per measured claim, no
+    // console errors.
     let (charts, rendered, errors) =
         in_browser(std::path::Path::new(p["page"].as_str().unwrap()), &c.state);
     assert!(
-        charts == 3 && rendered == charts,
+        charts == 6 && rendered == charts,
         "{rendered} of {charts} charts rendered"
     );
     assert!(errors.is_empty(), "console errors: {errors:?}");

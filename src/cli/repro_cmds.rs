@@ -9,8 +9,9 @@ use super::exp_cmds::{execute, existing, output_dir};
 use super::{need_root, print_json, CmdResult, Fail};
 use crate::experiment::{file, matrix, run as erun};
 use crate::records::{PointRecord, RunRef, RunRow};
-use crate::reproduce::{self, claims::Checked, page, BuiltIn};
+use crate::reproduce::{self, claims::Checked, page, BuiltIn, Guests};
 use crate::store::Store;
+use crate::vocab::{Accel, Mode};
 
 #[derive(Args)]
 pub struct ReproduceArgs {
@@ -29,14 +30,57 @@ pub struct ReproduceArgs {
     /// Measure nothing: render the pages from the latest stored run of each suite
     #[arg(long)]
     from_runs: bool,
+    /// Which guests: auto (QEMU where the host runs it under KVM, else network namespaces),
+    /// netns, or qemu (QEMU even under TCG, where every point is bound by the emulated CPU)
+    #[arg(long, value_enum, default_value = "auto")]
+    guests: GuestsArg,
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, clap::ValueEnum)]
+enum GuestsArg {
+    Auto,
+    Netns,
+    Qemu,
+}
+
+/// The guests asked for, as this host can give them (probed once, on first need).
+fn resolve(want: GuestsArg) -> Result<Guests, Fail> {
+    if want == GuestsArg::Netns {
+        return Ok(Guests::Netns {
+            why_not_qemu: "--guests netns asked for network namespaces".into(),
+        });
+    }
+    let host = match crate::lab::vms::host_for(Mode::QemuVirtio) {
+        Ok(h) => h,
+        Err(e) if want == GuestsArg::Qemu => return Err(Fail::Run(format!("--guests qemu: {e}"))),
+        Err(e) => {
+            return Ok(Guests::Netns {
+                why_not_qemu: format!("this host cannot run them ({e})"),
+            })
+        }
+    };
+    let vhost = std::path::Path::new("/dev/vhost-net").exists();
+    match (host.accel, want) {
+        (Accel::Kvm, _) | (_, GuestsArg::Qemu) => Ok(Guests::Qemu {
+            accel: host.accel.name().into(),
+            vhost,
+        }),
+        _ => Ok(Guests::Netns {
+            why_not_qemu: format!(
+                "{}, and under TCG every point would be bound by the emulated guest CPU (--guests qemu runs them anyway)",
+                host.why_not_kvm.unwrap_or_else(|| "no KVM".into())
+            ),
+        }),
+    }
 }
 
 /// One paper's outcome.
 #[derive(serde::Serialize)]
 struct Done {
     paper: String,
+    guests: Guests,
     runs: Vec<i64>,
     page: PathBuf,
     claims: Vec<Checked>,
@@ -54,9 +98,9 @@ pub fn reproduce(a: ReproduceArgs) -> CmdResult {
         Store::open(&a.db)?
     };
     let t0 = std::time::Instant::now();
-    let mut done = Vec::new();
+    let (mut done, mut host) = (Vec::new(), None);
     for b in papers {
-        done.push(one(&a, &store, b)?);
+        done.push(one(&a, &store, b, &mut host)?);
     }
     let index: Vec<(String, String, Vec<Checked>)> = done
         .iter()
@@ -79,14 +123,18 @@ pub fn reproduce(a: ReproduceArgs) -> CmdResult {
 }
 
 /// The run of one of `b`'s suites: measured now, or the latest stored one (`--from-runs`; None
-/// if none).
+/// if none). A suite run in QEMU guests is stored under its name with `-qemu`.
 fn suite_run(
     a: &ReproduceArgs,
     store: &Store,
     b: &BuiltIn,
     text: &str,
+    mut exp: file::ExperimentFile,
+    guests: &Guests,
 ) -> Result<Option<i64>, Fail> {
-    let exp = file::parse(text, b.id)?;
+    if matches!(guests, Guests::Qemu { .. }) {
+        exp.name = format!("{}-qemu", exp.name);
+    }
     if a.from_runs {
         return Ok(store
             .runs()?
@@ -112,30 +160,89 @@ fn suite_run(
     Ok(Some(outcome.run_id))
 }
 
-fn one(a: &ReproduceArgs, store: &Store, b: &BuiltIn) -> Result<Done, Fail> {
-    let paper = reproduce::parse(b.file, b.id)?;
-    let suites = if a.quick { b.quick } else { b.full };
+/// The guests one paper's suites run in: netns if a suite measures vnetlab's own backend, else
+/// the host's answer (asked once); with `--from-runs`, what its stored runs ran in.
+fn guests_for(
+    a: &ReproduceArgs,
+    suites: &[file::ExperimentFile],
+    host: &mut Option<Guests>,
+    store: &Store,
+) -> Result<Guests, Fail> {
+    if let Some(why) = suites.iter().find_map(reproduce::needs_netns) {
+        return Ok(Guests::Netns {
+            why_not_qemu: why.into(),
+        });
+    }
+    if a.from_runs {
+        let names: Vec<String> = suites.iter().map(|e| format!("{}-qemu", e.name)).collect();
+        let qemu = store
+            .runs()?
+            .into_iter()
+            .rev()
+            .find(|r| names.contains(&r.name) || suites.iter().any(|e| e.name == r.name));
+        return Ok(match qemu {
+            Some(r) if r.name.ends_with("-qemu") => Guests::Qemu {
+                accel: "(as stored)".into(),
+                vhost: false,
+            },
+            _ => Guests::Netns {
+                why_not_qemu: "no stored run of these suites ran in QEMU guests".into(),
+            },
+        });
+    }
+    if host.is_none() {
+        *host = Some(resolve(a.guests)?);
+    }
+    Ok(host.clone().unwrap_or(Guests::Netns {
+        why_not_qemu: String::new(),
+    }))
+}
+
+fn one(
+    a: &ReproduceArgs,
+    store: &Store,
+    b: &BuiltIn,
+    host: &mut Option<Guests>,
+) -> Result<Done, Fail> {
+    let texts = if a.quick { b.quick } else { b.full };
+    let suites = texts
+        .iter()
+        .map(|t| file::parse(t, b.id))
+        .collect::<Result<Vec<_>, _>>()?;
+    let guests = guests_for(a, &suites, host, store)?;
+    let paper = guests.paper(reproduce::parse(b.file, b.id)?);
     let mut runs = Vec::new();
-    for text in suites {
-        runs.extend(suite_run(a, store, b, text)?);
+    for (text, exp) in texts.iter().zip(suites) {
+        runs.extend(suite_run(a, store, b, text, guests.suite(exp), &guests)?);
     }
     let (mut rows, mut points): (Vec<RunRow>, Vec<PointRecord>) = (vec![], vec![]);
     for &id in &runs {
         let row = store.find_run(RunRef::Id(id))?;
-        let pts: Vec<PointRecord> = store.points(id)?.into_iter().map(|(_, p)| p).collect();
+        let mut pts = Vec::new();
+        for (pid, mut p) in store.points(id)? {
+            // The whole result, for what the checks read beyond the columns (window, largest
+            // latency, LRO ratio).
+            p.result = store.point_result(pid)?;
+            pts.push(p);
+        }
         crate::report::write_page(&row, &pts, &a.out.join(format!("run-{id}.html")))?;
         rows.push(row);
         points.extend(pts);
     }
     let checked = reproduce::check_all(&paper, &points);
     let path = a.out.join(format!("{}.html", b.id));
-    std::fs::write(&path, page::render(&paper, &points, &checked, &rows))
-        .map_err(|e| Fail::Run(format!("cannot write {}: {e}", path.display())))?;
+    std::fs::write(
+        &path,
+        page::render(&paper, &points, &checked, &rows, &guests),
+    )
+    .map_err(|e| Fail::Run(format!("cannot write {}: {e}", path.display())))?;
     if !a.json {
+        crate::outln!("{}", guests.text());
         print_claims(&paper.title, &checked);
     }
     Ok(Done {
         paper: b.id.to_string(),
+        guests,
         runs,
         page: path,
         claims: checked,

@@ -3,10 +3,13 @@
 //! checked against the stored runs, and one page per paper.
 
 pub mod claims;
+pub mod figures;
 pub mod page;
 
 use serde::{Deserialize, Serialize};
 
+use crate::experiment::file::ExperimentFile;
+use crate::vocab::{Mode, TestKind};
 use claims::{Checked, Claim, Metric, Selector};
 
 /// Why a paper file could not be used. Its `Display` is the one line users see.
@@ -53,6 +56,24 @@ pub struct Paper {
     pub values: Vec<Value>,
     #[serde(default, rename = "claim")]
     pub claims: Vec<Claim>,
+    #[serde(default, rename = "figure")]
+    pub figures: Vec<figures::Figure>,
+}
+
+/// What the reproduction reads from a point's stored result beyond its columns.
+#[derive(Debug, Default, Deserialize)]
+pub struct Stored {
+    #[serde(default)]
+    pub latency_us: Option<crate::engine::controller::Latency>,
+    #[serde(default)]
+    pub tcp_info: Vec<crate::engine::tcpinfo::TcpSample>,
+    #[serde(default)]
+    pub vnic: Option<std::collections::BTreeMap<String, crate::vnic::backend::VnicDelta>>,
+}
+
+/// A point's stored result, read as `Stored` (None if it has none or it does not parse).
+pub fn stored(p: &crate::records::PointRecord) -> Option<Stored> {
+    serde_json::from_str(p.result.as_deref()?).ok()
 }
 
 /// A built-in paper: its id, its file, and its suites (quick, full) as experiment files; its
@@ -71,11 +92,13 @@ pub const PAPERS: [BuiltIn; 4] = [
         file: include_str!("../../experiments/papers/icsnc2013.toml"),
         quick: &[
             include_str!("../../experiments/papers/icsnc2013-quick.toml"),
+            include_str!("../../experiments/papers/icsnc2013-fig5.toml"),
             include_str!("../../experiments/papers/icsnc2013-desktops.toml"),
             include_str!("../../experiments/papers/icsnc2013-tableiv.toml"),
         ],
         full: &[
             include_str!("../../experiments/icsnc2013.toml"),
+            include_str!("../../experiments/papers/icsnc2013-fig5.toml"),
             include_str!("../../experiments/papers/icsnc2013-desktops.toml"),
             include_str!("../../experiments/papers/icsnc2013-tableiv.toml"),
         ],
@@ -97,12 +120,96 @@ pub const PAPERS: [BuiltIn; 4] = [
     BuiltIn {
         id: "vmware-esx35",
         file: include_str!("../../experiments/papers/vmware-esx35.toml"),
-        quick: &[include_str!(
-            "../../experiments/papers/vmware-esx35-quick.toml"
-        )],
+        quick: &[
+            include_str!("../../experiments/papers/vmware-esx35-quick.toml"),
+            include_str!("../../experiments/papers/vmware-esx35-grid.toml"),
+        ],
         full: &[include_str!("../../experiments/vmware-esx35.toml")],
     },
 ];
+
+/// Which guests a paper's suites run in.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Guests {
+    /// Network namespaces with vnetlab's own vNIC models, and why not QEMU.
+    Netns { why_not_qemu: String },
+    /// QEMU guests for the vNIC datapaths (`vhost`: paravirt is qemu-vhost, else qemu-virtio).
+    Qemu { accel: String, vhost: bool },
+}
+
+impl Guests {
+    /// The QEMU datapath standing for one of ours (native and the kernel bridge stay).
+    pub fn mode(&self, m: Mode) -> Mode {
+        match (self, m) {
+            (Guests::Netns { .. }, m) => m,
+            (_, Mode::Emulated) => Mode::QemuE1000,
+            (Guests::Qemu { vhost: true, .. }, Mode::Paravirt) => Mode::QemuVhost,
+            (_, Mode::Paravirt) => Mode::QemuVirtio,
+            (_, Mode::Macvlan) => Mode::QemuMacvtap,
+            (_, m) => m,
+        }
+    }
+
+    /// A suite with its datapaths swapped for QEMU's.
+    pub fn suite(&self, mut e: ExperimentFile) -> ExperimentFile {
+        e.matrix.modes = e.matrix.modes.iter().map(|&m| self.mode(m)).collect();
+        e
+    }
+
+    /// A paper with every selector's datapath swapped as its suites' are.
+    pub fn paper(&self, mut p: Paper) -> Paper {
+        let swap = |s: &mut Selector| {
+            if let Some(m) = s.mode.as_ref().and_then(|m| m.parse::<Mode>().ok()) {
+                s.mode = Some(self.mode(m).to_string());
+            }
+        };
+        for c in &mut p.claims {
+            swap(&mut c.common);
+            c.series.iter_mut().for_each(swap);
+        }
+        for v in &mut p.values {
+            v.ours.as_mut().map(swap);
+        }
+        for f in &mut p.figures {
+            swap(&mut f.common);
+            f.series.iter_mut().for_each(|s| swap(&mut s.ours));
+        }
+        p
+    }
+
+    /// As the page says it.
+    pub fn text(&self) -> String {
+        match self {
+            Guests::Netns { why_not_qemu } => format!(
+                "Guests: network namespaces with vnetlab's own vNIC models (emulated, paravirt, macvlan). QEMU guests were not used: {why_not_qemu}."
+            ),
+            Guests::Qemu { accel, vhost } => format!(
+                "Guests: QEMU under {accel}: emulated is qemu-e1000, paravirt is {}, macvlan is qemu-macvtap; native and the kernel bridge are the host's.",
+                if *vhost { "qemu-vhost" } else { "qemu-virtio" }
+            ),
+        }
+    }
+}
+
+/// Why a suite cannot run in QEMU guests (what it measures is vnetlab's own backend's), if so.
+pub fn needs_netns(e: &ExperimentFile) -> Option<&'static str> {
+    let swapped = e
+        .matrix
+        .modes
+        .iter()
+        .any(|m| matches!(m, Mode::Emulated | Mode::Paravirt | Mode::Macvlan));
+    if !swapped {
+        return None;
+    }
+    if e.matrix.lro.contains(&true) {
+        return Some("its software LRO lives in vnetlab's paravirt backend, which QEMU's virtio-net does not have");
+    }
+    if e.matrix.tests.contains(&TestKind::Vdi) {
+        return Some("its desktops' sessions and loads run in netns guests");
+    }
+    None
+}
 
 /// The ids, for errors and help.
 pub fn ids() -> String {
@@ -159,6 +266,10 @@ pub fn parse(text: &str, file: &str) -> Result<Paper, Error> {
         c.check()
             .map_err(|e| Error::Input(format!("{file}: {e}")))?;
     }
+    for f in &p.figures {
+        f.check()
+            .map_err(|e| Error::Input(format!("{file}: {e}")))?;
+    }
     Ok(p)
 }
 
@@ -201,6 +312,44 @@ mod tests {
     }
 
     #[test]
+    fn qemu_guests_swap_the_vnic_datapaths_in_suites_and_checks_alike() {
+        let g = Guests::Qemu {
+            accel: "KVM".into(),
+            vhost: false,
+        };
+        let b = &PAPERS[3];
+        let suite = crate::experiment::file::parse(b.quick[0], b.id).unwrap();
+        assert_eq!(needs_netns(&suite), None);
+        let modes = g.suite(suite).matrix.modes;
+        assert_eq!(modes, [Mode::QemuE1000, Mode::QemuVirtio]);
+        let p = g.paper(parse(b.file, b.id).unwrap());
+        assert!(p
+            .claims
+            .iter()
+            .any(|c| c.common.mode.as_deref() == Some("qemu-virtio")));
+        assert!(p.claims.iter().all(|c| c
+            .series
+            .iter()
+            .all(|s| s.mode.as_deref() != Some("paravirt"))));
+        assert_eq!(
+            Guests::Qemu {
+                accel: "KVM".into(),
+                vhost: true
+            }
+            .mode(Mode::Paravirt),
+            Mode::QemuVhost
+        );
+        assert_eq!(g.mode(Mode::Bridge), Mode::Bridge);
+        let n = Guests::Netns {
+            why_not_qemu: "no KVM".into(),
+        };
+        assert_eq!(n.mode(Mode::Paravirt), Mode::Paravirt);
+        // Backend LRO is vnetlab's own: paper 2 stays in netns guests.
+        let lro = crate::experiment::file::parse(PAPERS[1].quick[0], "x").unwrap();
+        assert!(needs_netns(&lro).unwrap().contains("LRO"));
+    }
+
+    #[test]
     fn bad_paper_files_are_refused_with_the_place() {
         let e = parse("paper = \"x\"\ntitle = 1\n", "x.toml")
             .unwrap_err()
@@ -221,7 +370,11 @@ mod tests {
         assert!(checked
             .iter()
             .all(|c| c.verdict == claims::Verdict::NotMeasurable));
-        let html = page::render(&p, &[], &checked, &[]);
+        let g = Guests::Netns {
+            why_not_qemu: "a test".into(),
+        };
+        let html = page::render(&p, &[], &checked, &[], &g);
         assert!(html.contains("not measurable") && html.contains(&p.title));
+        assert!(html.contains("QEMU guests were not used: a test"));
     }
 }

@@ -75,7 +75,13 @@ fn values_table(p: &Paper, points: &[PointRecord]) -> String {
 
 /// The page of one paper, from its checked claims and its runs' points; each run is named with a
 /// link to its full report (figures, every point, host facts).
-pub fn render(p: &Paper, points: &[PointRecord], checked: &[Checked], runs: &[RunRow]) -> String {
+pub fn render(
+    p: &Paper,
+    points: &[PointRecord],
+    checked: &[Checked],
+    runs: &[RunRow],
+    guests: &super::Guests,
+) -> String {
     let mut h = head(&format!("vnetlab reproduces {}", p.title));
     h += &format!(
         "<h1>{}</h1><p class=\"muted\">{}</p>",
@@ -109,7 +115,16 @@ pub fn render(p: &Paper, points: &[PointRecord], checked: &[Checked], runs: &[Ru
             esc(&m.ours)
         );
     }
-    h += "</table><h2>Claims</h2>";
+    h += "</table>";
+    h += &format!("<p>{}</p>", esc(&guests.text()));
+    if !p.figures.is_empty() {
+        h += "<h2>The paper's figures, redrawn from this host</h2><div class=\"figs\">";
+        for f in &p.figures {
+            h += &super::figures::render(f, points);
+        }
+        h += "</div>";
+    }
+    h += "<h2>Claims</h2>";
     h += &claims_table(checked);
     h += &claim_figures(checked);
     h += "<h2>The paper's numbers beside ours</h2>";
