@@ -92,6 +92,7 @@ pub const PAPERS: [BuiltIn; 4] = [
         file: include_str!("../../experiments/papers/icsnc2013.toml"),
         quick: &[
             include_str!("../../experiments/papers/icsnc2013-quick.toml"),
+            include_str!("../../experiments/papers/icsnc2013-vdi.toml"),
             include_str!("../../experiments/papers/icsnc2013-fig5.toml"),
             include_str!("../../experiments/papers/icsnc2013-desktops.toml"),
             include_str!("../../experiments/papers/icsnc2013-tableiv.toml"),
