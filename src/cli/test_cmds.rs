@@ -411,7 +411,7 @@ pub fn test(a: TestArgs) -> CmdResult {
         }
     };
     crate::sys::signals::install();
-    let mut out = match measure::repeated(&target, &spec, a.repeat, confidence, &progress) {
+    let out = match measure::repeated(&target, &spec, a.repeat, confidence, &progress) {
         Ok(o) => o,
         Err(_) if crate::sys::signals::stop_requested() => {
             return Err(Fail::Interrupted("interrupted: the test was stopped and its agents ended; no result (the lab is untouched)".into()))
@@ -428,9 +428,6 @@ pub fn test(a: TestArgs) -> CmdResult {
             });
         }
     };
-    if let (Some(m), Some(c)) = (a.movie()?, &out.cpu) {
-        out.movie = Some(load::phases(m, &c.series));
-    }
     if a.json {
         print_json(&out);
     } else {

@@ -155,6 +155,10 @@ pub struct Matrix {
     /// Every guest's own load, % of one core (0: none; paper 1's Table III).
     #[serde(default = "no_desktop_load", deserialize_with = "de_nonempty")]
     pub desktop_load: Vec<u32>,
+    /// VDI tests: paper 1's movie, a point per buffering time T_buffer (seconds, 16 to 253):
+    /// each desktop's guest downloads the video while its session plays ([point] time_scale).
+    #[serde(default)]
+    pub movie: Vec<f64>,
 }
 
 /// Interfering loads run together (`cpu@host+cpu@g2`), or `none`.
@@ -266,6 +270,13 @@ pub struct PointSettings {
     pub rr: String,
     #[serde(default)]
     pub nodelay: bool,
+    /// The movie's time scale (1: the paper's 253 s; rates stay, sizes shrink).
+    #[serde(default = "scale_default")]
+    pub time_scale: f64,
+}
+
+fn scale_default() -> f64 {
+    0.1
 }
 
 fn dur_default() -> f64 {
@@ -294,12 +305,13 @@ impl Default for PointSettings {
             rate: None,
             rr: "1,1".into(),
             nodelay: false,
+            time_scale: 0.1,
         }
     }
 }
 
 /// The VDI and load dimensions: profiles that exist, sane counts, VDI's host-to-client direction.
-fn vdi_checks(m: &Matrix, at: &dyn Fn(&str) -> String) -> Result<(), Error> {
+fn vdi_checks(m: &Matrix, scale: f64, at: &dyn Fn(&str) -> String) -> Result<(), Error> {
     let vdi = m.tests.contains(&TestKind::Vdi);
     match (&m.profiles, vdi) {
         (None, true) => {
@@ -330,6 +342,27 @@ fn vdi_checks(m: &Matrix, at: &dyn Fn(&str) -> String) -> Result<(), Error> {
             "{}: desktops: use 1 to 256",
             at("desktops")
         )));
+    }
+    if !m.movie.is_empty() && !vdi {
+        return Err(Error::Input(format!(
+            "{}: movie is a VDI scenario: add \"VDI\" to tests",
+            at("movie")
+        )));
+    }
+    if m.movie.len() > 16 {
+        return Err(Error::Input(format!(
+            "{}: movie: at most 16 buffering times",
+            at("movie")
+        )));
+    }
+    for &t in &m.movie {
+        let movie = super::load::Movie {
+            t_buffer_s: t,
+            time_scale: scale,
+        };
+        movie
+            .check()
+            .map_err(|x| Error::Input(format!("{}: {x}", at("movie"))))?;
     }
     if m.desktop_load.iter().any(|&d| d > 100) {
         return Err(Error::Input(format!(
@@ -423,7 +456,7 @@ pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, Error> {
             at("lro")
         )));
     }
-    vdi_checks(m, &at)?;
+    vdi_checks(m, e.point.time_scale, &at)?;
     if m.directions.contains(&Direction::GuestToGuest) && m.guests.iter().any(|&g| g < 2) {
         return Err(Error::Input(format!(
             "{}: direction guest-to-guest needs guests of 2 or more",

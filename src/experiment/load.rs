@@ -348,7 +348,7 @@ fn downloaded(d: Downloads) -> Result<LoadReport, Error> {
 /// The movie scenario of paper 1 (Section IV-F): each desktop buffers a 1.6 Gbit video through
 /// the VM network within `t_buffer_s` seconds while its VDI session plays it for 253 s;
 /// `time_scale` shortens both (rates stay, sizes and times shrink), so a point takes seconds.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct Movie {
     pub t_buffer_s: f64,
     pub time_scale: f64,
@@ -382,6 +382,16 @@ impl Movie {
     pub fn buffer_s(&self) -> f64 {
         self.t_buffer_s * self.time_scale
     }
+    /// The movie a download load stands for (its rate gives T_buffer, its size the scale).
+    pub fn of(load: &Load) -> Option<Movie> {
+        match *load {
+            Load::Download { bps, bytes, .. } if bps > 0 => Some(Movie {
+                t_buffer_s: S_VMNET_BITS / bps as f64,
+                time_scale: bytes as f64 * 8.0 / S_VMNET_BITS,
+            }),
+            _ => None,
+        }
+    }
     /// Each desktop's download: S_VMNET / T_buffer, the scaled video's bytes.
     pub fn download(&self, guests: u32) -> Load {
         Load::Download {
@@ -393,7 +403,7 @@ impl Movie {
 }
 
 /// Host CPU in one phase of the movie.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct Phase {
     pub from_s: f64,
     pub to_s: f64,
@@ -402,7 +412,7 @@ pub struct Phase {
 }
 
 /// The movie's host CPU series split at the end of buffering.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct MoviePhases {
     pub movie: Movie,
     pub buffering: Phase,

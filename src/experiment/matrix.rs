@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::file::ExperimentFile;
-use super::load::Load;
+use super::load::{Load, Movie};
 use crate::engine::spec::Spec;
 use crate::engine::vdi::profile::VdiSpec;
 use crate::lab::topology::{Topology, Wire};
@@ -144,7 +144,7 @@ pub fn expand(e: &ExperimentFile) -> Vec<Point> {
             }
         }
     }
-    let mut out = widen(out, m);
+    let mut out = widen(out, m, p.time_scale);
     for (i, pt) in out.iter_mut().enumerate() {
         pt.seq = i as u32 + 1;
     }
@@ -153,7 +153,7 @@ pub fn expand(e: &ExperimentFile) -> Vec<Point> {
 
 /// Each VDI point once per profile and desktop count (host-to-client only), then every point once
 /// per interfering load and desktop load.
-fn widen(points: Vec<Point>, m: &super::file::Matrix) -> Vec<Point> {
+fn widen(points: Vec<Point>, m: &super::file::Matrix, scale: f64) -> Vec<Point> {
     let mut out = Vec::new();
     for p in points {
         let sessions: Vec<(Option<VdiSpec>, u32)> = match (p.spec.test, &m.profiles) {
@@ -166,26 +166,50 @@ fn widen(points: Vec<Point>, m: &super::file::Matrix) -> Vec<Point> {
             _ => vec![(None, p.spec.parallel)],
         };
         for (vdi, parallel) in sessions {
-            for i in &m.interference {
-                for &dl in &m.desktop_load {
-                    let mut loads: Vec<Load> = i.0.clone();
-                    if dl > 0 {
-                        loads.push(Load::Desktops { pct: f64::from(dl) });
-                    }
-                    out.push(Point {
-                        spec: Spec {
+            for movie in movies(p.spec.test, m, scale) {
+                for i in &m.interference {
+                    for &dl in &m.desktop_load {
+                        let mut loads: Vec<Load> = i.0.clone();
+                        if dl > 0 {
+                            loads.push(Load::Desktops { pct: f64::from(dl) });
+                        }
+                        let mut spec = Spec {
                             vdi: vdi.clone(),
                             parallel,
                             ..p.spec.clone()
-                        },
-                        loads,
-                        ..p.clone()
-                    });
+                        };
+                        if let Some(mv) = movie {
+                            // The movie plays from the first frame: no warm-up to leave out.
+                            (spec.duration, spec.warmup) = (mv.play_s(), 0.0);
+                            loads.push(mv.download(parallel));
+                        }
+                        out.push(Point {
+                            spec,
+                            loads,
+                            ..p.clone()
+                        });
+                    }
                 }
             }
         }
     }
     out
+}
+
+/// A VDI point's movies (one per buffering time; none without), other tests' none.
+fn movies(test: TestKind, m: &super::file::Matrix, scale: f64) -> Vec<Option<Movie>> {
+    if test != TestKind::Vdi || m.movie.is_empty() {
+        return vec![None];
+    }
+    m.movie
+        .iter()
+        .map(|&t| {
+            Some(Movie {
+                t_buffer_s: t,
+                time_scale: scale,
+            })
+        })
+        .collect()
 }
 
 /// Above this many points a run needs `--force`; above `HARD_MAX` it is refused outright.
@@ -198,7 +222,8 @@ pub fn count(e: &ExperimentFile) -> u128 {
     let m = &e.matrix;
     let n = |v: usize| v as u128;
     let loads = m.loads.as_ref().map_or(1, |l| n(l.len()));
-    let sessions = n(m.profiles.as_ref().map_or(0, Vec::len)) * n(m.desktops.len());
+    let sessions =
+        n(m.profiles.as_ref().map_or(0, Vec::len)) * n(m.desktops.len()) * n(m.movie.len().max(1));
     let per_test = |t: &TestKind, d: Direction| match t {
         TestKind::Vdi if d == Direction::HostToClient => sessions,
         TestKind::Vdi => 0,

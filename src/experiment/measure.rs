@@ -450,6 +450,14 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, Error> {
         }
         Err(e) => (None, Some(e.to_string())),
     };
+    // A movie's download among the loads: split the host's CPU at the end of its buffering.
+    let movie = match target {
+        Target::Lab { loads, .. } => loads.iter().find_map(super::load::Movie::of),
+        _ => None,
+    };
+    let movie = movie
+        .zip(cpu.as_ref())
+        .map(|(m, c)| super::load::phases(m, &c.series));
     Ok(Measured {
         result,
         cpus: target.cpus().cloned(),
@@ -458,7 +466,7 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, Error> {
         repeats: None,
         vnic,
         loads,
-        movie: None,
+        movie,
     })
 }
 

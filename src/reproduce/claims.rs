@@ -25,6 +25,10 @@ pub enum Metric {
     LatencyMaxUs,
     /// Segments merged per buffer by the backend's software LRO.
     LroRatio,
+    /// Paper 1's movie: host CPU while the desktops buffer their video (and play it).
+    MovieBufferingPct,
+    /// Paper 1's movie: host CPU once buffered, while the sessions only play.
+    MoviePlayingPct,
 }
 
 impl Metric {
@@ -43,6 +47,8 @@ impl Metric {
                 .filter_map(|v| v.lro.as_ref())
                 .map(|l| l.lro_ratio)
                 .reduce(f64::max),
+            Metric::MovieBufferingPct => super::stored(p)?.movie?.buffering.host_busy_pct,
+            Metric::MoviePlayingPct => super::stored(p)?.movie?.play_only.host_busy_pct,
         }
     }
     /// The figure in one repeat, where repeats keep it.
@@ -58,7 +64,9 @@ impl Metric {
     pub fn unit(self) -> &'static str {
         match self {
             Metric::ThroughputGbps => "Gb/s",
-            Metric::HostBusyPct => "% host CPU",
+            Metric::HostBusyPct | Metric::MovieBufferingPct | Metric::MoviePlayingPct => {
+                "% host CPU"
+            }
             Metric::NormalizedPctPerGbps => "% host CPU per Gb/s",
             Metric::TransactionsPerS => "transactions/s",
             Metric::LatencyP50Us | Metric::LatencyP99Us | Metric::LatencyMaxUs => "µs",
@@ -85,6 +93,8 @@ pub struct Selector {
     pub guests: Option<u32>,
     pub profile: Option<String>,
     pub interference: Option<String>,
+    /// Paper 1's movie: the buffering time T_buffer (seconds) of the point's download.
+    pub buffering: Option<f64>,
     pub label: Option<String>,
 }
 
@@ -108,6 +118,7 @@ impl Selector {
             guests: self.guests.or(base.guests),
             profile: or(&self.profile, &base.profile),
             interference: or(&self.interference, &base.interference),
+            buffering: self.buffering.or(base.buffering),
             label: or(&self.label, &base.label),
         }
     }

@@ -22,6 +22,8 @@ pub enum Axis {
     Buffer,
     Guests,
     Interference,
+    /// Paper 1's movie: the buffering time T_buffer, seconds.
+    Buffering,
     /// One bar per series (a table's rows, a bar figure's bars).
     Series,
     /// The receiver's advertised window over the measured window (paper 2's Fig. 6).
@@ -110,6 +112,12 @@ impl Figure {
                 .parse::<Interference>()
                 .map(|i| (0, i.to_string()))
                 .map_err(|e| e.to_string()),
+            Axis::Buffering => x
+                .parse::<f64>()
+                .ok()
+                .filter(|t| t.is_finite() && *t > 0.0)
+                .map(|t| (t as u64, format!("{t}")))
+                .ok_or_else(|| format!("'{x}' is not a buffering time in seconds")),
             Axis::Series | Axis::Time => Ok((0, String::new())),
         }
     }
@@ -122,6 +130,16 @@ impl Figure {
             Axis::Buffer => buffer_place(k.socket_buffer),
             Axis::Guests => (u64::from(k.guests), k.guests.to_string()),
             Axis::Interference => (0, k.interference.clone().unwrap_or("none".into())),
+            Axis::Buffering => {
+                super::stored(p)
+                    .and_then(|r| r.movie)
+                    .map_or((0, "?".into()), |m| {
+                        (
+                            m.movie.t_buffer_s.round() as u64,
+                            format!("{}", m.movie.t_buffer_s.round()),
+                        )
+                    })
+            }
             Axis::Series | Axis::Time => (0, series.to_string()),
         }
     }
@@ -132,6 +150,7 @@ impl Figure {
             Axis::Buffer => "socket buffer (bytes)",
             Axis::Guests => "guests",
             Axis::Interference => "interfering load",
+            Axis::Buffering => "T_buffer: the movie's buffering time (s)",
             Axis::Series => "",
             Axis::Time => "seconds",
         }

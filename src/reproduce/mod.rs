@@ -5,6 +5,7 @@
 pub mod claims;
 pub mod figures;
 pub mod page;
+pub mod table_v;
 
 use serde::{Deserialize, Serialize};
 
@@ -58,6 +59,9 @@ pub struct Paper {
     pub claims: Vec<Claim>,
     #[serde(default, rename = "figure")]
     pub figures: Vec<figures::Figure>,
+    /// Paper 1's Table V, planned with the paper's costs and with ours.
+    #[serde(default)]
+    pub plan: Option<table_v::PlanTable>,
 }
 
 /// What the reproduction reads from a point's stored result beyond its columns.
@@ -69,6 +73,8 @@ pub struct Stored {
     pub tcp_info: Vec<crate::engine::tcpinfo::TcpSample>,
     #[serde(default)]
     pub vnic: Option<std::collections::BTreeMap<String, crate::vnic::backend::VnicDelta>>,
+    #[serde(default)]
+    pub movie: Option<crate::experiment::load::MoviePhases>,
 }
 
 /// A point's stored result, read as `Stored` (None if it has none or it does not parse).
@@ -96,12 +102,14 @@ pub const PAPERS: [BuiltIn; 4] = [
             include_str!("../../experiments/papers/icsnc2013-fig5.toml"),
             include_str!("../../experiments/papers/icsnc2013-desktops.toml"),
             include_str!("../../experiments/papers/icsnc2013-tableiv.toml"),
+            include_str!("../../experiments/papers/icsnc2013-movie.toml"),
         ],
         full: &[
             include_str!("../../experiments/icsnc2013.toml"),
             include_str!("../../experiments/papers/icsnc2013-fig5.toml"),
             include_str!("../../experiments/papers/icsnc2013-desktops.toml"),
             include_str!("../../experiments/papers/icsnc2013-tableiv.toml"),
+            include_str!("../../experiments/papers/icsnc2013-movie.toml"),
         ],
     },
     BuiltIn {
@@ -175,6 +183,10 @@ impl Guests {
         for f in &mut p.figures {
             swap(&mut f.common);
             f.series.iter_mut().for_each(|s| swap(&mut s.ours));
+        }
+        for d in p.plan.iter_mut().flat_map(|t| t.datapaths.iter_mut()) {
+            swap(&mut d.vm);
+            swap(&mut d.vdi);
         }
         p
     }
@@ -269,6 +281,10 @@ pub fn parse(text: &str, file: &str) -> Result<Paper, Error> {
     }
     for f in &p.figures {
         f.check()
+            .map_err(|e| Error::Input(format!("{file}: {e}")))?;
+    }
+    if let Some(t) = &p.plan {
+        t.check()
             .map_err(|e| Error::Input(format!("{file}: {e}")))?;
     }
     Ok(p)

@@ -124,6 +124,9 @@ pub fn render(
         }
         h += "</div>";
     }
+    if let Some(t) = &p.plan {
+        h += &super::table_v::render(t, points);
+    }
     h += "<h2>Claims</h2>";
     h += &claims_table(checked);
     h += &claim_figures(checked);
