@@ -366,6 +366,41 @@ mod tests {
     }
 
     #[test]
+    fn a_movie_is_a_vdi_point_per_buffering_time_that_plays_from_its_first_frame() {
+        let text = "name = \"m\"\n[matrix]\nmodes = [\"macvlan\"]\nguests = [2]\ntests = [\"VDI\", \"TCP_STREAM\"]\nprofiles = [\"video-1080p\"]\ndesktops = [2]\ndirections = [\"host-to-client\"]\nmovie = [16, 60]\n[point]\ntime_scale = 0.05\n";
+        let e = super::super::file::parse(text, "m.toml").unwrap();
+        let pts = expand(&e);
+        assert_eq!(count(&e), pts.len() as u128);
+        let movies: Vec<&Point> = pts
+            .iter()
+            .filter(|p| p.spec.test == TestKind::Vdi)
+            .collect();
+        assert_eq!(movies.len(), 2);
+        for (p, t) in movies.iter().zip([16.0, 60.0]) {
+            assert!((p.spec.duration - 253.0 * 0.05).abs() < 1e-9 && p.spec.warmup == 0.0);
+            let m = p.loads.iter().find_map(Movie::of).unwrap();
+            assert!((m.t_buffer_s - t).abs() < 1e-4 && (m.time_scale - 0.05).abs() < 1e-9);
+        }
+        // The stream gets no movie.
+        assert!(pts
+            .iter()
+            .any(|p| p.spec.test == TestKind::TcpStream && p.loads.is_empty()));
+        for (bad, says) in [
+            (text.replace("[16, 60]", "[5]"), "16 s"),
+            (
+                text.replace("\"VDI\", ", "")
+                    .replace("profiles = [\"video-1080p\"]\n", ""),
+                "VDI scenario",
+            ),
+        ] {
+            let e = super::super::file::parse(&bad, "m.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says), "{e}");
+        }
+    }
+
+    #[test]
     fn vdi_points_are_one_per_profile_and_desktop_count_times_each_load() {
         let text = "name = \"v\"\n[matrix]\nmodes = [\"bridge\", \"macvlan\"]\nguests = [2]\ntests = [\"VDI\", \"TCP_RR\"]\nmessages = [\"1K\", \"8K\"]\nprofiles = [\"office\", \"video-1080p\"]\ndesktops = [1, 4]\ndirections = [\"host-to-client\", \"guest-to-client\"]\ninterference = [\"none\", \"cpu@host\", \"udp-flood@client:g1,500mbit\"]\ndesktop_load = [0, 20]\n";
         let e = super::super::file::parse(text, "v.toml").unwrap();

@@ -169,6 +169,9 @@ impl Selector {
             && self.interference.as_ref().is_none_or(|i| {
                 joined(i) == k.interference.as_deref().map_or("none".into(), joined)
             })
+            && self
+                .buffering
+                .is_none_or(|t| movie_at(k.interference.as_deref(), t))
     }
 
     /// How the selector reads on the page: its label, else its mode and what else it names.
@@ -189,6 +192,16 @@ impl Selector {
         }
         parts.join(" ")
     }
+}
+
+/// Whether a point's loads hold paper 1's movie buffered in `t` seconds: its download is paced
+/// at S_VMNET / T_buffer, as the load writes it.
+fn movie_at(interference: Option<&str>, t: f64) -> bool {
+    let rate = crate::units::Rate((crate::experiment::load::S_VMNET_BITS / t) as u64);
+    interference.is_some_and(|i| {
+        i.split(" + ")
+            .any(|l| l.starts_with("VM-network download") && l.ends_with(&format!(" at {rate}")))
+    })
 }
 
 /// Loads together as a point's key writes them (`cpu@host+cpu@g2` is `cpu@host + cpu@g2`).
@@ -460,6 +473,23 @@ mod tests {
             value,
             note: "why not".into(),
         }
+    }
+
+    #[test]
+    fn a_selector_finds_the_movie_by_its_buffering_time() {
+        let mut p = point(Mode::Macvlan, 0, 1.0, 1.0);
+        let m = crate::experiment::load::Movie {
+            t_buffer_s: 60.0,
+            time_scale: 0.05,
+        };
+        p.key.interference = Some(format!("cpu@host + {}", m.download(2)));
+        let at = |t: f64| Selector {
+            buffering: Some(t),
+            ..Selector::default()
+        };
+        assert!(at(60.0).matches(&p) && !at(16.0).matches(&p));
+        p.key.interference = None;
+        assert!(!at(60.0).matches(&p));
     }
 
     #[test]
