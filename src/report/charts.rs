@@ -238,16 +238,18 @@ pub fn paper_bars(f: &PaperChart) -> Result<String, Error> {
     let paper = f.paper.iter().flat_map(|v| v.iter().flatten().copied());
     let ours_max = finite_max(bars.map(|b| b.high.max(b.value)));
     let (ymax, y2max) = match f.y2_desc {
-        Some(_) => (nice_max(ours_max * 1.3), nice_max(finite_max(paper) * 1.3)),
+        Some(_) => (nice_max(ours_max * 1.7), nice_max(finite_max(paper) * 1.7)),
         None => {
-            let m = nice_max(ours_max.max(finite_max(paper)) * 1.3);
+            let m = nice_max(ours_max.max(finite_max(paper)) * 1.7);
             (m, m)
         }
     };
     let xr = -0.5f64..(n as f64 - 0.5);
+    // Wide enough that each category's label fits under its bars.
+    let width = W.max(140 * n as u32).min(1100);
     let mut s = String::new();
     {
-        let root = SVGBackend::with_string(&mut s, (W, H)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut s, (width, H)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(&x))?;
         let mut c = ChartBuilder::on(&root)
             .caption(f.title, ("sans-serif", 15))
