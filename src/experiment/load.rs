@@ -385,8 +385,9 @@ impl Movie {
     /// The movie a download load stands for (its rate gives T_buffer, its size the scale).
     pub fn of(load: &Load) -> Option<Movie> {
         match *load {
+            // The rate was rounded to whole bits/s: T_buffer back to the millisecond it was.
             Load::Download { bps, bytes, .. } if bps > 0 => Some(Movie {
-                t_buffer_s: S_VMNET_BITS / bps as f64,
+                t_buffer_s: (S_VMNET_BITS / bps as f64 * 1000.0).round() / 1000.0,
                 time_scale: bytes as f64 * 8.0 / S_VMNET_BITS,
             }),
             _ => None,
