@@ -45,6 +45,13 @@ pub struct DirStats {
     pub write_errors: u64,
 }
 
+impl DirStats {
+    /// Every frame read from this side, whether passed on or dropped.
+    fn seen(&self) -> u64 {
+        self.frames + self.malformed + self.oversize
+    }
+}
+
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Stats {
     pub model: Option<Model>,
@@ -182,9 +189,13 @@ pub fn forward_frames(cfg: Config) -> Result<(), Error> {
     };
     let mut lro = (cfg.lro && vnet).then(Lro::default);
     write_stats(&cfg.stats, &st);
+    let mut stats_out = StatsFile {
+        path: cfg.stats.clone(),
+        at: Instant::now(),
+        seen: 0,
+    };
     let mut buf = vec![0u8; BUF];
     let mut out: Vec<Vec<u8>> = Vec::with_capacity(BATCH);
-    let mut last_stats = Instant::now();
     // Pending work per side: edge-triggered, so a side stays "ready" until read to EAGAIN.
     let mut ready = [true, true];
     let mut tags = Vec::with_capacity(8);
@@ -238,12 +249,31 @@ pub fn forward_frames(cfg: Config) -> Result<(), Error> {
                 }
             }
         }
-        if last_stats.elapsed() >= Duration::from_millis(250) {
-            if let Some(l) = &lro {
-                fill_lro(&mut st, &l.stats);
+        stats_out.publish(&mut st, lro.as_ref(), !ready[0] && !ready[1]);
+    }
+}
+
+/// Publishes the counters to the stats file: every 250 ms while busy, and within 50 ms of the
+/// backend going idle after frames were counted, so a reader that waits for a burst to be counted
+/// sees it once the burst has been read, not a period later.
+struct StatsFile {
+    path: PathBuf,
+    at: Instant,
+    seen: u64,
+}
+
+impl StatsFile {
+    fn publish(&mut self, st: &mut Stats, lro: Option<&Lro>, idle: bool) {
+        let seen = st.from_guest.seen() + st.to_guest.seen();
+        let since = self.at.elapsed();
+        let settled = idle && seen != self.seen && since >= Duration::from_millis(50);
+        if settled || since >= Duration::from_millis(250) {
+            if let Some(l) = lro {
+                fill_lro(st, &l.stats);
             }
-            write_stats(&cfg.stats, &st);
-            last_stats = Instant::now();
+            write_stats(&self.path, st);
+            self.at = Instant::now();
+            self.seen = seen;
         }
     }
 }
