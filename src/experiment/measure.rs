@@ -418,8 +418,8 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, Error> {
         return Err(Error::Failed(dead.join("; ")));
     }
     let result = r?;
-    // Backends write their counters every 0.25 s: wait for a fresh write so the test's tail is
-    // in. Without backends there is nothing to wait for.
+    // Backends publish their counters within ~0.1 s of going idle: wait for that write so the
+    // test's tail is in. Without backends there is nothing to wait for.
     if !vnic_before.is_empty() {
         std::thread::sleep(std::time::Duration::from_millis(300));
     }

@@ -201,7 +201,7 @@ pub fn forward_frames(cfg: Config) -> Result<(), Error> {
     let mut tags = Vec::with_capacity(8);
     loop {
         if !ready[0] && !ready[1] {
-            ep.wait(250, &mut tags)
+            ep.wait(stats_out.wait_ms(&st), &mut tags)
                 .map_err(|e| Error::Failed(format!("epoll_wait: {e}")))?;
             st.wakeups += 1;
             for &t in &tags {
@@ -263,8 +263,21 @@ struct StatsFile {
 }
 
 impl StatsFile {
+    /// How long the idle backend may sleep: briefly while counted frames are still unpublished.
+    fn wait_ms(&self, st: &Stats) -> i32 {
+        if Self::seen(st) != self.seen {
+            50
+        } else {
+            250
+        }
+    }
+
+    fn seen(st: &Stats) -> u64 {
+        st.from_guest.seen() + st.to_guest.seen()
+    }
+
     fn publish(&mut self, st: &mut Stats, lro: Option<&Lro>, idle: bool) {
-        let seen = st.from_guest.seen() + st.to_guest.seen();
+        let seen = Self::seen(st);
         let since = self.at.elapsed();
         let settled = idle && seen != self.seen && since >= Duration::from_millis(50);
         if settled || since >= Duration::from_millis(250) {
