@@ -151,6 +151,61 @@ duration = 0.5
 warmup = 0.1
 "#;
 
+/// A datapath the host cannot build (here: nftables refuses NAT's rules, through a stand-in `nft`
+/// first on PATH) fails its own points with the reason; the other datapaths are still measured.
+#[test]
+fn a_lab_that_cannot_be_built_fails_its_points_and_the_run_goes_on() {
+    let c = ctx("expbuild");
+    let before = host_snapshot();
+    let fake = c.state.join("bin");
+    std::fs::create_dir_all(&fake).unwrap();
+    write(
+        &fake,
+        "nft",
+        "#!/bin/sh\necho 'nft: refused by the test' >&2\nexit 1\n",
+    );
+    let sh = format!("chmod +x {}/nft", fake.display());
+    assert!(std::process::Command::new("sh")
+        .args(["-c", &sh])
+        .status()
+        .unwrap()
+        .success());
+    let text = SMALL
+        .replace("\"macvlan\"]", "\"nat\"]")
+        .replace("[\"1K\", \"64K\"]", "[\"1K\"]");
+    let f = write(&c.state, "bn.toml", &text);
+    let db = c.state.join("bn.sqlite");
+    let path = format!(
+        "{}:{}",
+        fake.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = c
+        .cmd(&[
+            "run",
+            f.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+            "--json",
+        ])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let pts = r["points"].as_array().unwrap();
+    assert_eq!(pts.len(), 2, "{r}");
+    let err = |i: usize| pts[i]["error"].as_str().unwrap_or("").to_string();
+    assert_eq!(err(0), "", "the bridge point was measured: {r}");
+    assert!(pts[0]["throughput_gbps"].as_f64().unwrap() > 0.0);
+    assert!(
+        err(1).contains("building the nat lab failed") && err(1).contains("refused by the test"),
+        "{r}"
+    );
+    assert_eq!(r["run"]["status"], "complete", "{r}");
+    assert_eq!(before, host_snapshot(), "the half-built lab was removed");
+}
+
 fn wait_points(db: &Path, n: usize) {
     let t0 = std::time::Instant::now();
     loop {

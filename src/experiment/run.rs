@@ -219,9 +219,16 @@ pub fn run_experiment(
         let (name, plan) = match build_lab(&cfg) {
             Ok(x) => x,
             Err(crate::lab::Error::Interrupted(_)) => break,
+            // The build removed what it made: its points fail with its reason, the rest go on
+            // (one datapath the host cannot build does not cost the others their measurements).
             Err(e) => {
-                result = Err(e.into());
-                break;
+                let why = format!("building the {} lab failed: {e}", cfg.mode);
+                for p in group {
+                    store.add_point(run_id, &failed_record(p, &why))?;
+                    (done, failed) = (done + 1, failed + 1);
+                    remaining = eta(p.seq as usize, est_done, spent);
+                }
+                continue;
             }
         };
         let lab_facts = facts::lab(&name);
