@@ -151,13 +151,33 @@ fn suite_run(
             matrix::count(&exp)
         );
     }
+    // The stored text says what ran: the suite's file names the netns datapaths it swapped.
+    let text = match guests {
+        Guests::Qemu { .. } => format!(
+            "# run by `vnetlab reproduce` in QEMU guests as {}: {}\n{text}",
+            exp.name,
+            guests.text()
+        ),
+        Guests::Netns { .. } => text.to_string(),
+    };
     let loaded = erun::Loaded {
-        text: text.to_string(),
+        text,
         points: matrix::expand(&exp),
         file: exp,
     };
     let outcome = execute(&loaded, store, a.json)?;
     Ok(Some(outcome.run_id))
+}
+
+/// The newest stored run of a suite, in either kind of guest (a QEMU run is stored as NAME-qemu).
+fn latest_stored(store: &Store, e: &file::ExperimentFile) -> Result<Option<i64>, Fail> {
+    let qemu = format!("{}-qemu", e.name);
+    Ok(store
+        .runs()?
+        .into_iter()
+        .filter(|r| r.name == e.name || r.name == qemu)
+        .map(|r| r.id)
+        .max())
 }
 
 /// The guests one paper's suites run in: netns if a suite measures vnetlab's own backend, else
@@ -174,21 +194,14 @@ fn guests_for(
         });
     }
     if a.from_runs {
-        let names: Vec<String> = suites.iter().map(|e| format!("{}-qemu", e.name)).collect();
-        let qemu = store
-            .runs()?
-            .into_iter()
-            .rev()
-            .find(|r| names.contains(&r.name) || suites.iter().any(|e| e.name == r.name));
-        return Ok(match qemu {
-            Some(r) if r.name.ends_with("-qemu") => Guests::Qemu {
-                accel: "(as stored)".into(),
-                vhost: false,
-            },
-            _ => Guests::Netns {
-                why_not_qemu: "no stored run of these suites ran in QEMU guests".into(),
-            },
-        });
+        let mut modes = Vec::new();
+        for id in suites
+            .iter()
+            .filter_map(|e| latest_stored(store, e).transpose())
+        {
+            modes.extend(store.points(id?)?.into_iter().map(|(_, p)| p.key.mode));
+        }
+        return Ok(Guests::of_stored(&modes));
     }
     if host.is_none() {
         *host = Some(resolve(a.guests)?);

@@ -191,6 +191,20 @@ impl Guests {
         p
     }
 
+    /// What stored runs ran in, read from their points' datapaths (QEMU's vhost-net if any
+    /// point used it).
+    pub fn of_stored(modes: &[Mode]) -> Guests {
+        if !modes.iter().any(|m| m.is_qemu()) {
+            return Guests::Netns {
+                why_not_qemu: "the stored runs of these suites ran in network namespaces".into(),
+            };
+        }
+        Guests::Qemu {
+            accel: "the stored runs' accelerator".into(),
+            vhost: modes.contains(&Mode::QemuVhost),
+        }
+    }
+
     /// As the page says it.
     pub fn text(&self) -> String {
         match self {
@@ -364,6 +378,17 @@ mod tests {
         // Backend LRO is vnetlab's own: paper 2 stays in netns guests.
         let lro = crate::experiment::file::parse(PAPERS[1].quick[0], "x").unwrap();
         assert!(needs_netns(&lro).unwrap().contains("LRO"));
+    }
+
+    #[test]
+    fn stored_runs_say_what_they_ran_in_by_their_datapaths() {
+        let netns = Guests::of_stored(&[Mode::Native, Mode::Paravirt]);
+        assert!(matches!(netns, Guests::Netns { .. }));
+        let virtio = Guests::of_stored(&[Mode::Native, Mode::QemuVirtio, Mode::QemuE1000]);
+        assert!(matches!(virtio, Guests::Qemu { vhost: false, .. }));
+        let vhost = Guests::of_stored(&[Mode::QemuE1000, Mode::QemuVhost]);
+        assert!(matches!(vhost, Guests::Qemu { vhost: true, .. }));
+        assert!(matches!(Guests::of_stored(&[]), Guests::Netns { .. }));
     }
 
     #[test]
