@@ -205,11 +205,13 @@ pub fn data(f: &Figure, points: &[PointRecord]) -> Drawn {
     let mut found = Vec::new();
     for s in &f.series {
         let sel = s.ours.over(&f.common);
-        let mine: Vec<&PointRecord> = points
+        // Each point's place is found once (on the buffering axis it reads the stored result).
+        let mine: Vec<(&PointRecord, (u64, String))> = points
             .iter()
             .filter(|p| p.error.is_none() && sel.matches(p))
+            .map(|p| (p, f.place_of(p, &s.name)))
             .collect();
-        mine.iter().for_each(|p| add(f.place_of(p, &s.name)));
+        mine.iter().for_each(|(_, pl)| add(pl.clone()));
         if f.x == Axis::Series {
             add((0, s.name.clone()));
         } else {
@@ -230,7 +232,8 @@ pub fn data(f: &Figure, points: &[PointRecord]) -> Drawn {
         for cat in &d.categories {
             let here: Vec<_> = mine
                 .iter()
-                .filter(|p| f.place_of(p, &s.name).1 == *cat)
+                .filter(|(_, pl)| pl.1 == *cat)
+                .map(|(p, _)| *p)
                 .collect();
             bars.push(match here.as_slice() {
                 [p] => bar(metric, p),
