@@ -45,6 +45,19 @@ fn size_label(x: &f64) -> String {
     }
 }
 
+/// Draws a chart's legend at `pos` on a translucent white box.
+fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    c: &mut ChartContext<'a, DB, CT>,
+    pos: SeriesLabelPosition,
+) -> Result<(), String> {
+    c.configure_series_labels()
+        .position(pos)
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(200, 200, 200))
+        .draw()
+        .map_err(|x| x.to_string())
+}
+
 /// One figure against message size (log scale), one line per series.
 pub fn lines(
     title: &str,
@@ -102,12 +115,7 @@ pub fn lines(
             c.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
                 .map_err(|x| e(&x))?;
         }
-        c.configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(200, 200, 200))
-            .draw()
-            .map_err(|x| e(&x))?;
+        legend(&mut c, SeriesLabelPosition::UpperLeft).map_err(|x| e(&x))?;
         root.present().map_err(|x| e(&x))?;
     }
     Ok(s)
@@ -179,12 +187,7 @@ pub fn stacked_bars(
                     Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
                 });
         }
-        c.configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(200, 200, 200))
-            .draw()
-            .map_err(|x| e(&x))?;
+        legend(&mut c, SeriesLabelPosition::UpperRight).map_err(|x| e(&x))?;
         root.present().map_err(|x| e(&x))?;
     }
     Ok(s)
@@ -245,8 +248,15 @@ pub fn paper_bars(f: &PaperChart) -> Result<String, Error> {
         }
     };
     let xr = -0.5f64..(n as f64 - 0.5);
-    // Wide enough that each category's label fits under its bars.
-    let width = W.max(140 * n as u32).min(1100);
+    // Wide enough that each category's label (about 7 px a character) fits under its bars.
+    let longest = f
+        .categories
+        .iter()
+        .map(|c| c.chars().count())
+        .max()
+        .unwrap_or(0) as u32;
+    let per = 140.max(8 * longest + 24);
+    let width = W.max(per * n as u32 + 150).min(1600);
     let mut s = String::new();
     {
         let root = SVGBackend::with_string(&mut s, (width, H)).into_drawing_area();
@@ -338,12 +348,7 @@ pub fn paper_bars(f: &PaperChart) -> Result<String, Error> {
             })
             .legend(|(x, y)| TriangleMarker::new((x + 6, y), 6, BLACK.filled()));
         }
-        c.configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(200, 200, 200))
-            .draw()
-            .map_err(|x| e(&x))?;
+        legend(&mut c, SeriesLabelPosition::UpperRight).map_err(|x| e(&x))?;
         root.present().map_err(|x| e(&x))?;
     }
     Ok(s)
@@ -386,12 +391,7 @@ pub fn trace(
                     PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
                 });
         }
-        c.configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(200, 200, 200))
-            .draw()
-            .map_err(|x| e(&x))?;
+        legend(&mut c, SeriesLabelPosition::LowerRight).map_err(|x| e(&x))?;
         root.present().map_err(|x| e(&x))?;
     }
     Ok(s)

@@ -27,8 +27,15 @@ fn with_range(v: Option<f64>, reps: &[f64], prec: usize) -> String {
 pub fn summary(points: &[PointRecord]) -> String {
     let refs: Vec<&PointRecord> = points.iter().collect();
     let labeler = super::Labeler::new(&refs);
+    // The label column is as wide as the longest label, so long labels do not push the rest.
+    let w = points
+        .iter()
+        .map(|p| labeler.label(p).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("datapath".len());
     let mut s = format!(
-        "{:<28} {:>8} {:>22} {:>10} {:>10} {:>24} {:>9}  {}\n",
+        "{:<w$} {:>8} {:>22} {:>10} {:>10} {:>24} {:>9}  {}\n",
         "datapath",
         "size",
         "Gb/s (min–max)",
@@ -41,7 +48,7 @@ pub fn summary(points: &[PointRecord]) -> String {
     for p in points {
         if let Some(e) = &p.error {
             s += &format!(
-                "{:<28} {:>8} FAILED: {}\n",
+                "{:<w$} {:>8} FAILED: {}\n",
                 labeler.label(p),
                 p.key.message_bytes,
                 e
@@ -63,7 +70,7 @@ pub fn summary(points: &[PointRecord]) -> String {
             bound += &format!(" steal {st:.0}%");
         }
         s += &format!(
-            "{:<28} {:>8} {:>22} {:>10} {:>10} {:>24} {:>9}  {}\n",
+            "{:<w$} {:>8} {:>22} {:>10} {:>10} {:>24} {:>9}  {}\n",
             labeler.label(p),
             p.key.message_bytes,
             if p.transactions_per_s.is_some() {

@@ -37,14 +37,21 @@ fn claim_figures(checked: &[Checked]) -> String {
     for c in checked.iter().filter(|c| !c.figures.is_empty()) {
         let names: Vec<String> = c.figures.iter().map(|f| f.0.clone()).collect();
         let values: Vec<f64> = c.figures.iter().map(|f| f.1).collect();
-        let title = format!("{} ({})", c.claim, c.verdict.text());
+        // The claim is a sentence: it goes in the caption, where it wraps, not in the chart's
+        // one-line title, where it was clipped.
         match crate::report::charts::stacked_bars(
-            &title,
+            &format!("this host: {}", c.verdict.text()),
             &c.unit,
             &names,
             &[("ours".into(), values)],
         ) {
-            Ok(svg) => h += &format!("<figure data-chart=\"{}\">{svg}</figure>", esc(&c.claim)),
+            Ok(svg) => {
+                h += &format!(
+                    "<figure data-chart=\"{0}\">{svg}<figcaption>{0} ({1})</figcaption></figure>",
+                    esc(&c.claim),
+                    c.verdict.text()
+                )
+            }
             Err(e) => h += &format!("<p class=\"bad\">{}</p>", esc(&e.to_string())),
         }
     }
