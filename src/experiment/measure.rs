@@ -323,9 +323,12 @@ fn bound_by(
             })
             .collect(),
         gbps,
+        // Traffic between two guests stays on the host and never meets the wire's rate.
         wire_bps: match target {
-            Target::Lab { rec, .. } => rec.topology.wire.rate.map(|r| r.0),
-            Target::Remote { .. } => None,
+            Target::Lab { rec, from, to, .. } if crosses_wire(from, *to) => {
+                rec.topology.wire.rate.map(|r| r.0)
+            }
+            _ => None,
         },
         offered_bps: match &result.vdi {
             // Frames that arrive late (over 1 % of those due) are not a carried load either.
@@ -339,6 +342,15 @@ fn bound_by(
         },
     };
     bound::classify(&limits)
+}
+
+/// Whether traffic from `from` to `to` crosses the wire between the host and the client.
+fn crosses_wire(from: &Senders, to: Role) -> bool {
+    let side = match from {
+        Senders::One(r) => r.side(),
+        Senders::AllGuests => Role::Guest(1).side(),
+    };
+    side != to.side()
 }
 
 /// A backend whose process is gone has taken its guest's link down with it.
@@ -600,4 +612,20 @@ pub fn repeated(
     let mut out = runs.swap_remove(mid);
     out.repeats = repeats;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_traffic_between_the_host_side_and_the_client_crosses_the_wire() {
+        let g = |n| Senders::One(Role::Guest(n));
+        assert!(crosses_wire(&g(1), Role::Client));
+        assert!(crosses_wire(&Senders::One(Role::Client), Role::Guest(1)));
+        assert!(crosses_wire(&Senders::AllGuests, Role::Client));
+        assert!(crosses_wire(&Senders::One(Role::Host), Role::Client));
+        assert!(!crosses_wire(&g(1), Role::Guest(2)));
+        assert!(!crosses_wire(&g(2), Role::Host));
+    }
 }
