@@ -9,7 +9,7 @@ use crate::experiment::file::{Load, Size, SockBuf, WireRate};
 use crate::records::PointRecord;
 use crate::records::Repeat;
 use crate::units::parse_size;
-use crate::vocab::{Direction, Gro, Mode, TestKind};
+use crate::vocab::{Bound, Direction, Gro, Mode, TestKind};
 
 /// A figure of a stored point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -235,6 +235,9 @@ pub enum Kind {
     Greater,
     /// The first series' figure exceeds `value`.
     Above,
+    /// The first series' median is within `by` (a fraction: 0.1 is 10 %) of the second's,
+    /// above or below. Near compares medians only: a gap inside the spread is what near means.
+    Near,
 }
 
 /// One claim of a paper, as written in its file.
@@ -303,7 +306,7 @@ impl Claim {
     pub fn check(&self) -> Result<(), Error> {
         let need = match self.kind {
             Kind::Lowest | Kind::Highest => 2..=16,
-            Kind::Greater => 2..=2,
+            Kind::Greater | Kind::Near => 2..=2,
             Kind::Above => 1..=1,
         };
         if !need.contains(&self.series.len()) {
@@ -318,6 +321,12 @@ impl Claim {
         if !(self.by.is_finite() && self.by > 0.0) {
             return Err(Error::Input(format!(
                 "claim '{}': by must be above 0",
+                self.text
+            )));
+        }
+        if self.kind == Kind::Near && self.by >= 1.0 {
+            return Err(Error::Input(format!(
+                "claim '{}': a near check's by is a fraction below 1 (0.1 is 10 %)",
                 self.text
             )));
         }
@@ -358,6 +367,7 @@ impl Claim {
             Kind::Highest => rest.iter().all(|x| at(first, false) > at(x, true)),
             Kind::Greater => at(first, false) > self.by * at(&f[1], true),
             Kind::Above => at(first, false) > self.value.unwrap_or(f64::INFINITY),
+            Kind::Near => (first.value / f[1].value - 1.0).abs() <= self.by,
         }
     }
 
@@ -405,6 +415,9 @@ struct Figure {
     value: f64,
     low: f64,
     high: f64,
+    /// What saturated while the point ran (a side, a core, the wire), if anything did: a
+    /// comparison of points a client bound compares the client.
+    bound: Option<Bound>,
 }
 
 impl Figure {
@@ -412,23 +425,25 @@ impl Figure {
         let value = m.of(p)?;
         let each = p.repeats.iter().filter_map(|r| m.of_repeat(r));
         let (low, high) = each.fold((value, value), |(l, h), x| (l.min(x), h.max(x)));
+        let bound = p.bound_by.clone().filter(|b| *b != Bound::Latency);
         Some(Figure {
             name,
             value,
             low,
             high,
+            bound,
         })
     }
 
     fn text(&self) -> String {
+        let mut t = format!("{} {:.3}", self.name, self.value);
         if self.high > self.low {
-            format!(
-                "{} {:.3} ({:.3}–{:.3})",
-                self.name, self.value, self.low, self.high
-            )
-        } else {
-            format!("{} {:.3}", self.name, self.value)
+            t += &format!(" ({:.3}–{:.3})", self.low, self.high);
         }
+        if let Some(b) = &self.bound {
+            t += &format!(" [bound by {b}]");
+        }
+        t
     }
 }
 
@@ -571,6 +586,39 @@ mod tests {
             "{}",
             ok.ours
         );
+    }
+
+    #[test]
+    fn a_near_check_fails_above_as_well_as_below_and_names_what_bound_the_points() {
+        let c = Claim {
+            by: 0.1,
+            ..claim(
+                Kind::Near,
+                Metric::ThroughputGbps,
+                vec![sel("macvlan"), sel("native")],
+                None,
+            )
+        };
+        c.check().unwrap();
+        let pair = |first: f64| {
+            let mut p = [
+                point(Mode::Macvlan, 8192, 1.0, first),
+                point(Mode::Native, 8192, 1.0, 5.0),
+            ];
+            p[0].bound_by = Some(Bound::Client);
+            p[1].bound_by = Some(Bound::Latency);
+            c.evaluate(&p)
+        };
+        let near = pair(5.4);
+        assert_eq!(near.verdict, Verdict::Holds);
+        assert_eq!(
+            near.ours, "macvlan 5.400 [bound by client], native 5.000 Gb/s",
+            "a latency bound is no saturation and is not named"
+        );
+        assert_eq!(pair(4.4).verdict, Verdict::DoesNotHold, "below by 12 %");
+        assert_eq!(pair(5.6).verdict, Verdict::DoesNotHold, "above by 12 %");
+        let wide = Claim { by: 1.0, ..c };
+        assert!(wide.check().is_err(), "a near check's by is a fraction");
     }
 
     #[test]
