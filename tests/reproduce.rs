@@ -98,10 +98,10 @@ fn the_smallest_paper_reproduces_end_to_end_and_re_renders_from_its_run() {
             .collect()
     };
     assert_eq!(verdicts(&again["papers"][0]), verdicts(p));
-    // A paper with no stored run renders as not measured, not as a crash.
-    let none = c.json(&[
+    // Papers with no stored run render as not measured, not as a crash, and say so.
+    let all = c.run(&[
         "reproduce",
-        "vmware-esx35",
+        "all",
         "--quick",
         "--from-runs",
         "--db",
@@ -110,11 +110,40 @@ fn the_smallest_paper_reproduces_end_to_end_and_re_renders_from_its_run() {
         out,
         "--json",
     ]);
-    let nc = none["papers"][0]["claims"].as_array().unwrap();
+    let warned = String::from_utf8_lossy(&all.stderr);
+    assert_eq!(all.status.code(), Some(0), "{warned}");
+    let all: serde_json::Value = serde_json::from_slice(&all.stdout).unwrap();
+    for p in all["papers"].as_array().unwrap() {
+        let measured = p["paper"] == "xen-lro";
+        let nc = p["claims"].as_array().unwrap();
+        assert_eq!(
+            nc.iter().all(|c| c["verdict"] == "not measurable"),
+            !measured,
+            "{p}"
+        );
+    }
     assert!(
-        nc.iter().all(|c| c["verdict"] == "not measurable"),
-        "{none}"
+        warned.contains("vmware-esx35: no stored run of vmware-esx35-quick"),
+        "{warned}"
     );
+    // A store with no run of any asked suite is the wrong --db or a missing --quick: refused.
+    for (args, hint) in [
+        (
+            vec!["vmware-esx35", "--quick"],
+            "run `vnetlab reproduce --quick` first",
+        ),
+        (vec!["xen-lro"], "add --quick"),
+    ] {
+        let fresh = c.state.join("fresh-pages");
+        let mut argv = vec!["reproduce", "--from-runs", "--db", db, "--out"];
+        argv.push(fresh.to_str().unwrap());
+        argv.extend(args);
+        let o = c.run(&argv);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(hint) && err.lines().count() == 1, "{err}");
+        assert!(!fresh.exists(), "no pages are written");
+    }
     let o = c.run(&["reproduce", "nope", "--from-runs", "--db", db, "--out", out]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");

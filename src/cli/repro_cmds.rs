@@ -91,12 +91,14 @@ pub fn reproduce(a: ReproduceArgs) -> CmdResult {
     if !a.from_runs {
         need_root("vnetlab reproduce")?;
     }
-    output_dir(&a.out)?;
     let store = if a.from_runs {
-        existing(&a.db)?
+        let store = existing(&a.db)?;
+        any_stored(&a, &store, &papers)?;
+        store
     } else {
         Store::open(&a.db)?
     };
+    output_dir(&a.out)?;
     let t0 = std::time::Instant::now();
     let (mut done, mut host) = (Vec::new(), None);
     for b in papers {
@@ -169,6 +171,42 @@ fn suite_run(
     Ok(Some(outcome.run_id))
 }
 
+fn measure_hint(a: &ReproduceArgs, b: &BuiltIn) -> String {
+    if a.quick {
+        format!("`vnetlab reproduce {} --quick` measures them", b.id)
+    } else {
+        format!(
+            "`vnetlab reproduce {}` measures them, and --from-runs --quick reads the quick suites' runs",
+            b.id
+        )
+    }
+}
+
+/// `--from-runs` over a store holding no run of any selected paper's suites is a mistake (the
+/// wrong --db, or --quick missing): refused before a page is written.
+fn any_stored(a: &ReproduceArgs, store: &Store, papers: &[&BuiltIn]) -> Result<(), Fail> {
+    for b in papers {
+        let texts = if a.quick { b.quick } else { b.full };
+        for t in texts.iter() {
+            if latest_stored(store, &file::parse(t, b.id)?)?.is_some() {
+                return Ok(());
+            }
+        }
+    }
+    let which = if a.quick { "quick" } else { "full" };
+    Err(Fail::Input(format!(
+        "{} holds no run of the {which} suites of {}: {}",
+        crate::text::clip(&a.db.display().to_string()),
+        papers.iter().map(|b| b.id).collect::<Vec<_>>().join(", "),
+        if a.quick {
+            "run `vnetlab reproduce --quick` first, or pass the --db it stored into".to_string()
+        } else {
+            "run `vnetlab reproduce` first, or add --quick to read the quick suites' runs"
+                .to_string()
+        }
+    )))
+}
+
 /// The newest stored run of a suite, in either kind of guest (a QEMU run is stored as NAME-qemu).
 fn latest_stored(store: &Store, e: &file::ExperimentFile) -> Result<Option<i64>, Fail> {
     let qemu = format!("{}-qemu", e.name);
@@ -224,9 +262,22 @@ fn one(
         .collect::<Result<Vec<_>, _>>()?;
     let guests = guests_for(a, &suites, host, store)?;
     let paper = guests.paper(reproduce::parse(b.file, b.id)?);
-    let mut runs = Vec::new();
+    let (mut runs, mut missing) = (Vec::new(), Vec::new());
     for (text, exp) in texts.iter().zip(suites) {
-        runs.extend(suite_run(a, store, b, text, guests.suite(exp), &guests)?);
+        let name = exp.name.clone();
+        match suite_run(a, store, b, text, guests.suite(exp), &guests)? {
+            Some(id) => runs.push(id),
+            None => missing.push(name),
+        }
+    }
+    if !missing.is_empty() {
+        crate::errln!(
+            "{}: no stored run of {} in {}, so the claims that read it are not measurable; {}",
+            b.id,
+            missing.join(", "),
+            a.db.display(),
+            measure_hint(a, b)
+        );
     }
     let (mut rows, mut points): (Vec<RunRow>, Vec<PointRecord>) = (vec![], vec![]);
     for &id in &runs {
