@@ -186,8 +186,7 @@ fn measure_hint(a: &ReproduceArgs, b: &BuiltIn) -> String {
 /// wrong --db, or --quick missing): refused before a page is written.
 fn any_stored(a: &ReproduceArgs, store: &Store, papers: &[&BuiltIn]) -> Result<(), Fail> {
     for b in papers {
-        let texts = if a.quick { b.quick } else { b.full };
-        for t in texts.iter() {
+        for t in b.suites(a.quick) {
             if latest_stored(store, &file::parse(t, b.id)?)?.is_some() {
                 return Ok(());
             }
@@ -255,7 +254,7 @@ fn one(
     b: &BuiltIn,
     host: &mut Option<Guests>,
 ) -> Result<Done, Fail> {
-    let texts = if a.quick { b.quick } else { b.full };
+    let texts = b.suites(a.quick);
     let suites = texts
         .iter()
         .map(|t| file::parse(t, b.id))

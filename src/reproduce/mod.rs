@@ -92,6 +92,17 @@ pub struct BuiltIn {
     pub full: &'static [&'static str],
 }
 
+impl BuiltIn {
+    /// The experiment files of its quick or its full grid.
+    pub fn suites(&self, quick: bool) -> &'static [&'static str] {
+        if quick {
+            self.quick
+        } else {
+            self.full
+        }
+    }
+}
+
 pub const PAPERS: [BuiltIn; 4] = [
     BuiltIn {
         id: "icsnc2013",
