@@ -65,7 +65,8 @@ impl FromStr for Rate {
             )
         };
         let (num, unit) = split_unit(s).ok_or_else(bad)?;
-        let mult = match unit {
+        // As tc reads them: `500Mbit` is `500mbit`.
+        let mult = match unit.to_ascii_lowercase().as_str() {
             "bit" => 1.0,
             "kbit" => 1e3,
             "mbit" => 1e6,

@@ -210,6 +210,46 @@ impl fmt::Display for TestKind {
     }
 }
 
+/// How a paced stream (`--rate`) meets its rate (README, "Pacing").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pacing {
+    /// The application's own timer: every 1 ms tick it writes what is due since the start, back
+    /// to back (as iperf3 `-b` does): an application that sends from a timer or a frame clock.
+    #[default]
+    App,
+    /// The kernel's: SO_MAX_PACING_RATE on the socket, written as fast as the socket takes;
+    /// TCP's internal pacing (or fq on the sending device, which a lab puts there for the test)
+    /// spaces the packets: a server that sets a pacing rate (a video or CDN server over fq).
+    Kernel,
+}
+
+impl Pacing {
+    pub fn name(self) -> &'static str {
+        match self {
+            Pacing::App => "app",
+            Pacing::Kernel => "kernel",
+        }
+    }
+}
+
+impl FromStr for Pacing {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "app" => Ok(Pacing::App),
+            "kernel" => Ok(Pacing::Kernel),
+            _ => Err(unknown("pacing", s, "app or kernel")),
+        }
+    }
+}
+
+impl fmt::Display for Pacing {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Who sends to whom: `guest-to-client` (g1 → client), `client-to-guest`, `guest-to-guest`
 /// (g1 → g2), `guests-to-client` (every guest at once), `host-to-client` (the VDI network).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -339,3 +339,97 @@ fn nat_guests_are_reached_through_forwarded_ports() {
     }
     c.ok(&["down", "tengn"]);
 }
+
+/// A paced stream arrives at its rate in each pacing mode: the application's 1 ms ticks (TCP and
+/// UDP) and the kernel's (SO_MAX_PACING_RATE: fq on the sending device where the kernel has fq,
+/// else TCP's internal pacing, which the result names; UDP without fq is refused).
+#[test]
+fn paced_streams_arrive_at_their_rate_in_each_pacing_mode() {
+    let c = ctx("pacing");
+    let before = host_snapshot();
+    c.ok(&["up", "--name", "tpace", "--guests", "1"]);
+    let qdiscs = || sh("tc -n vltpace-g1 qdisc show; tc -n vltpace-host qdisc show");
+    let q0 = qdiscs();
+    let run = |args: &[&str]| -> serde_json::Value {
+        let mut a = vec![
+            "test", "--lab", "tpace", "--from", "g1", "--to", "client", "-l", "2", "--json",
+        ];
+        a.extend_from_slice(args);
+        c.json(&a)
+    };
+    let at_rate = |r: &serde_json::Value, mbit: f64, what: &str| {
+        let got = r["throughput_gbps"].as_f64().unwrap() * 1000.0;
+        assert!(
+            (got / mbit - 1.0).abs() <= 0.03,
+            "{what}: {got:.1} Mb/s for {mbit} Mb/s asked"
+        );
+    };
+    for (args, mbit) in [
+        (vec!["-m", "1K", "--rate", "200mbit"], 200.0),
+        (vec!["-m", "64K", "--rate", "300mbit"], 300.0),
+        (
+            vec!["-t", "UDP_STREAM", "-m", "1K", "--rate", "100mbit"],
+            100.0,
+        ),
+    ] {
+        let r = run(&args);
+        at_rate(&r, mbit, &format!("app pacing {args:?}"));
+        assert_eq!(r["pacing"]["mode"], "app", "{r}");
+        assert!(r.get("kernel_pacing").is_none());
+    }
+    let r = run(&["-m", "8K", "--rate", "200mbit", "--pacing", "kernel"]);
+    at_rate(&r, 200.0, "kernel pacing, TCP");
+    assert_eq!(r["pacing"]["mode"], "kernel");
+    let kp = &r["kernel_pacing"];
+    let with_fq = !kp["fq"].as_array().unwrap().is_empty();
+    assert!(
+        with_fq
+            || kp["tcp_internal"][0]
+                .as_str()
+                .unwrap()
+                .starts_with("g1: TCP's internal pacing"),
+        "{kp}"
+    );
+    // The sending device has its own qdisc back after the test.
+    assert_eq!(q0, qdiscs());
+    let udp = [
+        "test",
+        "--lab",
+        "tpace",
+        "--from",
+        "g1",
+        "--to",
+        "client",
+        "-l",
+        "2",
+        "--json",
+        "-t",
+        "UDP_STREAM",
+        "-m",
+        "1K",
+        "--rate",
+        "100mbit",
+        "--pacing",
+        "kernel",
+    ];
+    if with_fq {
+        at_rate(&c.json(&udp), 100.0, "kernel pacing, UDP through fq");
+    } else {
+        let o = c.run(&udp);
+        assert_eq!(o.status.code(), Some(2));
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            e.contains("use --pacing app") && e.lines().count() == 1,
+            "{e}"
+        );
+    }
+    assert_eq!(q0, qdiscs());
+    // Kernel pacing paces streams only.
+    let o = c.run(&[
+        "test", "--lab", "tpace", "--from", "g1", "--to", "client", "-t", "TCP_RR", "--tps", "100",
+        "--pacing", "kernel",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    c.ok(&["down", "tpace"]);
+    assert_eq!(before, host_snapshot());
+}

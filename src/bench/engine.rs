@@ -90,7 +90,7 @@ fn sv(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
-struct Server(Child);
+pub(super) struct Server(Child);
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -98,7 +98,7 @@ impl Drop for Server {
     }
 }
 
-fn start_server(mut c: Command, wait_line: Option<&str>) -> Result<Server, Error> {
+pub(super) fn start_server(mut c: Command, wait_line: Option<&str>) -> Result<Server, Error> {
     crate::sys::die_with_parent(&mut c);
     std::os::unix::process::CommandExt::process_group(&mut c, 0);
     let mut child = c

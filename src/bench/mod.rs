@@ -1,6 +1,7 @@
 //! Benchmarks run side by side with a named peer tool, reported as ratios.
 
 pub mod engine;
+pub mod paced;
 pub mod vnic;
 
 /// Why a bench could not finish. Its `Display` is the one line users see.

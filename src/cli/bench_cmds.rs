@@ -219,9 +219,18 @@ struct EngineArgs {
     #[arg(long, default_value_t = 3, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=50))]
     repeat: u32,
     /// Paths: loopback, veth (the wire between the host's and the client's namespaces), bridge
-    /// (a guest through a bridge lab to the client); in a lab both tools run placed the same way
-    #[arg(long, default_value = "loopback,veth,bridge")]
-    paths: String,
+    /// (a guest through a bridge lab to the client); in a lab both tools run placed the same way.
+    /// With --paced: bridge and macvlan [default: loopback,veth,bridge; paced: bridge,macvlan]
+    #[arg(long)]
+    paths: Option<String>,
+    /// Paced streams instead: g1 → client at 1K/200 Mb/s, 8K/500 Mb/s and 64K/500 Mb/s, vnetlab's
+    /// host CPU per Gb/s beside iperf3's at the same delivered rate, both measured by the meter
+    #[arg(long)]
+    paced: bool,
+    /// With --paced: which pacing to compare: app (vs iperf3 -b), kernel (vs iperf3 --fq-rate),
+    /// or both, comma-separated
+    #[arg(long, default_value = "app")]
+    pacing: String,
     #[arg(long)]
     json: bool,
 }
@@ -239,7 +248,11 @@ fn bench_engine(a: EngineArgs) -> CmdResult {
     if !(1.0..=600.0).contains(&a.seconds) || !(1..=50).contains(&a.repeat) {
         return Err(Fail::Input("--seconds 1…600 and --repeat 1…50".into()));
     }
-    let paths: Vec<&str> = a.paths.split(',').map(str::trim).collect();
+    if a.paced {
+        return bench_paced(a);
+    }
+    let paths = a.paths.as_deref().unwrap_or("loopback,veth,bridge");
+    let paths: Vec<&str> = paths.split(',').map(str::trim).collect();
     if let Some(p) = paths
         .iter()
         .find(|p| !matches!(**p, "loopback" | "veth" | "bridge"))
@@ -333,4 +346,113 @@ fn bench_engine(a: EngineArgs) -> CmdResult {
     }
     crate::outln!("ratio = vnetlab ÷ peer (throughput or transactions/s); CPU/unit = host cores per Gb/s (per 100k tps for RR), vnetlab ÷ peer");
     Ok(())
+}
+
+fn need_tool(tool: &str) -> Result<(), Fail> {
+    crate::lab::hostcmd::read(&["sh", "-c", &format!("command -v {tool}")])
+        .map(|_| ())
+        .map_err(|_| Fail::Input(format!("{tool} is not installed: `make deps` installs it")))
+}
+
+/// `bench engine --paced`: a lab per path, the paced points on each, then the table.
+fn bench_paced(a: EngineArgs) -> CmdResult {
+    use crate::bench::paced;
+    let paths = a.paths.as_deref().unwrap_or("bridge,macvlan");
+    let mut labs = Vec::new();
+    for p in paths.split(',').map(str::trim) {
+        labs.push(match p {
+            "bridge" => (p, Mode::Bridge),
+            "macvlan" => (p, Mode::Macvlan),
+            _ => {
+                return Err(Fail::Input(format!(
+                    "--paced measures in labs: use --paths bridge, macvlan or both, not '{}'",
+                    crate::text::clip(p)
+                )))
+            }
+        });
+    }
+    let pacings = a
+        .pacing
+        .split(',')
+        .map(|s| s.trim().parse::<crate::vocab::Pacing>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Fail::Input(e.to_string()))?;
+    need_tool("iperf3")?;
+    need_root("vnetlab bench engine --paced")?;
+    crate::sys::signals::install();
+    let mut progress = |s: &str| crate::errln!("bench: {s}");
+    let mut rows = Vec::new();
+    for (name, mode) in labs {
+        let t = Topology {
+            name: "bench".into(),
+            mode,
+            guests: 1,
+            ..Default::default()
+        };
+        let plan = build::prepare(&t)?;
+        build::build(&plan, false, false)?;
+        let r = paced::compare(
+            name,
+            &plan.record,
+            &pacings,
+            a.seconds,
+            a.repeat,
+            &mut progress,
+        );
+        let down = build::teardown("bench");
+        rows.extend(r?);
+        down?;
+    }
+    if a.json {
+        print_json(&rows);
+        return Ok(());
+    }
+    print_paced(&rows, a.repeat);
+    Ok(())
+}
+
+fn print_paced(rows: &[crate::bench::paced::PacedRow], repeat: u32) {
+    use crate::stats::Spread;
+    let s = |x: &Spread, p: usize| format!("{:.p$} ({:.p$}–{:.p$})", x.median, x.min, x.max);
+    crate::outln!(
+        "{:<8} {:>4} {:>8} {:<7} {:>22} {:>22} {:>7}  {:>16}  {:>15}",
+        "path",
+        "msg",
+        "rate",
+        "pacing",
+        "vnetlab %/Gb/s",
+        "iperf3 %/Gb/s",
+        "ratio",
+        "NAPI % ours/iperf3",
+        "Gb/s ours/iperf3"
+    );
+    for r in rows {
+        crate::outln!(
+            "{:<8} {:>4} {:>8} {:<7} {:>22} {:>22} {:>6.2}×{}  {:>7.1} / {:<7.1}  {:>6.3} / {:<6.3}{}",
+            r.path,
+            r.message,
+            crate::units::Rate(r.rate_bps).to_string(),
+            r.pacing.name(),
+            s(&r.vnetlab.pct_per_gbps, 1),
+            s(&r.iperf3.pct_per_gbps, 1),
+            r.ratio,
+            if r.within_target { " " } else { "!" },
+            r.vnetlab.napi_pct.median,
+            r.iperf3.napi_pct.median,
+            r.vnetlab.gbps.median,
+            r.iperf3.gbps.median,
+            match (r.vnetlab.at_rate, r.iperf3.at_rate) {
+                (true, true) => "",
+                (false, _) => "  vnetlab short of the rate",
+                (_, false) => "  iperf3 short of the rate",
+            }
+        );
+    }
+    let ok = rows.iter().filter(|r| r.within_target).count();
+    crate::outln!(
+        "host CPU per Gb/s (median of {repeat}, min–max): ratio = vnetlab ÷ iperf3, target ≤ {:.2}× at the same delivered rate: {ok} of {} rows within (! marks the others)",
+        crate::bench::paced::TARGET_RATIO,
+        rows.len()
+    );
+    crate::outln!("both tools: sender in g1's cgroup on the host's cores, receiver in the client's; NAPI = the host end of the wire (the client's ACKs arriving)");
 }

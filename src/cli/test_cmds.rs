@@ -69,6 +69,12 @@ pub struct TestArgs {
     /// not the connection's own back-to-back limit)
     #[arg(long, conflicts_with = "rate")]
     tps: Option<f64>,
+    /// How --rate is met: app (the sender writes what is due every 1 ms tick, back to back, as
+    /// iperf3 -b does: an application sending from a timer) or kernel (SO_MAX_PACING_RATE: the
+    /// sender writes as fast as the socket takes and TCP's pacing, or fq on the sending device,
+    /// spaces the packets: a server that sets a pacing rate)
+    #[arg(long, default_value = "app")]
+    pacing: crate::vocab::Pacing,
     /// TCP_NODELAY on every connection
     #[arg(long)]
     nodelay: bool,
@@ -165,6 +171,7 @@ impl TestArgs {
                 Some(t) => Some(self.tps_rate(t, req, resp)?),
                 None => self.rate.as_deref().map(units::parse_rate).transpose()?,
             },
+            pacing: self.pacing,
             nodelay: self.nodelay,
             zerocopy: self.zerocopy,
             interval: self.interval,

@@ -282,6 +282,9 @@ pub struct TestResult {
     pub duration_s: f64,
     pub warmup_s: f64,
     pub parallel: u32,
+    /// Paced streams (`--rate`): each stream's rate, bits/s, and how it was met.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub pacing: Option<PacedStreams>,
     pub throughput_gbps: f64,
     pub streams: Vec<StreamResult>,
     /// Per sender (e.g. per guest with --from guests): summed Gb/s.
@@ -304,6 +307,12 @@ pub struct TestResult {
     /// VDI: each desktop's session and their total.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub vdi: Option<super::vdi::result::VdiResult>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct PacedStreams {
+    pub rate_bps: u64,
+    pub mode: crate::vocab::Pacing,
 }
 
 /// Stream ids: pair k's streams are k*1000, k*1000+1, …
@@ -525,6 +534,13 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
         duration_s: secs,
         warmup_s: spec.warmup,
         parallel: spec.parallel,
+        pacing: spec
+            .rate
+            .filter(|_| !is_rr && spec.vdi.is_none())
+            .map(|rate_bps| PacedStreams {
+                rate_bps,
+                mode: spec.pacing,
+            }),
         throughput_gbps: throughput,
         streams,
         per_source_gbps: per_source.into_iter().collect(),

@@ -13,6 +13,7 @@ use super::pacer::Pacer;
 use super::proto::StreamReport;
 use super::spec::Spec;
 use super::tcpinfo::{self, TcpSample};
+use crate::vocab::Pacing;
 
 /// Senders go on this long past the window so receivers see traffic up to its very end.
 pub const GRACE_S: f64 = 0.25;
@@ -119,15 +120,31 @@ fn hex(d: &[u8]) -> String {
     d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A paced stream's pacer: the application's ticks, or none where the kernel paces (its
+/// SO_MAX_PACING_RATE is set on `fd` here).
+fn stream_pacer(fd: i32, spec: &Spec) -> std::io::Result<Option<Pacer>> {
+    match (spec.rate, spec.pacing) {
+        (None, _) => Ok(None),
+        (Some(r), Pacing::App) => Ok(Some(Pacer::ticks(r, super::pacer::DEFAULT_TICK))),
+        (Some(r), Pacing::Kernel) => crate::sys::sock::set_max_pacing_rate(fd, r / 8).map(|_| None),
+    }
+}
+
 pub fn tcp_send(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
     use sha2::Digest;
     let mut p = Piece::sending(id);
     let pat = (spec.verify || spec.bytes.is_some()).then(pattern);
     let mut hasher = spec.verify.then(sha2::Sha256::new);
     let buf = vec![0x5au8; spec.msg];
-    let pacer = spec.rate.map(|r| Pacer::new(r, spec.msg));
     s.set_write_timeout(Some(TICK)).ok();
     let fd = s.as_raw_fd();
+    let mut pacer = match stream_pacer(fd, spec) {
+        Ok(pc) => pc,
+        Err(e) => {
+            p.error = Some(format!("stream {id}: {e}"));
+            return p;
+        }
+    };
     let mut zc = spec.zerocopy.then(ZeroCopy::default);
     let mut sent = 0u64;
     loop {
@@ -135,7 +152,7 @@ pub fn tcp_send(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
         if now >= clock.send_end() || spec.bytes.is_some_and(|b| sent >= b) {
             break;
         }
-        if let Some(pc) = &pacer {
+        if let Some(pc) = &mut pacer {
             let w = pc.wait(sent, clock.t0.elapsed());
             if !w.is_zero() {
                 std::thread::sleep(w.min(Duration::from_secs_f64(clock.send_end() - now)));
@@ -305,11 +322,17 @@ pub fn tcp_recv(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock, sample: bo
 pub fn udp_send(s: UdpSocket, id: u32, spec: &Spec, clock: Clock) -> Piece {
     let mut p = Piece::sending(id);
     let mut buf = vec![0x5au8; spec.msg];
-    let pacer = spec.rate.map(|r| Pacer::new(r, spec.msg));
+    let mut pacer = match stream_pacer(s.as_raw_fd(), spec) {
+        Ok(pc) => pc,
+        Err(e) => {
+            p.error = Some(format!("stream {id}: {e}"));
+            return p;
+        }
+    };
     s.set_write_timeout(Some(TICK)).ok();
     let (mut seq, mut sent) = (0u64, 0u64);
     while clock.now() < clock.send_end() {
-        if let Some(pc) = &pacer {
+        if let Some(pc) = &mut pacer {
             let w = pc.wait(sent, clock.t0.elapsed());
             if !w.is_zero() {
                 std::thread::sleep(w);
@@ -399,8 +422,8 @@ fn read_full(
 
 /// Paced request/response (`--rate`/`--tps`): waits until transaction `done` is due, the rate
 /// counting each transaction's request and response bytes. False once the window has ended.
-fn rr_pace(pacer: &Option<Pacer>, done: u64, spec: &Spec, clock: &Clock) -> bool {
-    if let Some(pc) = pacer {
+fn rr_pace(pacer: &mut Option<Pacer>, done: u64, spec: &Spec, clock: &Clock) -> bool {
+    if let Some(pc) = pacer.as_mut() {
         let bytes = done * (spec.req + spec.resp) as u64;
         let w = pc.wait(bytes, clock.t0.elapsed());
         if !w.is_zero() {
@@ -413,7 +436,7 @@ fn rr_pace(pacer: &Option<Pacer>, done: u64, spec: &Spec, clock: &Clock) -> bool
 }
 
 fn rr_pacer(spec: &Spec) -> Option<Pacer> {
-    spec.rate.map(|r| Pacer::new(r, spec.req + spec.resp))
+    spec.rate.map(Pacer::spaced)
 }
 
 pub fn tcp_rr_initiate(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
@@ -421,9 +444,9 @@ pub fn tcp_rr_initiate(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> 
     let req = vec![0x5au8; spec.req];
     let mut resp = vec![0u8; spec.resp];
     s.set_read_timeout(Some(TICK)).ok();
-    let pacer = rr_pacer(spec);
+    let mut pacer = rr_pacer(spec);
     let mut done = 0u64;
-    while rr_pace(&pacer, done, spec, &clock) {
+    while rr_pace(&mut pacer, done, spec, &clock) {
         done += 1;
         let t = Instant::now();
         let started = clock.now();
@@ -541,9 +564,9 @@ pub fn udp_rr_initiate(s: UdpSocket, id: u32, spec: &Spec, clock: Clock) -> Piec
     let req = vec![0x5au8; spec.req];
     let mut resp = vec![0u8; spec.resp.max(1)];
     s.set_read_timeout(Some(Duration::from_millis(50))).ok();
-    let pacer = rr_pacer(spec);
+    let mut pacer = rr_pacer(spec);
     let mut done = 0u64;
-    while rr_pace(&pacer, done, spec, &clock) {
+    while rr_pace(&mut pacer, done, spec, &clock) {
         done += 1;
         let t = Instant::now();
         let started = clock.now();

@@ -4,12 +4,16 @@
 use super::Error;
 use serde::{Deserialize, Serialize};
 
-use crate::vocab::TestKind;
+use crate::vocab::{Pacing, TestKind};
 
 /// The largest message, request or response: a buffer of it is allocated per stream.
 pub const MAX_MSG: usize = 64 << 20;
 /// The most buffer memory one side's streams may ask for (message size × parallel streams).
 pub const MAX_BUFFERS: usize = 256 << 20;
+/// The slowest and fastest pace a stream or connection may ask for, bits/s (README: 1 kbit/s to
+/// 10 Tbit/s).
+pub const MIN_RATE: u64 = 1_000;
+pub const MAX_RATE: u64 = 10_000_000_000_000;
 /// The most bytes `--bytes` may send per stream.
 pub const MAX_BYTES: u64 = 1 << 40;
 
@@ -31,6 +35,9 @@ pub struct Spec {
     pub parallel: u32,
     /// Pacing per stream, bits/s.
     pub rate: Option<u64>,
+    /// How a paced stream meets its rate: the application's 1 ms ticks, or the kernel's pacing.
+    #[serde(default)]
+    pub pacing: Pacing,
     pub nodelay: bool,
     pub zerocopy: bool,
     /// Length of a reported interval, seconds.
@@ -59,6 +66,7 @@ impl Default for Spec {
             warmup: 0.5,
             parallel: 1,
             rate: None,
+            pacing: Pacing::App,
             nodelay: false,
             zerocopy: false,
             interval: 1.0,
@@ -91,11 +99,25 @@ impl Spec {
             )));
         }
         if let Some(r) = self.rate {
-            if !(8..=10_000_000_000_000).contains(&r) {
+            // A paced RR test's rate is its transactions' bytes (--tps 1 of 1-byte requests and
+            // responses is 16 bit/s); a stream's is a rate as `--rate` takes it.
+            let min = if self.test.is_rr() { 8 } else { MIN_RATE };
+            if !(min..=MAX_RATE).contains(&r) {
                 return Err(Error::Input(format!(
-                    "--rate {r} bit/s: use 8 bit/s (a byte a second) to 10tbit"
+                    "--rate {r} bit/s: use 1kbit to 10tbit (RR tests: --tps 1 or more)"
                 )));
             }
+        }
+        if self.pacing == Pacing::Kernel
+            && (self.rate.is_none()
+                || !matches!(
+                    self.test,
+                    TestKind::TcpStream | TestKind::TcpMaerts | TestKind::UdpStream
+                ))
+        {
+            return Err(Error::Input(
+                "--pacing kernel paces streams: use it with --rate and TCP_STREAM, TCP_MAERTS or UDP_STREAM".into(),
+            ));
         }
         if self.bytes.is_some_and(|b| b > MAX_BYTES) {
             return Err(Error::Input("--bytes: at most 1T per stream".into()));

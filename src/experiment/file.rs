@@ -270,6 +270,10 @@ pub struct PointSettings {
     pub rr: String,
     #[serde(default)]
     pub nodelay: bool,
+    /// How paced streams meet their rate: "app" (1 ms ticks, as iperf3 -b) or "kernel"
+    /// (SO_MAX_PACING_RATE).
+    #[serde(default)]
+    pub pacing: crate::vocab::Pacing,
     /// The movie's time scale (1: the paper's 253 s; rates stay, sizes shrink).
     #[serde(default = "scale_default")]
     pub time_scale: f64,
@@ -305,6 +309,7 @@ impl Default for PointSettings {
             rate: None,
             rr: "1,1".into(),
             nodelay: false,
+            pacing: crate::vocab::Pacing::App,
             time_scale: 0.1,
         }
     }

@@ -116,6 +116,17 @@ pub fn expand(e: &ExperimentFile) -> Vec<Point> {
                                                         warmup: p.warmup,
                                                         parallel: p.parallel,
                                                         rate,
+                                                        // Kernel pacing paces streams; RR and
+                                                        // unpaced points have nothing to pace.
+                                                        pacing: match (rate, test) {
+                                                            (
+                                                                Some(_),
+                                                                TestKind::TcpStream
+                                                                | TestKind::TcpMaerts
+                                                                | TestKind::UdpStream,
+                                                            ) => p.pacing,
+                                                            _ => Default::default(),
+                                                        },
                                                         nodelay: p.nodelay,
                                                         zerocopy: false,
                                                         interval: (p.duration / 10.0)

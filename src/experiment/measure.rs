@@ -39,6 +39,9 @@ pub struct Measured {
     /// VDI's movie scenario: host CPU while buffering and while only playing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub movie: Option<super::load::MoviePhases>,
+    /// `--pacing kernel`: who paced each sender (fq on its device, or TCP's internal pacing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_pacing: Option<crate::lab::pacing::KernelPacing>,
 }
 
 /// One repeat's headline figures, from its measured result.
@@ -403,6 +406,7 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, Error> {
         .map(|(g, p, _)| (g, read_vnic(&p)))
         .collect();
     place_driver(target.cpus());
+    let fq = kernel_pacing(target, spec)?;
     let setup = target.setup()?;
     let (mut agents, pairs) = target.agents()?;
     let meter = Meter::start(setup);
@@ -420,6 +424,8 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, Error> {
     };
     let r = controller::run_test(spec, &mut agents, &pairs, &mut on_start);
     drop(agents);
+    let kernel_pacing = fq.as_ref().map(|g| g.report.clone());
+    drop(fq);
     let data = meter.stop();
     let loads = loads
         .map(super::load::stop)
@@ -479,7 +485,36 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, Error> {
         vnic,
         loads,
         movie,
+        kernel_pacing,
     })
+}
+
+/// `--pacing kernel` in a lab: fq on the devices that send the paced streams, for the test.
+fn kernel_pacing(
+    target: &Target,
+    spec: &Spec,
+) -> Result<Option<crate::lab::pacing::FqGuard>, Error> {
+    if spec.pacing != crate::vocab::Pacing::Kernel || spec.rate.is_none() {
+        return Ok(None);
+    }
+    match target {
+        Target::Lab { rec, from, to, .. } => {
+            let senders: Vec<Role> = match (spec.test.initiator_sends(), from) {
+                (false, _) => vec![*to],
+                (true, Senders::AllGuests) => rec.guests().map(|g| g.role).collect(),
+                (true, Senders::One(r)) => vec![*r],
+            };
+            Ok(Some(crate::lab::pacing::fq_on_senders(
+                rec,
+                &senders,
+                spec.test.is_udp(),
+            )?))
+        }
+        Target::Remote { .. } if spec.test.is_udp() => Err(Error::Input(
+            "--pacing kernel paces UDP only through fq on the sending device, which vnetlab sets only in a lab: use --pacing app".into(),
+        )),
+        Target::Remote { .. } => Ok(None),
+    }
 }
 
 /// Starts an agent in each named endpoint (through the lab's exec) and pairs them.

@@ -10,6 +10,7 @@ pub mod exec;
 pub mod hostcmd;
 pub mod journal;
 pub mod names;
+pub mod pacing;
 pub mod plan;
 pub mod probe;
 pub mod state;

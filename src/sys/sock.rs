@@ -101,6 +101,30 @@ pub fn set_zerocopy(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// SO_MAX_PACING_RATE (asm-generic/socket.h; the same on every architecture Linux runs vnetlab on
+/// but alpha, mips, parisc and sparc, which vnetlab does not target).
+const SO_MAX_PACING_RATE: libc::c_int = 47;
+
+/// Caps the socket's pacing rate at `bytes_per_s` (SO_MAX_PACING_RATE, 64-bit since Linux 4.20):
+/// TCP paces with its internal timer, or the fq qdisc paces where the sending device has one.
+pub fn set_max_pacing_rate(fd: RawFd, bytes_per_s: u64) -> io::Result<()> {
+    let v: u64 = bytes_per_s;
+    // SAFETY: `v` is a u64 that outlives the call and the length passed is its size.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            SO_MAX_PACING_RATE,
+            (&v as *const u64).cast(),
+            std::mem::size_of::<u64>() as u32,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// send(2) with MSG_ZEROCOPY: the kernel pins `buf`'s pages until it reports the send complete
 /// on the error queue (`zerocopy_completions`); the caller keeps `buf` alive until then.
 pub fn send_zerocopy(fd: RawFd, buf: &[u8]) -> io::Result<usize> {

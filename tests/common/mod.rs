@@ -132,7 +132,7 @@ impl Ctx {
     }
 }
 
-fn sh(cmd: &str) -> String {
+pub fn sh(cmd: &str) -> String {
     let o = Command::new("sh").args(["-c", cmd]).output().unwrap();
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

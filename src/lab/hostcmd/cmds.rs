@@ -124,6 +124,12 @@ pub enum TcCmd {
         burst: u64,
         latency_ms: u32,
     },
+    /// Fair queueing at the root, replacing what was there (the kernel's pacing, per flow).
+    FqReplace { dev: String },
+    /// A plain queue at the root, replacing what was there (to put a wire end's back).
+    PfifoReplace { dev: String, limit: u32 },
+    /// Removes the root qdisc: the device gets its default back.
+    DelRoot { dev: String },
 }
 
 impl fmt::Display for TcCmd {
@@ -132,6 +138,14 @@ impl fmt::Display for TcCmd {
             TcCmd::Pfifo { dev, limit } => {
                 write!(f, "qdisc add dev {dev} root handle 1: pfifo limit {limit}")
             }
+            TcCmd::FqReplace { dev } => write!(f, "qdisc replace dev {dev} root fq"),
+            TcCmd::PfifoReplace { dev, limit } => {
+                write!(
+                    f,
+                    "qdisc replace dev {dev} root handle 1: pfifo limit {limit}"
+                )
+            }
+            TcCmd::DelRoot { dev } => write!(f, "qdisc del dev {dev} root"),
             TcCmd::Netem {
                 dev,
                 limit,

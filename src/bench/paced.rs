@@ -1,0 +1,288 @@
+//! `vnetlab bench engine --paced`: vnetlab's paced streams beside iperf3's at the same size and
+//! rate, g1 → client in one lab per datapath, both placed the same way (the sender in g1's cgroup
+//! and cpuset on the host's cores, the receiver in the client's) and both measured by the same
+//! meter over a steady window. The figure compared is the host's CPU per Gb/s delivered, the
+//! cost every plan and paper verdict inherits; the host end's NAPI thread (the client's ACKs
+//! arriving) is shown beside it, since that is where a sender's wire pattern shows. Runs
+//! alternate (ours, iperf3, iperf3, ours, …) and the medians are compared.
+
+use serde::Serialize;
+use std::time::{Duration, Instant};
+
+use super::Error;
+use crate::engine::spec::Spec;
+use crate::experiment::measure::{self, Target};
+use crate::lab::{exec, hostcmd, state::LabRecord};
+use crate::meter::{report, Meter};
+use crate::stats::{self, Spread};
+use crate::vocab::{Pacing, Role, Senders};
+
+/// The comparison's points: (message, rate) as issue-level acceptance names them.
+pub const POINTS: [(&str, u64); 3] = [
+    ("1K", 200_000_000),
+    ("8K", 500_000_000),
+    ("64K", 500_000_000),
+];
+/// The most vnetlab's host CPU per Gb/s may exceed iperf3's.
+pub const TARGET_RATIO: f64 = 1.05;
+/// A delivered rate this close to the asked one counts as the same load.
+const RATE_TOLERANCE: f64 = 0.03;
+const PORT_IPERF: u16 = 15214;
+/// Warm-up left out of both tools' windows (iperf3's -O takes whole seconds).
+const WARMUP_S: f64 = 1.0;
+
+/// One tool's repeats at one point.
+#[derive(Serialize, Clone, Debug)]
+pub struct Side {
+    pub gbps: Spread,
+    pub pct_per_gbps: Spread,
+    /// The host end of the wire's NAPI thread, % of the host's cores.
+    pub napi_pct: Spread,
+    /// Every repeat delivered the asked rate within 3 %.
+    pub at_rate: bool,
+}
+
+#[derive(Serialize, Clone, Debug)]
+pub struct PacedRow {
+    pub path: String,
+    pub message: String,
+    pub rate_bps: u64,
+    pub pacing: Pacing,
+    /// The peer's command line, e.g. `iperf3 -l 8K -b 500M`.
+    pub peer: String,
+    pub vnetlab: Side,
+    pub iperf3: Side,
+    /// vnetlab's median host CPU per Gb/s ÷ iperf3's.
+    pub ratio: f64,
+    /// Both delivered the rate and the ratio is at most 1.05.
+    pub within_target: bool,
+}
+
+/// One run's figures.
+struct Run {
+    gbps: f64,
+    pct_per_gbps: f64,
+    napi_pct: f64,
+}
+
+fn napi(c: &report::CpuReport) -> f64 {
+    c.parts
+        .iter()
+        .filter(|p| p.name.starts_with("NAPI") && p.side == crate::vocab::Side::Host)
+        .map(|p| p.busy_pct)
+        .sum()
+}
+
+fn run_of(gbps: f64, c: &report::CpuReport) -> Result<Run, Error> {
+    Ok(Run {
+        gbps,
+        pct_per_gbps: c
+            .normalized_pct_per_gbps
+            .ok_or_else(|| Error::Failed("no traffic was delivered".into()))?,
+        napi_pct: napi(c),
+    })
+}
+
+fn target(rec: &LabRecord) -> Target {
+    Target::Lab {
+        rec: Box::new(rec.clone()),
+        from: Senders::One(Role::Guest(1)),
+        to: Role::Client,
+        loads: vec![],
+    }
+}
+
+fn ours(rec: &LabRecord, msg: usize, rate: u64, pacing: Pacing, secs: f64) -> Result<Run, Error> {
+    let spec = Spec {
+        msg,
+        rate: Some(rate),
+        pacing,
+        duration: secs,
+        warmup: WARMUP_S,
+        ..Default::default()
+    };
+    let m = measure::measured_run(&target(rec), &spec)?;
+    let c = m
+        .cpu
+        .ok_or_else(|| Error::Failed(m.cpu_error.unwrap_or_default()))?;
+    run_of(m.result.throughput_gbps, &c)
+}
+
+/// iperf3's pacing flags for `pacing`: its 1 ms timer (-b) or SO_MAX_PACING_RATE (--fq-rate).
+fn iperf_pacing(pacing: Pacing, rate: u64) -> Vec<String> {
+    match pacing {
+        Pacing::App => vec!["-b".into(), rate.to_string()],
+        Pacing::Kernel => vec!["--fq-rate".into(), rate.to_string()],
+    }
+}
+
+fn iperf3(rec: &LabRecord, size: &str, rate: u64, pacing: Pacing, secs: f64) -> Result<Run, Error> {
+    let client = rec.endpoint(Role::Client)?;
+    let g1 = rec.endpoint(Role::Guest(1))?;
+    let ip = client.address.to_string();
+    let port = PORT_IPERF.to_string();
+    let sv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let _server = super::engine::start_server(
+        exec::command(client, &sv(&["iperf3", "-s", "-1", "-B", &ip, "-p", &port]))?,
+        None,
+    )?;
+    let t = target(rec);
+    measure::place_driver(t.cpus());
+    let meter = Meter::start(t.setup()?);
+    let total = (secs + WARMUP_S + 1.0).ceil();
+    let mut argv = sv(&[
+        "iperf3",
+        "-c",
+        &ip,
+        "-p",
+        &port,
+        "-l",
+        size,
+        "-t",
+        &total.to_string(),
+        "-O",
+        "1",
+        "-J",
+    ]);
+    argv.extend(iperf_pacing(pacing, rate));
+    let mut cmd = exec::command(g1, &argv)?;
+    let start = Instant::now() + Duration::from_secs_f64(WARMUP_S + 0.25);
+    meter.window(start, start + Duration::from_secs_f64(secs));
+    let out = hostcmd::run_child(&mut cmd, None, Duration::from_secs_f64(total + 30.0));
+    let data = meter.stop();
+    let out = out?;
+    if out.status != 0 {
+        return Err(Error::Failed(format!(
+            "iperf3 failed: {}",
+            hostcmd::one_line(&out.stderr)
+        )));
+    }
+    let gbps = iperf3_received_gbps(&out.stdout)?;
+    let c = report::build(
+        &data,
+        &report::Traffic {
+            gbps: Some(gbps),
+            transactions_per_s: None,
+            send_parts: &["g1".to_string()],
+            recv_parts: &["client".to_string()],
+        },
+    )?;
+    run_of(gbps, &c)
+}
+
+/// The rate iperf3's receiver saw, Gb/s, from `iperf3 -J`.
+pub fn iperf3_received_gbps(json: &str) -> Result<f64, Error> {
+    let v: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| Error::Failed(format!("iperf3 output: {e}")))?;
+    v["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .map(|b| b / 1e9)
+        .ok_or_else(|| Error::Failed("iperf3 reported no received rate".into()))
+}
+
+fn side(runs: &[Run], rate: u64) -> Side {
+    let f = |k: fn(&Run) -> f64| stats::spread(&runs.iter().map(k).collect::<Vec<_>>(), 95);
+    Side {
+        gbps: f(|r| r.gbps),
+        pct_per_gbps: f(|r| r.pct_per_gbps),
+        napi_pct: f(|r| r.napi_pct),
+        at_rate: runs
+            .iter()
+            .all(|r| (r.gbps * 1e9 / rate as f64 - 1.0).abs() <= RATE_TOLERANCE),
+    }
+}
+
+/// The row for one point from both tools' repeats.
+fn row(path: &str, size: &str, rate: u64, pacing: Pacing, ours: &[Run], peer: &[Run]) -> PacedRow {
+    let (o, p) = (side(ours, rate), side(peer, rate));
+    let ratio = o.pct_per_gbps.median / p.pct_per_gbps.median;
+    PacedRow {
+        path: path.into(),
+        message: size.into(),
+        rate_bps: rate,
+        pacing,
+        peer: format!("iperf3 -l {size} {}", iperf_pacing(pacing, rate).join(" ")),
+        within_target: o.at_rate && p.at_rate && ratio <= TARGET_RATIO,
+        ratio,
+        vnetlab: o,
+        iperf3: p,
+    }
+}
+
+/// Runs every point on one lab (`path` names it): `repeat` alternating runs of each tool.
+pub fn compare(
+    path: &str,
+    rec: &LabRecord,
+    pacings: &[Pacing],
+    secs: f64,
+    repeat: u32,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<PacedRow>, Error> {
+    let mut rows = Vec::new();
+    for &pacing in pacings {
+        for (size, rate) in POINTS {
+            let msg = crate::units::parse_size(size).expect("a fixed size");
+            let (mut o, mut p) = (Vec::new(), Vec::new());
+            for i in 0..repeat {
+                if crate::sys::signals::stop_requested() {
+                    return Err(
+                        crate::experiment::Error::from(crate::engine::Error::Interrupted).into(),
+                    );
+                }
+                progress(&format!(
+                    "{path} {size} at {} ({pacing} pacing): run {}/{repeat}",
+                    crate::units::Rate(rate),
+                    i + 1
+                ));
+                // ABBA: neither tool always runs first.
+                if i % 2 == 0 {
+                    o.push(ours(rec, msg, rate, pacing, secs)?);
+                    p.push(iperf3(rec, size, rate, pacing, secs)?);
+                } else {
+                    p.push(iperf3(rec, size, rate, pacing, secs)?);
+                    o.push(ours(rec, msg, rate, pacing, secs)?);
+                }
+            }
+            rows.push(row(path, size, rate, pacing, &o, &p));
+        }
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(gbps: f64, pct: f64) -> Run {
+        Run {
+            gbps,
+            pct_per_gbps: pct,
+            napi_pct: 1.0,
+        }
+    }
+
+    #[test]
+    fn a_row_compares_medians_and_needs_both_at_rate() {
+        let ours = [r(0.5, 30.0), r(0.5, 31.0), r(0.499, 29.0)];
+        let peer = [r(0.5, 40.0), r(0.5, 38.0), r(0.5, 41.0)];
+        let x = row("bridge", "8K", 500_000_000, Pacing::App, &ours, &peer);
+        assert!((x.ratio - 30.0 / 40.0).abs() < 1e-9);
+        assert!(x.within_target);
+        assert_eq!(x.peer, "iperf3 -l 8K -b 500000000");
+        // Cheaper, but short of the rate: not the same load, so not within the target.
+        let short = [r(0.45, 20.0), r(0.5, 20.0), r(0.5, 20.0)];
+        let x = row("bridge", "8K", 500_000_000, Pacing::App, &short, &peer);
+        assert!(!x.vnetlab.at_rate && !x.within_target);
+        // Dearer than 1.05×: outside.
+        let dear = [r(0.5, 43.0), r(0.5, 43.0), r(0.5, 43.0)];
+        assert!(!row("macvlan", "8K", 500_000_000, Pacing::App, &dear, &peer).within_target);
+    }
+
+    #[test]
+    fn iperf3_json_is_read() {
+        let j = r#"{"end":{"sum_received":{"bits_per_second":499876543.2}}}"#;
+        assert!((iperf3_received_gbps(j).unwrap() - 0.4998765432).abs() < 1e-12);
+        assert!(iperf3_received_gbps("{}").is_err());
+        assert!(iperf3_received_gbps("oops").is_err());
+    }
+}
