@@ -104,6 +104,13 @@ pub struct Repeat {
     pub leak_pct: Option<f64>,
     #[serde(default)]
     pub host_steal_pct: Option<f64>,
+    /// Request/response tests: this repeat's latency tail, µs.
+    #[serde(default)]
+    pub latency_p99_us: Option<f64>,
+    #[serde(default)]
+    pub latency_p999_us: Option<f64>,
+    #[serde(default)]
+    pub latency_max_us: Option<f64>,
 }
 
 /// The spread of a point's figures over its repeats.
@@ -245,6 +252,14 @@ pub struct PointRecord {
 }
 
 impl PointRecord {
+    /// What bound this point in any of its runs: the median run's bound, else the first repeat's
+    /// that something bound. A cost is read only from a point where this is None.
+    pub fn bound_in_any_run(&self) -> Option<Bound> {
+        self.bound_by
+            .clone()
+            .or_else(|| self.repeats.iter().find_map(|r| r.bound_by.clone()))
+    }
+
     /// Every repeat's throughput, and every repeat's host CPU per Gb/s where measured.
     pub fn repeat_figures(&self) -> (Vec<f64>, Vec<f64>) {
         let gbps = self.repeats.iter().map(|r| r.throughput_gbps).collect();

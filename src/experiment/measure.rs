@@ -55,6 +55,9 @@ fn repeat_of(m: &Measured) -> Repeat {
         bound_by: c.and_then(|c| c.bound_by.clone()),
         leak_pct: c.and_then(|c| c.leak_pct),
         host_steal_pct: c.map(|c| c.host_steal_pct),
+        latency_p99_us: m.result.latency_us.as_ref().map(|l| l.p99),
+        latency_p999_us: m.result.latency_us.as_ref().map(|l| l.p999),
+        latency_max_us: m.result.latency_us.as_ref().map(|l| l.max),
     }
 }
 

@@ -172,8 +172,17 @@ fn measured_pids(parts: &[Part]) -> HashSet<u32> {
 /// Reads /proc/stat and the accounting root first, together (their windows must line up: the
 /// root less the parts is what ran outside the lab), then each part.
 fn read_light(setup: &Setup, hz: f64) -> Light {
+    light(setup, hz, procstat::read)
+}
+
+/// A reading at a window's edge: idle to the nanosecond where the kernel shows it.
+fn read_edge(setup: &Setup, hz: f64) -> Light {
+    light(setup, hz, procstat::read_edge)
+}
+
+fn light(setup: &Setup, hz: f64, stat: fn() -> Result<procstat::Snapshot, Error>) -> Light {
     let at = Instant::now();
-    let stat = procstat::read().unwrap_or_default();
+    let stat = stat().unwrap_or_default();
     let root = setup.root.as_deref().and_then(cgroupstat::read_percpu);
     let parts = setup.parts.iter().map(|p| read_part(p, hz)).collect();
     Light {
@@ -246,7 +255,7 @@ impl Meter {
                     let now = Instant::now();
                     if marks.first().is_some_and(|m| *m <= now) {
                         marks.remove(0);
-                        let light = read_light(&setup, hz);
+                        let light = read_edge(&setup, hz);
                         data.edges.push(Full {
                             light,
                             scan: procs::scan(&measured_pids(&parts), hz),
@@ -264,7 +273,7 @@ impl Meter {
                 }
                 // A window still open at stop (a fixed-size transfer ended early) closes now.
                 if data.edges.len() == 1 {
-                    let light = read_light(&setup, hz);
+                    let light = read_edge(&setup, hz);
                     data.edges.push(Full {
                         light,
                         scan: procs::scan(&measured_pids(&parts), hz),

@@ -62,6 +62,9 @@ pub struct Snapshot {
     pub ids: Vec<usize>,
     /// Per entry of `cores`: microseconds spent in idle states (cpuidle), where the kernel has it.
     pub idle_us: Vec<Option<u64>>,
+    /// Per entry of `cores`, at a window's edges only: nanoseconds idle as the tick scheduler
+    /// counts them (/proc/timer_list), where the kernel shows them.
+    pub idle_ns: Vec<Option<u64>>,
 }
 
 impl Snapshot {
@@ -131,6 +134,75 @@ pub fn read() -> Result<Snapshot, Error> {
     Ok(s)
 }
 
+/// A snapshot at a window's edge: `read` plus each CPU's idle nanoseconds from /proc/timer_list
+/// (it walks every timer, so it is read at the two edges, not ten times a second).
+pub fn read_edge() -> Result<Snapshot, Error> {
+    let mut s = read()?;
+    let tl = std::fs::read_to_string("/proc/timer_list")
+        .map(|t| timer_list_idle_ns(&t))
+        .unwrap_or_default();
+    s.idle_ns = s.ids.iter().map(|c| tl.get(c).copied()).collect();
+    Ok(s)
+}
+
+/// Per CPU: nanoseconds idle so far by /proc/timer_list's tick scheduler: `.idle_sleeptime` +
+/// `.iowait_sleeptime` (credited when an idle period ends) plus, on a CPU idling with its tick
+/// stopped, the idle period under way (`now at` less `.idle_entrytime`).
+pub fn timer_list_idle_ns(text: &str) -> std::collections::BTreeMap<usize, u64> {
+    let field = |l: &str, name: &str| -> Option<u64> {
+        l.strip_prefix(name)?
+            .trim_start_matches([' ', ':'])
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    };
+    let mut now = None;
+    let mut cpus: Vec<(usize, [u64; 4])> = Vec::new();
+    for line in text.lines() {
+        let l = line.trim();
+        if let Some(n) = field(l, "now at") {
+            now = Some(n);
+        } else if let Some(c) = l.strip_prefix("cpu: ").and_then(|c| c.trim().parse().ok()) {
+            cpus.push((c, [0; 4]));
+        } else if let Some((_, f)) = cpus.last_mut() {
+            let names = [
+                ".idle_sleeptime",
+                ".iowait_sleeptime",
+                ".tick_stopped",
+                ".idle_entrytime",
+            ];
+            for (k, name) in names.iter().enumerate() {
+                if let Some(v) = field(l, name) {
+                    f[k] = v;
+                }
+            }
+        }
+    }
+    cpus.into_iter()
+        .map(|(c, [idle, iowait, stopped, entry])| {
+            let under_way = match now {
+                Some(n) if stopped == 1 => n.saturating_sub(entry),
+                _ => 0,
+            };
+            (c, idle + iowait + under_way)
+        })
+        .collect()
+}
+
+/// Idle seconds of one core over a window whose edges carry timer_list's nanoseconds: those,
+/// unless they disagree with /proc/stat's ticks by more than three ticks and 2 % of the window
+/// (a kernel that counts otherwise), when the ticks are kept.
+pub fn edge_idle_s(ticks: u64, ticks_per_s: f64, ns: (u64, u64), window_s: f64) -> f64 {
+    let coarse = ticks as f64 / ticks_per_s;
+    let fine = ns.1.saturating_sub(ns.0) as f64 / 1e9;
+    if (fine - coarse).abs() <= 3.0 / ticks_per_s + 0.02 * window_s {
+        fine
+    } else {
+        coarse
+    }
+}
+
 /// Microseconds CPU `c` has spent in its idle states so far (/sys/…/cpuidle/stateN/time).
 fn cpuidle_us(c: usize) -> Option<u64> {
     let dir = std::fs::read_dir(format!("/sys/devices/system/cpu/cpu{c}/cpuidle")).ok()?;
@@ -196,8 +268,15 @@ pub fn core_times(
                 _ => None,
             };
             let steal_s = (d.steal as f64 / ticks_per_s).min(window_s);
-            let busy_s = (window_s - idle_s(d.idle + d.iowait, ticks_per_s, us) - steal_s)
-                .clamp(0.0, window_s);
+            let idle = match (
+                a.idle_ns.get(ka).copied().flatten(),
+                b.idle_ns.get(k).copied().flatten(),
+            ) {
+                // Both edges count idle to the nanosecond.
+                (Some(x), Some(z)) => edge_idle_s(d.idle + d.iowait, ticks_per_s, (x, z), window_s),
+                _ => idle_s(d.idle + d.iowait, ticks_per_s, us),
+            };
+            let busy_s = (window_s - idle.max(0.0) - steal_s).clamp(0.0, window_s);
             Some((id, CoreTime { busy_s, steal_s }))
         })
         .collect()
@@ -238,6 +317,24 @@ mod tests {
         assert_eq!(idle_s(100, 100.0, Some(1_004_321)), 1.004321);
         assert_eq!(idle_s(100, 100.0, Some(600_000)), 1.0);
         assert_eq!(idle_s(100, 100.0, None), 1.0);
+    }
+
+    #[test]
+    fn timer_list_counts_idle_to_the_nanosecond() {
+        let tl = "now at 2000000000 nsecs\n\ncpu: 0\n clock 0:\n  .tick_stopped   : 0\n  .idle_entrytime : 1900000000 nsecs\n  .idle_sleeptime : 1004321000 nsecs\n  .iowait_sleeptime: 2000000 nsecs\n\ncpu: 1\n  .tick_stopped   : 1\n  .idle_entrytime : 1990000000 nsecs\n  .idle_sleeptime : 7 nsecs\n  .iowait_sleeptime: 0 nsecs\n";
+        let m = timer_list_idle_ns(tl);
+        // CPU 0 runs: what was credited. CPU 1 idles with its tick stopped since 1.99 s: 10 ms more.
+        assert_eq!(m[&0], 1_006_321_000);
+        assert_eq!(m[&1], 10_000_007);
+        // Over a window: the nanoseconds, where the ticks alone say 10 ms.
+        let mut a = parse("cpu  0 0 0 100 0 0 0 0 0 0\ncpu0 0 0 0 100 0 0 0 0\n").unwrap();
+        let mut b = parse("cpu  40 0 0 101 0 0 0 0 0 0\ncpu0 40 0 0 101 0 0 0 0\n").unwrap();
+        a.idle_ns = vec![Some(1_009_000_000)];
+        b.idle_ns = vec![Some(1_012_000_000)];
+        let t = core_times(&a, &b, 0.4, 100.0);
+        assert!((t[&0].busy_s - 0.397).abs() < 1e-9, "{t:?}");
+        // Far from the ticks (another way of counting): the ticks are kept.
+        assert_eq!(edge_idle_s(10, 100.0, (0, 500_000_000), 1.0), 0.1);
     }
 
     #[test]

@@ -52,7 +52,7 @@ fn pick<'a>(
 ) -> Option<&'a PointRecord> {
     let mut ok: Vec<&PointRecord> = Vec::new();
     for &p in pts {
-        match &p.bound_by {
+        match &p.bound_in_any_run() {
             Some(b) if !how.allow_bound => skipped.push(format!(
                 "skipped {}: bound by {b} (pass --allow-bound to use it)",
                 describe(p)
@@ -87,6 +87,32 @@ fn cost(p: &PointRecord) -> f64 {
     p.normalized_pct_per_gbps.unwrap_or(0.0)
 }
 
+/// The VDI network's points: the host streaming to the client, or, in a run without those, the
+/// `native` guest's stream to the client: a process on the host with the host's address sending
+/// through the host's own stack and the wire, the path the protocol engine's screens take.
+fn vdi_points<'a>(
+    points: &'a [PointRecord],
+    offload: bool,
+    notes: &mut Vec<String>,
+) -> Vec<&'a PointRecord> {
+    let of = |d: Direction, m: Option<Mode>| -> Vec<&'a PointRecord> {
+        points
+            .iter()
+            .filter(|p| usable(p) && p.key.direction == d && p.key.tso == offload)
+            .filter(|p| m.is_none_or(|m| p.key.mode == m))
+            .collect()
+    };
+    let host = of(Direction::HostToClient, None);
+    if !host.is_empty() {
+        return host;
+    }
+    let native = of(Direction::GuestToClient, Some(Mode::Native));
+    if !native.is_empty() {
+        notes.push("no host → client point: the VDI network's cost is native guest → client's (a process on the host sending through the host's own stack, as the protocol engine does)".into());
+    }
+    native
+}
+
 /// `vdi_required`: fail without host → client points (plan), or leave the VDI cost at 0 (report).
 pub fn costs(
     run: &RunRow,
@@ -108,14 +134,9 @@ pub fn costs(
     if vm.is_empty() {
         return Err(Error::NoData(format!("run {} has no guest-to-client TCP_STREAM points (the VM network): run an experiment with that direction, e.g. experiments/icsnc2013.toml", run.id)));
     }
-    let host: Vec<&PointRecord> = points
-        .iter()
-        .filter(|p| {
-            usable(p) && p.key.direction == Direction::HostToClient && p.key.tso == vdi_offload
-        })
-        .collect();
     let mut used = Vec::new();
     let mut notes = Vec::new();
+    let host = vdi_points(points, vdi_offload, &mut notes);
     let unbound = if how.allow_bound {
         ""
     } else {
@@ -306,6 +327,50 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("--allow-bound"), "{e}");
+    }
+
+    #[test]
+    fn without_a_host_stream_the_vdi_cost_is_the_native_guests() {
+        let pts = vec![
+            pt(
+                1,
+                "native",
+                "guest-to-client",
+                Some(300_000_000),
+                40.0,
+                None,
+            ),
+            pt(
+                2,
+                "macvlan",
+                "guest-to-client",
+                Some(300_000_000),
+                42.0,
+                None,
+            ),
+        ];
+        let c = costs(&sample_run(), &pts, Pick::default(), true, true).unwrap();
+        assert!(c.datapaths.iter().all(|d| d.vdi_net_pct_per_gbps == 40.0));
+        assert!(
+            c.notes.iter().any(|n| n.contains("native guest → client")),
+            "{:?}",
+            c.notes
+        );
+        // A host stream, where there is one, is the VDI network's.
+        let mut with_host = pts.clone();
+        with_host.push(pt(
+            3,
+            "bridge",
+            "host-to-client",
+            Some(300_000_000),
+            38.0,
+            None,
+        ));
+        let c = costs(&sample_run(), &with_host, Pick::default(), true, true).unwrap();
+        assert!(c.datapaths.iter().all(|d| d.vdi_net_pct_per_gbps == 38.0));
+        // Neither: refused, naming the way out.
+        let e = costs(&sample_run(), &pts[1..], Pick::default(), true, true).unwrap_err();
+        assert!(e.to_string().contains("host-to-client"), "{e}");
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub fn head(title: &str) -> String {
     h += "<style>body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1240px}h1{font-size:22px}h2{font-size:17px;margin-top:28px}\
           .figs{display:flex;flex-wrap:wrap;gap:12px}figure{margin:0;border:1px solid #ddd;padding:4px;background:#fff}\
           table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ddd;padding:3px 7px;text-align:right}\
-          th{background:#f3f3f3}td.l,th.l{text-align:left}.bad{color:#b00}.good{color:#060}.muted{color:#777}</style></head><body>";
+          th{background:#f3f3f3}td.l,th.l{text-align:left}.bad{color:#b00}.good{color:#060}.warn{color:#a60}.muted{color:#777}</style></head><body>";
     h
 }
 

@@ -109,11 +109,12 @@ pub const PAPERS: [BuiltIn; 4] = [
         file: include_str!("../../experiments/papers/icsnc2013.toml"),
         quick: &[
             include_str!("../../experiments/papers/icsnc2013-quick.toml"),
+            include_str!("../../experiments/papers/icsnc2013-costs.toml"),
             include_str!("../../experiments/papers/icsnc2013-vdi.toml"),
             include_str!("../../experiments/papers/icsnc2013-fig5.toml"),
             include_str!("../../experiments/papers/icsnc2013-desktops.toml"),
             include_str!("../../experiments/papers/icsnc2013-tableiv.toml"),
-            include_str!("../../experiments/papers/icsnc2013-movie.toml"),
+            include_str!("../../experiments/papers/icsnc2013-movie-quick.toml"),
         ],
         full: &[
             include_str!("../../experiments/icsnc2013.toml"),
@@ -132,10 +133,15 @@ pub const PAPERS: [BuiltIn; 4] = [
     BuiltIn {
         id: "xen-passthrough",
         file: include_str!("../../experiments/papers/xen-passthrough.toml"),
-        quick: &[include_str!(
-            "../../experiments/papers/xen-passthrough-quick.toml"
-        )],
-        full: &[include_str!("../../experiments/xen-passthrough.toml")],
+        quick: &[
+            include_str!("../../experiments/papers/xen-passthrough-quick.toml"),
+            include_str!("../../experiments/papers/xen-passthrough-quick-rr.toml"),
+            include_str!("../../experiments/papers/xen-passthrough-wire.toml"),
+        ],
+        full: &[
+            include_str!("../../experiments/xen-passthrough.toml"),
+            include_str!("../../experiments/papers/xen-passthrough-wire.toml"),
+        ],
     },
     BuiltIn {
         id: "vmware-esx35",

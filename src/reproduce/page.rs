@@ -10,6 +10,7 @@ fn verdict_cell(v: Verdict) -> String {
     let class = match v {
         Verdict::Holds => "good",
         Verdict::DoesNotHold => "bad",
+        Verdict::WithinSpread => "warn",
         Verdict::NotMeasurable => "muted",
     };
     format!("<td class=\"l {class}\">{}</td>", v.text())
@@ -152,15 +153,16 @@ pub fn render(
 /// The index linking every paper's page, with its verdict counts.
 pub fn index(papers: &[(String, String, Vec<Checked>)]) -> String {
     let mut h = head("vnetlab: the four papers reproduced");
-    h += "<h1>The four papers, reproduced on this host</h1><table><tr><th class=\"l\">paper</th><th>holds</th><th>does not hold</th><th>not measurable</th></tr>";
+    h += "<h1>The four papers, reproduced on this host</h1><table><tr><th class=\"l\">paper</th><th>holds</th><th>does not hold</th><th>within the spread</th><th>not measurable</th></tr>";
     for (id, title, checked) in papers {
         let n = |v: Verdict| checked.iter().filter(|c| c.verdict == v).count();
         h += &format!(
-            "<tr><td class=\"l\"><a href=\"{}.html\">{}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td class=\"l\"><a href=\"{}.html\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(id),
             esc(title),
             n(Verdict::Holds),
             n(Verdict::DoesNotHold),
+            n(Verdict::WithinSpread),
             n(Verdict::NotMeasurable)
         );
     }

@@ -68,4 +68,7 @@ pub const MIGRATIONS: &[&str] = &[
     CREATE INDEX repeats_point ON repeats(point_id);",
     "ALTER TABLE points ADD COLUMN vdi_profile TEXT;
     ALTER TABLE points ADD COLUMN interference TEXT;",
+    "ALTER TABLE repeats ADD COLUMN latency_p99_us REAL;
+    ALTER TABLE repeats ADD COLUMN latency_p999_us REAL;
+    ALTER TABLE repeats ADD COLUMN latency_max_us REAL;",
 ];
