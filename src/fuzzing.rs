@@ -15,10 +15,12 @@ pub fn all_text_parsers(data: &[u8]) {
     let _ = s.parse::<crate::vocab::Mode>();
     let _ = s.parse::<crate::vocab::Gro>();
     let _ = s.parse::<addr::Subnet>();
+    let _ = s.parse::<crate::units::Cidr>();
     let _ = addr::overlapping_route(s, &"10.213.0.0/16".parse().unwrap());
     let lines: Vec<String> = s.lines().map(str::to_string).collect();
     if let Ok(es) = journal::parse(&lines) {
-        let _ = journal::validate("x", &es);
+        let roots = [std::path::PathBuf::from("/sys/fs/cgroup/cpuacct")];
+        let _ = journal::validate("x", &es, &roots);
         let _ = journal::usage(&es, |_, _| false);
     }
     let _ = status::parse_offloads(s);
@@ -49,22 +51,37 @@ pub fn vdi_messages(data: &[u8]) {
     }
 }
 
-/// What a control connection's bytes go through before anything runs: the bounded line reader,
-/// the request parser and every spec check (a request that passes would allocate only what the
-/// checks allow).
+/// What a control connection's bytes go through before anything runs: `serve`'s hello judge,
+/// the bounded line reader, the request parser, every spec check (a request that passes would
+/// allocate only what the checks allow) and the destination and port checks (a request that
+/// passes aims only at loopback, on ports 1024 and above).
 fn control_protocol(s: &str) {
     use crate::engine::proto::{self, Request};
+    use crate::engine::reach::{Reach, MIN_PORT};
+    let _ = crate::engine::serve::judge(s.as_bytes(), "fuzz-token");
+    let reach = Reach::default();
     let mut r = std::io::BufReader::with_capacity(7, s.as_bytes());
     while let Ok(Some(line)) = proto::read_line(&mut r, 4096) {
-        if let Ok(Request::Listen { spec, .. } | Request::Connect { spec, .. }) =
-            serde_json::from_str::<Request>(&line)
-        {
+        let req = serde_json::from_str::<Request>(&line);
+        if let Ok(Request::Listen { spec, .. } | Request::Connect { spec, .. }) = &req {
             if spec.validate().is_ok() {
                 assert!(
                     spec.msg.max(spec.req).max(spec.resp) * spec.parallel as usize
                         <= crate::engine::spec::MAX_BUFFERS
                 );
             }
+        }
+        match req {
+            Ok(Request::Listen { bind, ports, .. }) if reach.check_listen(bind, ports).is_ok() => {
+                assert!(bind.to_canonical().is_loopback());
+                assert!(ports.is_none_or(|[lo, hi]| lo >= MIN_PORT && hi >= lo));
+            }
+            Ok(Request::Connect { to, .. }) if reach.check_connect(&to).is_ok() => {
+                assert!(to
+                    .iter()
+                    .all(|a| a.ip().to_canonical().is_loopback() && a.port() >= MIN_PORT));
+            }
+            _ => {}
         }
     }
 }
@@ -110,6 +127,10 @@ mod tests {
             "{\"op\":\"listen\",\"spec\":{},\"bind\":\"127.0.0.1\",\"ports\":[1,2],\"streams\":1,\"first_id\":0}",
             "{\"op\":\"listen\",\"spec\":{\"test\":\"TCP_RR\",\"msg\":4611686018427387904,\"req\":0,\"resp\":0,\"local_buf\":null,\"remote_buf\":null,\"duration\":1.0,\"warmup\":0.0,\"parallel\":256,\"rate\":0,\"nodelay\":false,\"zerocopy\":false,\"interval\":1.0},\"bind\":\"127.0.0.1\",\"ports\":null,\"streams\":9,\"first_id\":0}\n{\"op\":\"run\"}",
             "{\"op\":\"hello\",\"token\":\"\"}\n{\"op\":\"quit\"}",
+            "{\"op\":\"hello\",\"token\":\"fuzz-token\"}\n",
+            "{\"op\":\"connect\",\"spec\":{},\"to\":[\"8.8.8.8:53\",\"127.0.0.1:5001\",\"[::ffff:127.0.0.1]:80\"],\"first_id\":0}",
+            "{\"op\":\"listen\",\"spec\":{},\"bind\":\"0.0.0.0\",\"ports\":[1,1],\"streams\":1,\"first_id\":0}",
+            "10.213.0.0/16", "::ffff:10.0.0.1/104",
             "{\"kind\":\"owner\",\"pid\":1,\"start\":null,\"kept\":true}\n{\"kind\":\"cgroup\",\"path\":\"/sys/fs/cgroup/cpuacct/vnetlab/vlx/../..\",\"shared\":false}",
             "0-3,6", "00000002,00000001", "1500000000 500000000",
             "name = \"q\"\n[matrix]\nmodes = [\"bridge\"]\nloads = [\"max\", \"1gbit\"]\n",

@@ -90,24 +90,37 @@ pub enum Error {
     },
     #[error("{name} is a directory: give a file")]
     Directory { name: String },
+    #[error("{name} is not a regular file (a pipe, a device or a socket): give a file")]
+    NotRegular { name: String },
     #[error("{name} is larger than {kb} KB: vnetlab reads input files of at most that size")]
     TooLarge { name: String, kb: u64 },
     #[error("{name} is not UTF-8 text")]
     NotUtf8 { name: String },
 }
 
-/// Reads a text file of at most `max` bytes; a larger one (or an endless one, as /dev/zero) is
-/// refused before it is read into memory.
+/// Reads a text file of at most `max` bytes; a larger one is refused before it is read into
+/// memory, and anything but a regular file (a FIFO that would block the open or the read for
+/// ever, a device as /dev/zero, a socket) before anything is read.
 pub fn read_capped(path: &std::path::Path, max: u64) -> Result<String, Error> {
     use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
     let name = clip(&path.display().to_string());
     let read = |source| Error::Read {
         name: name.clone(),
         source,
     };
-    let f = std::fs::File::open(path).map_err(read)?;
-    if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+    // O_NONBLOCK: opening a FIFO without a writer returns at once instead of waiting for one.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(read)?;
+    let meta = f.metadata().map_err(read)?;
+    if meta.is_dir() {
         return Err(Error::Directory { name });
+    }
+    if !meta.is_file() {
+        return Err(Error::NotRegular { name });
     }
     let mut buf = Vec::new();
     f.take(max + 1).read_to_end(&mut buf).map_err(read)?;
@@ -141,9 +154,22 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
 mod tests {
     #[test]
     fn input_files_are_read_within_a_bound() {
-        let e = super::read_capped(std::path::Path::new("/dev/zero"), 1024).unwrap_err();
+        let big = std::env::temp_dir().join(format!("vnetlab-big-{}", std::process::id()));
+        std::fs::write(&big, vec![b'x'; 2048]).unwrap();
+        let e = super::read_capped(&big, 1024).unwrap_err();
+        std::fs::remove_file(&big).unwrap();
         assert!(matches!(e, super::Error::TooLarge { kb: 1, .. }), "{e}");
         assert!(e.to_string().contains("larger than 1 KB"), "{e}");
+        // An endless device, a FIFO nobody writes: refused before a byte is read.
+        let e = super::read_capped(std::path::Path::new("/dev/zero"), 1024).unwrap_err();
+        assert!(matches!(e, super::Error::NotRegular { .. }), "{e}");
+        let fifo = std::env::temp_dir().join(format!("vnetlab-fifo-{}", std::process::id()));
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: `c` is a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = super::read_capped(&fifo, 1024).unwrap_err();
+        std::fs::remove_file(&fifo).unwrap();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
         assert!(super::read_capped(std::path::Path::new("/"), 1024)
             .unwrap_err()
             .to_string()

@@ -50,6 +50,70 @@ pub fn parse_on_off(s: &str) -> Result<bool, Error> {
     }
 }
 
+/// A network written as `10.213.0.0/16`, `fd00::/8`, or one address (`10.0.0.7`: /32, `::1`:
+/// /128): what `serve --allow` lets a session reach.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cidr {
+    pub base: std::net::IpAddr,
+    pub len: u8,
+}
+
+impl Cidr {
+    /// Whether `ip` lies in the network (IPv4-mapped IPv6 addresses count as IPv4).
+    pub fn contains(&self, ip: std::net::IpAddr) -> bool {
+        use std::net::IpAddr::{V4, V6};
+        let bits = |a: u128, b: u128, width: u32| {
+            let shift = width - self.len as u32;
+            self.len == 0 || (a >> shift) == (b >> shift)
+        };
+        match (self.base, ip.to_canonical()) {
+            (V4(n), V4(a)) => bits(u32::from(n) as u128, u32::from(a) as u128, 32),
+            (V6(n), V6(a)) => bits(u128::from(n), u128::from(a), 128),
+            _ => false,
+        }
+    }
+}
+
+impl FromStr for Cidr {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let bad = || {
+            malformed(
+                "network",
+                s,
+                "write an address or a CIDR, e.g. 10.213.0.0/16 or ::1",
+            )
+        };
+        let (addr, len) = match s.split_once('/') {
+            Some((a, l)) => (a, Some(l)),
+            None => (s, None),
+        };
+        let base: std::net::IpAddr = addr.parse().map_err(|_| bad())?;
+        let width = if base.is_ipv4() { 32 } else { 128 };
+        let len = match len {
+            None => width,
+            Some(l) if !l.is_empty() && l.len() <= 3 && l.bytes().all(|b| b.is_ascii_digit()) => {
+                l.parse::<u8>().map_err(|_| bad())?
+            }
+            Some(_) => return Err(bad()),
+        };
+        if len > width {
+            return Err(out_of_range(
+                "prefix length",
+                s,
+                "/0 to /32 for IPv4, /0 to /128 for IPv6",
+            ));
+        }
+        Ok(Cidr { base, len })
+    }
+}
+
+impl fmt::Display for Cidr {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}/{}", self.base, self.len)
+    }
+}
+
 /// A link rate in bits per second, written as tc writes it: `100mbit`, `1gbit`, `2.5gbit`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Rate(pub u64);
@@ -317,6 +381,43 @@ impl<'de> Deserialize<'de> for CpuList {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn networks_parse_and_contain_their_addresses() {
+        let n: Cidr = "10.213.0.0/16".parse().unwrap();
+        assert!(n.contains("10.213.7.9".parse().unwrap()));
+        assert!(!n.contains("10.214.0.1".parse().unwrap()));
+        assert!(
+            n.contains("::ffff:10.213.0.1".parse().unwrap()),
+            "IPv4-mapped"
+        );
+        assert!(!n.contains("::1".parse().unwrap()));
+        let one: Cidr = "192.0.2.5".parse().unwrap();
+        assert_eq!(one.len, 32);
+        assert!(
+            one.contains("192.0.2.5".parse().unwrap())
+                && !one.contains("192.0.2.6".parse().unwrap())
+        );
+        let v6: Cidr = "fd00::/8".parse().unwrap();
+        assert!(
+            v6.contains("fd12::1".parse().unwrap()) && !v6.contains("fe80::1".parse().unwrap())
+        );
+        let all: Cidr = "0.0.0.0/0".parse().unwrap();
+        assert!(all.contains("8.8.8.8".parse().unwrap()));
+        for bad in [
+            "",
+            "10.0.0.0/",
+            "10.0.0.0/33",
+            "::/129",
+            "10.0.0/8",
+            "x/8",
+            "10.0.0.0/+8",
+            "10.0.0.0/0008",
+        ] {
+            assert!(bad.parse::<Cidr>().is_err(), "{bad}");
+        }
+        assert_eq!(n.to_string(), "10.213.0.0/16");
+    }
 
     fn l(s: &str) -> CpuList {
         s.parse().unwrap()

@@ -398,7 +398,7 @@ fn inputs_outputs_and_the_store_are_checked_first() {
             vec!["run", es, "--db", dbs, "--out", "/nonexistent/out"],
             "parent must exist",
         ),
-        (vec!["run", "/dev/zero", "--db", dbs], "larger than"),
+        (vec!["run", "/dev/zero", "--db", dbs], "not a regular file"),
         (vec!["run", es, "--db", "/tmp"], "is a folder"),
     ] {
         let o = c.run(&args);

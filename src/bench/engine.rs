@@ -189,7 +189,7 @@ fn ours_stream(path: &Path, size: &str, secs: f64, rr: bool) -> Result<Measure, 
         path.cmd(
             true,
             &sv(&[
-                &exe, "serve", "--bind", &ip, "--port", &port, "--token", &token,
+                &exe, "serve", "--bind", &ip, "--port", &port, "--token", &token, "--allow", &ip,
             ]),
         )?,
         Some("listening"),

@@ -121,7 +121,7 @@ fn bench_store(a: StoreArgs) -> CmdResult {
     let path =
         std::env::temp_dir().join(format!("vnetlab-bench-store-{}.sqlite", std::process::id()));
     let _ = std::fs::remove_file(&path);
-    let store = Store::open(&path)?;
+    let store = Store::open(&path, false)?;
     let run = store.begin_run(
         "bench",
         "synthetic points for timing",

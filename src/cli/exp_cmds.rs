@@ -19,6 +19,9 @@ pub struct RunArgs {
     /// The results store (SQLite); made if missing
     #[arg(long, default_value = DEFAULT_DB)]
     db: PathBuf,
+    /// Make the store in --db even if it is an existing empty file
+    #[arg(long)]
+    create: bool,
     /// Where the HTML report goes
     #[arg(long, default_value = "out")]
     out: PathBuf,
@@ -169,7 +172,7 @@ pub fn run(a: RunArgs) -> CmdResult {
     }
     need_root("vnetlab run")?;
     output_dir(&a.out)?;
-    let store = Store::open(&a.db)?;
+    let store = Store::open(&a.db, a.create)?;
     let eta: f64 = points.iter().map(matrix::estimate_s).sum();
     if eta > 24.0 * 3600.0 && !a.json {
         crate::errln!("vnetlab: note: {} points will take about {:.0} hours; Ctrl-C stops after the point under way and keeps what finished", points.len(), eta / 3600.0);
@@ -204,6 +207,15 @@ pub fn run(a: RunArgs) -> CmdResult {
             outcome.points_done,
             crate::text::clip(&a.db.display().to_string()),
             outcome.run_id
+        )));
+    }
+    if outcome.points_failed > 0 {
+        return Err(Fail::Partial(format!(
+            "{} of {} points failed (each says why in the report); the others are stored in run {} (exit {})",
+            outcome.points_failed,
+            points.len(),
+            outcome.run_id,
+            super::PARTIAL
         )));
     }
     Ok(())
@@ -314,6 +326,9 @@ pub struct MigrateArgs {
     /// The store to bring up to this vnetlab's schema (the readers never write)
     #[arg(long, default_value = DEFAULT_DB)]
     db: PathBuf,
+    /// Make a store in --db if it is an existing empty file
+    #[arg(long)]
+    create: bool,
 }
 
 pub fn migrate(a: MigrateArgs) -> CmdResult {
@@ -323,7 +338,7 @@ pub fn migrate(a: MigrateArgs) -> CmdResult {
             "no store at {name}: nothing to migrate"
         )));
     }
-    Store::open(&a.db)?;
+    Store::open(&a.db, a.create)?;
     crate::outln!("{name} is up to date");
     Ok(())
 }

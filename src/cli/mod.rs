@@ -19,6 +19,10 @@ pub enum Fail {
     Run(String),
     #[error("{0}")]
     Interrupted(String),
+    /// The command ran to its end and stored what it measured, but some points failed: exit 3,
+    /// so a script notices the holes.
+    #[error("{0}")]
+    Partial(String),
 }
 
 pub type CmdResult = Result<(), Fail>;
@@ -265,8 +269,15 @@ pub fn main() -> i32 {
             crate::errln!("vnetlab: {m}");
             130
         }
+        Err(Fail::Partial(m)) => {
+            crate::errln!("vnetlab: {m}");
+            PARTIAL
+        }
     }
 }
+
+/// The exit code of a run (or reproduce) that finished with failed points.
+pub const PARTIAL: i32 = 3;
 
 /// Refuses early when not root, naming the fix.
 pub fn need_root(what: &str) -> CmdResult {
@@ -310,6 +321,7 @@ mod tests {
             Fail::Input(_) => "input",
             Fail::Run(_) => "run",
             Fail::Interrupted(_) => "interrupted",
+            Fail::Partial(_) => "partial",
         }
     }
 

@@ -24,12 +24,19 @@ pub struct ReproduceArgs {
     /// The results store (SQLite); made if missing
     #[arg(long, default_value = "vnetlab.sqlite")]
     db: PathBuf,
+    /// Make the store in --db even if it is an existing empty file
+    #[arg(long)]
+    create: bool,
     /// Where the pages go (one per paper, an index, and each run's full report)
     #[arg(long, default_value = "out")]
     out: PathBuf,
-    /// Measure nothing: render the pages from the latest stored run of each suite
+    /// Measure nothing: render the pages from the latest complete stored run of each suite
     #[arg(long)]
     from_runs: bool,
+    /// With --from-runs: read a suite's newest run even if it was interrupted or never finished
+    /// (by default such runs are named and passed over: a verdict from half a run is not one)
+    #[arg(long, requires = "from_runs")]
+    include_unfinished: bool,
     /// Which guests: auto (QEMU where the host runs it under KVM, else network namespaces),
     /// netns, or qemu (QEMU even under TCG, where every point is bound by the emulated CPU)
     #[arg(long, value_enum, default_value = "auto")]
@@ -84,6 +91,8 @@ struct Done {
     runs: Vec<i64>,
     page: PathBuf,
     claims: Vec<Checked>,
+    /// Points of the runs measured now that failed (each says why on its run's page).
+    failed_points: usize,
 }
 
 pub fn reproduce(a: ReproduceArgs) -> CmdResult {
@@ -96,11 +105,12 @@ pub fn reproduce(a: ReproduceArgs) -> CmdResult {
         any_stored(&a, &store, &papers)?;
         store
     } else {
-        Store::open(&a.db)?
+        Store::open(&a.db, a.create)?
     };
     output_dir(&a.out)?;
     let t0 = std::time::Instant::now();
     let (mut done, mut host) = (Vec::new(), None);
+    crate::sys::signals::install();
     for b in papers {
         done.push(one(&a, &store, b, &mut host)?);
     }
@@ -121,6 +131,13 @@ pub fn reproduce(a: ReproduceArgs) -> CmdResult {
             a.out.join("index.html").display()
         );
     }
+    let failed: usize = done.iter().map(|d| d.failed_points).sum();
+    if failed > 0 {
+        return Err(Fail::Partial(format!(
+            "{failed} point(s) failed (each run's page says why); the claims that read them are not measurable (exit {})",
+            super::PARTIAL
+        )));
+    }
     Ok(())
 }
 
@@ -133,17 +150,17 @@ fn suite_run(
     text: &str,
     mut exp: file::ExperimentFile,
     guests: &Guests,
-) -> Result<Option<i64>, Fail> {
+) -> Result<Option<(i64, usize)>, Fail> {
     if matches!(guests, Guests::Qemu { .. }) {
         exp.name = format!("{}-qemu", exp.name);
     }
     if a.from_runs {
-        return Ok(store
-            .runs()?
-            .into_iter()
-            .filter(|r| r.name == exp.name)
-            .map(|r| r.id)
-            .max());
+        return Ok(readable(store, &exp.name, a.include_unfinished, b.id)?.map(|id| (id, 0)));
+    }
+    if crate::sys::signals::stop_requested() {
+        return Err(Fail::Interrupted(
+            "interrupted: no verdicts computed; the runs measured so far are stored".into(),
+        ));
     }
     if !a.json {
         crate::errln!(
@@ -168,7 +185,40 @@ fn suite_run(
         file: exp,
     };
     let outcome = execute(&loaded, store, a.json)?;
-    Ok(Some(outcome.run_id))
+    if outcome.status == crate::vocab::RunStatus::Interrupted {
+        return Err(Fail::Interrupted(format!(
+            "interrupted: run {} ({}) is marked interrupted with its {} finished points; no verdicts computed (`reproduce --from-runs --include-unfinished` reads it anyway)",
+            outcome.run_id, loaded.file.name, outcome.points_done
+        )));
+    }
+    Ok(Some((outcome.run_id, outcome.points_failed)))
+}
+
+/// The newest run stored under `name` that a verdict may read: a complete one, unless
+/// `unfinished` (then the newest of any status). Newer runs passed over are named on stderr.
+fn readable(store: &Store, name: &str, unfinished: bool, paper: &str) -> Result<Option<i64>, Fail> {
+    let mut runs: Vec<RunRow> = store
+        .runs()?
+        .into_iter()
+        .filter(|r| r.name == name)
+        .collect();
+    runs.sort_by_key(|r| std::cmp::Reverse(r.id));
+    let pick = runs
+        .iter()
+        .position(|r| unfinished || r.status == crate::vocab::RunStatus::Complete);
+    let passed = &runs[..pick.unwrap_or(runs.len())];
+    if !passed.is_empty() {
+        crate::errln!(
+            "{paper}: passed over {} of {name} ({}): a verdict is read only from a complete run; --include-unfinished reads it",
+            if passed.len() == 1 { "the newest run" } else { "newer runs" },
+            passed
+                .iter()
+                .map(|r| format!("run {} {}", r.id, r.status.name()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(pick.map(|i| runs[i].id))
 }
 
 fn measure_hint(a: &ReproduceArgs, b: &BuiltIn) -> String {
@@ -262,10 +312,14 @@ fn one(
     let guests = guests_for(a, &suites, host, store)?;
     let paper = guests.paper(reproduce::parse(b.file, b.id)?);
     let (mut runs, mut missing) = (Vec::new(), Vec::new());
+    let mut failed_points = 0;
     for (text, exp) in texts.iter().zip(suites) {
         let name = exp.name.clone();
         match suite_run(a, store, b, text, guests.suite(exp), &guests)? {
-            Some(id) => runs.push(id),
+            Some((id, failed)) => {
+                runs.push(id);
+                failed_points += failed;
+            }
             None => missing.push(name),
         }
     }
@@ -309,6 +363,7 @@ fn one(
         runs,
         page: path,
         claims: checked,
+        failed_points,
     })
 }
 

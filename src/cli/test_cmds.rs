@@ -263,13 +263,7 @@ impl TestArgs {
             loads.push(m.download(desktops));
         }
         for l in &loads {
-            let ends = match *l {
-                Load::Cpu { at } => vec![at],
-                Load::UdpFlood { from, to, .. } => vec![from, to],
-                Load::Desktops { .. } => vec![],
-                Load::Download { guests, .. } => (1..=guests).map(Role::Guest).collect(),
-            };
-            for r in ends {
+            for r in l.endpoints() {
                 rec.endpoint(r)?;
             }
         }
@@ -320,23 +314,10 @@ impl TestArgs {
 /// The largest profiles file read.
 const MAX_PROFILES_BYTES: u64 = 1 << 20;
 
-/// A user's file, refused if over `MAX_PROFILES_BYTES` before it is read.
+/// A user's file: a regular file of at most `MAX_PROFILES_BYTES`, refused before it is read.
 fn read_bounded(p: &std::path::Path) -> Result<String, Fail> {
-    use std::io::Read;
-    let f = std::fs::File::open(p)
-        .map_err(|e| Fail::Input(format!("--profiles {}: {e}", p.display())))?;
-    let mut text = String::new();
-    f.take(MAX_PROFILES_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| Fail::Input(format!("--profiles {}: {e}", p.display())))?;
-    if text.len() as u64 > MAX_PROFILES_BYTES {
-        return Err(Fail::Input(format!(
-            "--profiles {}: over {} KB; a profiles file is a few tables",
-            p.display(),
-            MAX_PROFILES_BYTES >> 10
-        )));
-    }
-    Ok(text)
+    crate::text::read_capped(p, MAX_PROFILES_BYTES)
+        .map_err(|e| Fail::Input(format!("--profiles: {e}")))
 }
 
 pub fn test(a: TestArgs) -> CmdResult {
@@ -902,9 +883,17 @@ pub fn print_result(r: &TestResult) {
 
 #[derive(Args)]
 pub struct ServeArgs {
-    /// Address to listen on for control connections
+    /// Address to listen on for control connections (0.0.0.0 or :: only with --bind-any)
     #[arg(long, default_value = "127.0.0.1")]
     bind: IpAddr,
+    /// Listen on every address (--bind 0.0.0.0 or ::): control connections from anywhere may try
+    /// the token
+    #[arg(long)]
+    bind_any: bool,
+    /// A network sessions may send test traffic to and listen on, besides loopback (repeatable),
+    /// e.g. the lab's subnet 10.213.0.0/16
+    #[arg(long = "allow", value_name = "CIDR")]
+    allow: Vec<String>,
     /// Control port
     #[arg(short = 'p', long, default_value_t = DEFAULT_PORT)]
     port: u16,
@@ -920,18 +909,33 @@ pub fn serve(a: ServeArgs) -> CmdResult {
     if let Some(t) = &a.token {
         crate::engine::serve::check_token(t)?;
     }
+    if a.bind.is_unspecified() && !a.bind_any {
+        return Err(Fail::Input(format!(
+            "--bind {} listens on every address: add --bind-any if that is meant, or bind one address",
+            a.bind
+        )));
+    }
+    let allow = a
+        .allow
+        .iter()
+        .map(|c| c.parse::<units::Cidr>())
+        .collect::<Result<Vec<_>, _>>()?;
     let token = a
         .token
         .clone()
         .unwrap_or_else(crate::engine::serve::random_token);
-    Ok(crate::engine::serve::serve(
-        SocketAddr::new(a.bind, a.port),
-        &token,
-        a.once,
-        |addr| {
-            crate::errln!("vnetlab serve: listening on {addr}; token {token} (pass it to vnetlab test --token)");
-        },
-    )?)
+    let reach = crate::engine::reach::Reach { allow };
+    let cfg = crate::engine::serve::Config {
+        addr: SocketAddr::new(a.bind, a.port),
+        token: token.clone(),
+        once: a.once,
+        reach,
+    };
+    Ok(crate::engine::serve::serve(cfg, |addr| {
+        crate::errln!(
+            "vnetlab serve: listening on {addr}; token {token} (pass it to vnetlab test --token)"
+        );
+    })?)
 }
 
 #[derive(Args)]
@@ -1084,6 +1088,10 @@ pub fn agent(a: AgentArgs) -> CmdResult {
     }
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
-    crate::engine::agent::session(stdin.lock(), stdout.lock(), None)?;
+    crate::engine::agent::session(
+        stdin.lock(),
+        stdout.lock(),
+        crate::engine::agent::SessionMode::Local,
+    )?;
     Ok(())
 }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use super::flows::{self, Clock, Piece};
 use super::intervals;
 use super::proto::{self, Reply, Request, SideReport};
+use super::reach::Reach;
 use super::sockets;
 use super::spec::Spec;
 use super::vdi;
@@ -19,9 +20,11 @@ use crate::vocab::TestKind;
 const ACCEPT_TIMEOUT: Duration = Duration::from_secs(10);
 
 enum Prepared {
+    /// A listener whose data connections wait in its backlog until the run accepts them.
     TcpServer {
         spec: Spec,
-        acceptor: JoinHandle<Result<Vec<(u32, TcpStream)>, Error>>,
+        listener: TcpListener,
+        streams: u32,
     },
     CrrServer {
         spec: Spec,
@@ -50,6 +53,17 @@ enum Prepared {
 pub struct Agent {
     prepared: Vec<Prepared>,
     max_prepared: usize,
+    /// Where a served session may aim its traffic (None: the driver's own agents).
+    reach: Option<Reach>,
+}
+
+/// Whom a control channel serves.
+pub enum SessionMode {
+    /// vnetlab's own driver (an agent it started in a lab endpoint, in-process or in a guest).
+    Local,
+    /// A `vnetlab serve` client that has shown the token: at most `MAX_PREPARED` listens and
+    /// connects before a run, and traffic only where `Reach` allows.
+    Served(Reach),
 }
 
 /// The most listens and connects one `serve` session may prepare before it runs them (an agent a
@@ -78,50 +92,30 @@ pub fn serve_serial(dev: &std::path::Path) -> Error {
         let (Ok(r), Ok(w)) = (port.try_clone(), port.try_clone()) else {
             return Error::Failed(format!("cannot use {}", dev.display()));
         };
-        let _ = session(std::io::BufReader::new(r), w, None);
+        let _ = session(std::io::BufReader::new(r), w, SessionMode::Local);
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
 
-/// Serves one control channel until it closes or says quit. With a token, the first line must
-/// be a matching hello. Every line is read within `MAX_REQUEST` bytes.
+/// Serves one control channel until it closes or says quit (a served client's token was checked
+/// before: see `serve`). Every line is read within `MAX_REQUEST` bytes.
 pub fn session(
     mut input: impl BufRead,
     mut out: impl Write,
-    token: Option<&str>,
+    mode: SessionMode,
 ) -> Result<SessionEnd, Error> {
-    let max_prepared = if token.is_some() {
-        MAX_PREPARED
-    } else {
-        usize::MAX
+    let mut agent = match mode {
+        SessionMode::Local => Agent {
+            prepared: Vec::new(),
+            max_prepared: usize::MAX,
+            reach: None,
+        },
+        SessionMode::Served(reach) => Agent {
+            prepared: Vec::new(),
+            max_prepared: MAX_PREPARED,
+            reach: Some(reach),
+        },
     };
-    let mut agent = Agent {
-        prepared: Vec::new(),
-        max_prepared,
-    };
-    if let Some(tok) = token {
-        let first = proto::read_line(&mut input, proto::MAX_REQUEST)
-            .ok()
-            .flatten()
-            .unwrap_or_default();
-        match serde_json::from_str::<Request>(&first) {
-            Ok(Request::Hello { token })
-                if !tok.is_empty() && constant_time_eq(token.as_bytes(), tok.as_bytes()) =>
-            {
-                send(&mut out, &Reply::Ok)?
-            }
-            _ => {
-                let _ = send(
-                    &mut out,
-                    &Reply::Error {
-                        error: "wrong token: pass the token `vnetlab serve` printed with --token"
-                            .into(),
-                    },
-                );
-                return Ok(SessionEnd::Refused);
-            }
-        }
-    }
     loop {
         let line = match proto::read_line(&mut input, proto::MAX_REQUEST) {
             Ok(Some(l)) => l,
@@ -150,11 +144,12 @@ pub fn session(
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+/// Whether two tokens are equal, in time that does not depend on where they differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn send(out: &mut impl Write, r: &Reply) -> Result<(), Error> {
+pub(super) fn send(out: &mut impl Write, r: &Reply) -> Result<(), Error> {
     let mut s = serde_json::to_string(r).unwrap();
     s.push('\n');
     out.write_all(s.as_bytes())
@@ -200,6 +195,9 @@ impl Agent {
         first_id: u32,
     ) -> Result<Reply, Error> {
         spec.validate()?;
+        if let Some(r) = &self.reach {
+            r.check_listen(bind, ports)?;
+        }
         if streams != spec.parallel {
             return Err(Error::Failed(format!(
                 "listen for {streams} streams with -P {}: they must match",
@@ -238,10 +236,14 @@ impl Agent {
                 Ok(Reply::Listening { ports: vec![port] })
             }
             _ => {
+                // The initiator's connections wait in the listener's backlog until the run
+                // accepts them: no thread per listen.
                 let (l, port) = sockets::tcp_listen(bind, ports, buf)?;
-                let nodelay = spec.nodelay;
-                let acceptor = std::thread::spawn(move || accept_streams(l, streams, nodelay));
-                self.prepared.push(Prepared::TcpServer { spec, acceptor });
+                self.prepared.push(Prepared::TcpServer {
+                    spec,
+                    listener: l,
+                    streams,
+                });
                 Ok(Reply::Listening { ports: vec![port] })
             }
         }
@@ -249,6 +251,9 @@ impl Agent {
 
     fn connect(&mut self, spec: Spec, to: Vec<SocketAddr>, first_id: u32) -> Result<Reply, Error> {
         spec.validate()?;
+        if let Some(r) = &self.reach {
+            r.check_connect(&to)?;
+        }
         if to.len() > spec.parallel as usize {
             return Err(Error::Failed(format!(
                 "{} addresses for -P {}: at most one per stream",
@@ -309,11 +314,12 @@ impl Agent {
         let mut first_receiver = true;
         for prep in self.prepared.drain(..) {
             match prep {
-                Prepared::TcpServer { spec, acceptor } => {
-                    let conns = match acceptor
-                        .join()
-                        .unwrap_or_else(|_| Err(Error::Failed("acceptor panicked".into())))
-                    {
+                Prepared::TcpServer {
+                    spec,
+                    listener,
+                    streams,
+                } => {
+                    let conns = match accept_streams(listener, streams, spec.nodelay) {
                         Ok(c) => c,
                         Err(e) => {
                             report.errors.push(e.to_string());
@@ -454,7 +460,8 @@ impl Agent {
     }
 }
 
-/// Accepts `n` data connections, each opening with the preamble; strangers are dropped.
+/// Accepts `n` data connections, each opening with the preamble; strangers are dropped. Waits in
+/// poll(2) for the next one, up to `ACCEPT_TIMEOUT` in all.
 fn accept_streams(l: TcpListener, n: u32, nodelay: bool) -> Result<Vec<(u32, TcpStream)>, Error> {
     l.set_nonblocking(true)
         .map_err(|e| Error::Failed(e.to_string()))?;
@@ -474,14 +481,16 @@ fn accept_streams(l: TcpListener, n: u32, nodelay: bool) -> Result<Vec<(u32, Tcp
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if start.elapsed() > ACCEPT_TIMEOUT {
+                let left = ACCEPT_TIMEOUT.saturating_sub(start.elapsed());
+                if left.is_zero() {
                     return Err(Error::Failed(format!(
                         "only {} of {n} data connections arrived within {}s",
                         out.len(),
                         ACCEPT_TIMEOUT.as_secs()
                     )));
                 }
-                std::thread::sleep(Duration::from_millis(1));
+                use std::os::fd::AsRawFd;
+                crate::sys::sock::poll_readable(l.as_raw_fd(), left.as_millis().min(1000) as i32);
             }
             Err(e) => return Err(Error::Failed(format!("accept: {e}"))),
         }

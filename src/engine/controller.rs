@@ -53,7 +53,7 @@ impl AgentConn {
         let (a, b) = UnixStream::pair().map_err(|e| Error::Failed(e.to_string()))?;
         let b2 = b.try_clone().map_err(|e| Error::Failed(e.to_string()))?;
         std::thread::spawn(move || {
-            let _ = super::agent::session(BufReader::new(b), b2, None);
+            let _ = super::agent::session(BufReader::new(b), b2, super::agent::SessionMode::Local);
         });
         let rx = reader_thread(
             name.into(),

@@ -8,6 +8,7 @@ pub mod flows;
 pub mod intervals;
 pub mod pacer;
 pub mod proto;
+pub mod reach;
 pub mod serve;
 pub mod sockets;
 pub mod spec;

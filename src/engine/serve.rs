@@ -1,23 +1,35 @@
 //! `vnetlab serve`: the netserver of vnetlab. Listens for control connections on one address and
-//! runs an agent session per connection, distrusting every connection until it shows the token:
-//! a bounded number of sessions at once, a deadline for the hello, capped line lengths (in the
-//! session), and `--once` ends only after an authenticated session.
+//! distrusts every connection until it shows the token. One thread, the gate, waits in epoll on
+//! the listener and on every connection that has not shown its token yet: each must send its whole
+//! hello line (at most `MAX_HELLO` bytes) within `HELLO` of being accepted, at most `MAX_PENDING`
+//! wait at once (the oldest is closed for a newcomer), and none of them holds a session slot. A
+//! connection that shows the token gets one of `MAX_SESSIONS` session threads, whose listens and
+//! connects reach only loopback and the networks `--allow` names (`reach`). `--once` ends after one
+//! authenticated session.
 
 use super::Error;
-use std::io::BufReader;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use super::agent::SessionEnd;
+use super::agent::{self, SessionEnd, SessionMode};
+use super::proto::{Reply, Request};
+use super::reach::Reach;
 
 /// Idle control connections are dropped after this long.
 pub const IDLE: Duration = Duration::from_secs(600);
-/// A connection must show its token within this long.
+/// A connection must send its whole hello within this long of being accepted.
 pub const HELLO: Duration = Duration::from_secs(5);
-/// Sessions served at once; further connections are closed at once.
+/// Sessions served at once; an authenticated client beyond them is told so and closed.
 pub const MAX_SESSIONS: usize = 16;
+/// Connections waiting to show their token; a newcomer beyond them closes the oldest.
+pub const MAX_PENDING: usize = 64;
+/// The longest hello line (a hello with a 256-character token is about 300 bytes).
+pub const MAX_HELLO: usize = 4096;
 /// The shortest token `serve` accepts.
 pub const MIN_TOKEN: usize = 8;
 
@@ -35,85 +47,266 @@ pub fn check_token(t: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// Serves until killed (or after one authenticated session with `once`).
-pub fn serve(
-    addr: SocketAddr,
-    token: &str,
-    once: bool,
-    mut on_ready: impl FnMut(SocketAddr),
-) -> Result<(), Error> {
-    check_token(token)?;
-    let l = TcpListener::bind(addr)
-        .map_err(|e| Error::Failed(format!("cannot listen on {addr}: {e}")))?;
-    on_ready(l.local_addr().map_err(|e| Error::Failed(e.to_string()))?);
-    let live = Arc::new(AtomicUsize::new(0));
-    for conn in l.incoming() {
-        let Ok(s) = conn else { continue };
-        if live.load(Ordering::SeqCst) >= MAX_SESSIONS {
-            drop(s); // over the cap: closed before anything is read
-            continue;
+/// What `serve` was told.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub addr: SocketAddr,
+    pub token: String,
+    pub once: bool,
+    pub reach: Reach,
+}
+
+/// A connection that has not shown its token yet.
+struct Pending {
+    s: TcpStream,
+    got: Vec<u8>,
+    deadline: Instant,
+    /// Accept order: the smallest is the oldest.
+    seq: u64,
+}
+
+/// What a pending connection's bytes so far amount to.
+#[derive(Debug, PartialEq)]
+pub enum Hello {
+    /// No whole line yet.
+    Incomplete,
+    /// A hello with the right token; the bytes after its line.
+    Good(Vec<u8>),
+    /// Anything else: a wrong token, not a hello, a line too long.
+    Bad,
+}
+
+/// Reads a pending connection's first line against the token.
+pub fn judge(got: &[u8], token: &str) -> Hello {
+    let Some(end) = got.iter().position(|&b| b == b'\n') else {
+        return if got.len() > MAX_HELLO {
+            Hello::Bad
+        } else {
+            Hello::Incomplete
+        };
+    };
+    if end > MAX_HELLO {
+        return Hello::Bad;
+    }
+    match serde_json::from_slice::<Request>(&got[..end]) {
+        Ok(Request::Hello { token: t })
+            if !token.is_empty() && agent::constant_time_eq(t.as_bytes(), token.as_bytes()) =>
+        {
+            Hello::Good(got[end + 1..].to_vec())
         }
-        if once {
-            if let Ok(SessionEnd::Done) = serve_one(s, token) {
+        _ => Hello::Bad,
+    }
+}
+
+/// Serves until killed (or after one authenticated session with `once`).
+pub fn serve(cfg: Config, mut on_ready: impl FnMut(SocketAddr)) -> Result<(), Error> {
+    check_token(&cfg.token)?;
+    let fail = |what: &str, e: std::io::Error| Error::Failed(format!("{what}: {e}"));
+    let l = TcpListener::bind(cfg.addr)
+        .map_err(|e| Error::Failed(format!("cannot listen on {}: {e}", cfg.addr)))?;
+    l.set_nonblocking(true).map_err(|e| fail("listener", e))?;
+    let ep = crate::sys::Epoll::new().map_err(|e| fail("epoll", e))?;
+    ep.add_input(l.as_raw_fd(), LISTENER)
+        .map_err(|e| fail("epoll", e))?;
+    on_ready(l.local_addr().map_err(|e| fail("listener", e))?);
+    let mut gate = Gate {
+        cfg,
+        pending: BTreeMap::new(),
+        next: LISTENER + 1,
+        live: Arc::new(AtomicUsize::new(0)),
+    };
+    let mut ready = Vec::new();
+    loop {
+        ep.wait(gate.timeout_ms(), &mut ready)
+            .map_err(|e| fail("epoll", e))?;
+        for &tag in &ready {
+            if tag == LISTENER {
+                gate.accept_all(&l, &ep);
+            } else if let Some(SessionEnd::Done) = gate.read(tag) {
                 return Ok(());
             }
-            continue;
         }
-        live.fetch_add(1, Ordering::SeqCst);
-        let (mine, token) = (Arc::clone(&live), token.to_string());
+        gate.expire();
+    }
+}
+
+const LISTENER: u64 = 0;
+
+struct Gate {
+    cfg: Config,
+    pending: BTreeMap<u64, Pending>,
+    next: u64,
+    live: Arc<AtomicUsize>,
+}
+
+impl Gate {
+    /// Until the nearest hello deadline (none pending: wait for the listener).
+    fn timeout_ms(&self) -> i32 {
+        self.pending
+            .values()
+            .map(|p| p.deadline.saturating_duration_since(Instant::now()))
+            .min()
+            .map(|d| d.as_millis().min(60_000) as i32 + 1)
+            .unwrap_or(-1)
+    }
+
+    /// Accepts everything the listener holds; each waits for its hello under a tag of its own.
+    fn accept_all(&mut self, l: &TcpListener, ep: &crate::sys::Epoll) {
+        while let Ok((s, _)) = l.accept() {
+            if s.set_nonblocking(true).is_err() {
+                continue;
+            }
+            if self.pending.len() >= MAX_PENDING {
+                // The oldest waiter goes: it had the most time to say its hello.
+                let oldest = self
+                    .pending
+                    .iter()
+                    .min_by_key(|(_, p)| p.seq)
+                    .map(|(t, _)| *t);
+                if let Some(t) = oldest {
+                    self.pending.remove(&t);
+                }
+            }
+            let tag = self.next;
+            self.next += 1;
+            if ep.add_input(s.as_raw_fd(), tag).is_ok() {
+                self.pending.insert(
+                    tag,
+                    Pending {
+                        s,
+                        got: Vec::new(),
+                        deadline: Instant::now() + HELLO,
+                        seq: tag,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Reads what a pending connection sent; a whole hello starts its session (or refuses it).
+    fn read(&mut self, tag: u64) -> Option<SessionEnd> {
+        let p = self.pending.get_mut(&tag)?;
+        let mut buf = [0u8; 1024];
+        let closed = loop {
+            match p.s.read(&mut buf) {
+                Ok(0) => break true,
+                Ok(n) => {
+                    p.got.extend_from_slice(&buf[..n]);
+                    if p.got.len() > MAX_HELLO + 1024 {
+                        break false;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break false,
+                Err(_) => break true,
+            }
+        };
+        match judge(&p.got, &self.cfg.token) {
+            Hello::Incomplete if !closed => None,
+            Hello::Incomplete => {
+                self.pending.remove(&tag);
+                None
+            }
+            Hello::Bad => {
+                let p = self.pending.remove(&tag)?;
+                refuse(
+                    p.s,
+                    "wrong token: pass the token `vnetlab serve` printed with --token",
+                );
+                None
+            }
+            Hello::Good(rest) => {
+                let p = self.pending.remove(&tag)?;
+                self.start(p.s, rest)
+            }
+        }
+    }
+
+    /// Closes the connections whose hello did not arrive in time.
+    fn expire(&mut self) {
+        let now = Instant::now();
+        self.pending.retain(|_, p| p.deadline > now);
+    }
+
+    /// An authenticated connection: a session thread of its own (inline with --once), or, with
+    /// every slot taken, a reply saying so.
+    fn start(&mut self, s: TcpStream, rest: Vec<u8>) -> Option<SessionEnd> {
+        if self.live.load(Ordering::SeqCst) >= MAX_SESSIONS {
+            refuse(
+                s,
+                &format!("busy: {MAX_SESSIONS} sessions are running; try again when one ends"),
+            );
+            return None;
+        }
+        let reach = self.cfg.reach.clone();
+        if self.cfg.once {
+            return session(s, rest, reach).ok();
+        }
+        self.live.fetch_add(1, Ordering::SeqCst);
+        let live = Arc::clone(&self.live);
         let spawned = std::thread::Builder::new()
             .name("session".into())
             .spawn(move || {
-                let _ = serve_one(s, &token);
-                mine.fetch_sub(1, Ordering::SeqCst);
+                let _ = session(s, rest, reach);
+                live.fetch_sub(1, Ordering::SeqCst);
             });
         if spawned.is_err() {
-            // No thread for it: the connection was dropped with the closure.
-            live.fetch_sub(1, Ordering::SeqCst);
+            self.live.fetch_sub(1, Ordering::SeqCst);
         }
+        None
     }
-    Ok(())
 }
 
-/// One connection: the hello within `HELLO`, then requests until it ends or idles for `IDLE`.
-fn serve_one(s: TcpStream, token: &str) -> Result<SessionEnd, Error> {
+/// Tells a connection why it is refused (best effort, never blocking) and closes it.
+fn refuse(mut s: TcpStream, why: &str) {
+    let _ = agent::send(&mut s, &Reply::Error { error: why.into() });
+}
+
+/// An authenticated client's session: it is told its hello was good, then served.
+fn session(s: TcpStream, rest: Vec<u8>, reach: Reach) -> Result<SessionEnd, Error> {
+    s.set_nonblocking(false).ok();
     s.set_nodelay(true).ok();
-    s.set_read_timeout(Some(HELLO)).ok();
-    s.set_write_timeout(Some(HELLO)).ok();
-    let w = s.try_clone().map_err(|e| Error::Failed(e.to_string()))?;
-    let reader = Authenticated { s, idle_set: false };
-    let r = super::agent::session(BufReader::new(reader), w, Some(token));
+    s.set_read_timeout(Some(IDLE)).ok();
+    s.set_write_timeout(Some(IDLE)).ok();
+    let mut w = s.try_clone().map_err(|e| Error::Failed(e.to_string()))?;
+    agent::send(&mut w, &Reply::Ok)?;
+    let input: Box<dyn BufRead> = Box::new(BufReader::new(std::io::Cursor::new(rest).chain(s)));
+    let r = agent::session(input, w, SessionMode::Served(reach));
     if let Err(e) = &r {
         crate::errln!("vnetlab serve: {e}");
     }
     r
 }
 
-/// The session's input: after the first line (the hello), the read deadline becomes `IDLE`.
-struct Authenticated {
-    s: TcpStream,
-    idle_set: bool,
-}
-
-impl std::io::Read for Authenticated {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.s.read(buf)?;
-        if !self.idle_set && buf[..n].contains(&b'\n') {
-            self.s.set_read_timeout(Some(IDLE)).ok();
-            self.s.set_write_timeout(Some(IDLE)).ok();
-            self.idle_set = true;
-        }
-        Ok(n)
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn tokens_are_checked() {
-        assert!(super::check_token("").is_err());
-        assert!(super::check_token("short").is_err());
-        assert!(super::check_token("a token with spaces").is_err());
-        super::check_token(&super::random_token()).unwrap();
+        assert!(check_token("").is_err());
+        assert!(check_token("short").is_err());
+        assert!(check_token("a token with spaces").is_err());
+        check_token(&random_token()).unwrap();
+    }
+
+    #[test]
+    fn a_hello_is_judged_whole_and_bounded() {
+        let tok = "sekret-token";
+        let hello = |t: &str| format!("{{\"op\":\"hello\",\"token\":\"{t}\"}}\n");
+        assert_eq!(judge(b"{\"op\":\"hel", tok), Hello::Incomplete);
+        assert_eq!(judge(hello(tok).as_bytes(), tok), Hello::Good(vec![]));
+        let more = hello(tok) + "{\"op\":\"run\"}\n";
+        assert_eq!(
+            judge(more.as_bytes(), tok),
+            Hello::Good(b"{\"op\":\"run\"}\n".to_vec())
+        );
+        assert_eq!(judge(hello("other-token").as_bytes(), tok), Hello::Bad);
+        assert_eq!(judge(b"{\"op\":\"run\"}\n", tok), Hello::Bad);
+        assert_eq!(judge(b"\n", tok), Hello::Bad);
+        // A line that never ends is refused once it outgrows a hello.
+        assert_eq!(judge(&vec![b'x'; MAX_HELLO + 1], tok), Hello::Bad);
+        assert_eq!(judge(&vec![b' '; MAX_HELLO], tok), Hello::Incomplete);
+        // An empty configured token never matches.
+        assert_eq!(judge(hello("").as_bytes(), ""), Hello::Bad);
     }
 }

@@ -10,6 +10,8 @@ use crate::vocab::{Pacing, TestKind};
 pub const MAX_MSG: usize = 64 << 20;
 /// The most buffer memory one side's streams may ask for (message size × parallel streams).
 pub const MAX_BUFFERS: usize = 256 << 20;
+/// The smallest socket buffer a test may ask for (-s, -S); the kernel's own floor is about 4 KB.
+pub const MIN_SOCKBUF: usize = 1024;
 /// The slowest and fastest pace a stream or connection may ask for, bits/s (README: 1 kbit/s to
 /// 10 Tbit/s).
 pub const MIN_RATE: u64 = 1_000;
@@ -176,8 +178,10 @@ impl Spec {
             (None, false) => {}
         }
         for b in [self.local_buf, self.remote_buf].into_iter().flatten() {
-            if b > (1 << 30) {
-                return Err(Error::Input("socket buffers hold at most 1G".into()));
+            if !(MIN_SOCKBUF..=(1 << 30)).contains(&b) {
+                return Err(Error::Input(format!(
+                    "socket buffer of {b} bytes: use 1K to 1G (-s, -S)"
+                )));
             }
         }
         Ok(())
@@ -249,6 +253,14 @@ mod tests {
             },
             Spec {
                 bytes: Some(u64::MAX),
+                ..Default::default()
+            },
+            Spec {
+                remote_buf: Some(0),
+                ..Default::default()
+            },
+            Spec {
+                rate: Some(8),
                 ..Default::default()
             },
         ] {

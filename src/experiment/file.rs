@@ -316,6 +316,33 @@ impl Default for PointSettings {
 }
 
 /// The VDI and load dimensions: profiles that exist, sane counts, VDI's host-to-client direction.
+/// Every load of every interference runs in endpoints each point's lab has: `cpu@g2` needs two
+/// guests in every lab of the matrix.
+fn interference_checks(m: &Matrix, at: &dyn Fn(&str) -> String) -> Result<(), Error> {
+    let fewest = m.guests.iter().copied().min().unwrap_or(1);
+    for i in &m.interference {
+        for l in &i.0 {
+            let most = l
+                .endpoints()
+                .iter()
+                .filter_map(|r| match r {
+                    crate::vocab::Role::Guest(k) => Some(*k),
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(0);
+            if most > fewest {
+                return Err(Error::Input(format!(
+                    "{}: interference '{l}' runs in g{most}, and the labs of guests = {:?} have only {fewest}: name g1 to g{fewest}, or give every point {most} guests",
+                    at("interference"),
+                    m.guests
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn vdi_checks(m: &Matrix, scale: f64, at: &dyn Fn(&str) -> String) -> Result<(), Error> {
     let vdi = m.tests.contains(&TestKind::Vdi);
     match (&m.profiles, vdi) {
@@ -462,6 +489,9 @@ pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, Error> {
         )));
     }
     vdi_checks(m, e.point.time_scale, &at)?;
+    super::load::check_time_scale(e.point.time_scale)
+        .map_err(|x| Error::Input(format!("{}: {x}", at("time_scale"))))?;
+    interference_checks(m, &at)?;
     if m.directions.contains(&Direction::GuestToGuest) && m.guests.iter().any(|&g| g < 2) {
         return Err(Error::Input(format!(
             "{}: direction guest-to-guest needs guests of 2 or more",

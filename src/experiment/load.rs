@@ -30,6 +30,29 @@ pub enum Load {
     Download { guests: u32, bps: u64, bytes: u64 },
 }
 
+impl Load {
+    /// The lab endpoints it runs in.
+    pub fn endpoints(&self) -> Vec<Role> {
+        match *self {
+            Load::Cpu { at } => vec![at],
+            Load::UdpFlood { from, to, .. } => vec![from, to],
+            Load::Desktops { .. } => vec![],
+            Load::Download { guests, .. } => (1..=guests).map(Role::Guest).collect(),
+        }
+    }
+}
+
+/// The movie's time scale: `[point] time_scale`, `--time-scale`.
+pub fn check_time_scale(scale: f64) -> Result<(), Error> {
+    if (0.005..=1.0).contains(&scale) {
+        Ok(())
+    } else {
+        Err(Error::Input(format!(
+            "time scale {scale}: use 0.005 to 1 (1: the paper's 253 s)"
+        )))
+    }
+}
+
 impl fmt::Display for Load {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self {
@@ -366,13 +389,7 @@ impl Movie {
                 self.t_buffer_s
             )));
         }
-        if !(0.005..=1.0).contains(&self.time_scale) {
-            return Err(Error::Input(format!(
-                "--time-scale {}: use 0.005 to 1 (1: the paper's 253 s)",
-                self.time_scale
-            )));
-        }
-        Ok(())
+        check_time_scale(self.time_scale)
     }
     /// The session's measured seconds.
     pub fn play_s(&self) -> f64 {

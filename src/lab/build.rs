@@ -135,8 +135,7 @@ pub fn netns_list() -> Vec<String> {
 pub fn build(p: &Plan, progress: bool, kept: bool) -> Result<(), Error> {
     let progress = progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let lab = p.record.topology.name.clone();
-    std::fs::create_dir_all(state::dir())
-        .map_err(|e| Error::Failed(format!("cannot make {}: {e}", state::dir().display())))?;
+    state::ensure_dir()?;
     let mut j = Journal::create(&state::journal_path(&lab), kept)?;
     crate::sys::signals::install();
     let start = Instant::now();
@@ -174,6 +173,10 @@ fn undo_failed_build(lab: &str, e: Error) -> Error {
 /// is made; a run of independent per-interface commands (ethtool) goes a few at a time.
 fn run_steps(p: &Plan, j: &mut Journal, progress: bool) -> Result<(), Error> {
     let lab = &p.record.topology.name;
+    // The PF `up --pf` named, claimed before anything is written to it.
+    if let Some(pf) = &p.record.topology.pf {
+        j.record(&[Entry::Pf { name: pf.clone() }])?;
+    }
     let record = serde_json::to_string_pretty(&p.record).unwrap();
     std::fs::write(state::record_path(lab), record)
         .map_err(|e| Error::Failed(format!("cannot write the lab record: {e}")))?;
@@ -442,6 +445,7 @@ pub enum Undo {
     NumVfs {
         pf: String,
         previous: u32,
+        set: u32,
     },
     RmCgroup {
         path: std::path::PathBuf,
@@ -471,8 +475,8 @@ impl Undo {
                 lab_name,
                 ifname,
             } => format!("ip -n {netns} link set dev {lab_name} netns 1 name {ifname}"),
-            Undo::NumVfs { pf, previous } => {
-                format!("echo {previous} > /sys/class/net/{pf}/device/sriov_numvfs")
+            Undo::NumVfs { pf, previous, set } => {
+                format!("echo {previous} > /sys/class/net/{pf}/device/sriov_numvfs  # if it still has {set}")
             }
             Undo::RmVmFolder(path) => format!("rm -r {}", path.display()),
             Undo::GiveBackVf { device: d } => {
@@ -509,7 +513,7 @@ pub fn undo_steps(entries: &[Entry]) -> Result<Vec<Undo>, Error> {
     let mut out = vec![Undo::KillProcesses];
     for e in entries.iter().rev() {
         match e {
-            Entry::Complete | Entry::Owner { .. } => {}
+            Entry::Complete | Entry::Owner { .. } | Entry::Pf { .. } => {}
             Entry::InNetns { netns, object } => {
                 if !namespaces.contains(netns) {
                     return Err(Error::Failed(format!(
@@ -531,9 +535,14 @@ pub fn undo_steps(entries: &[Entry]) -> Result<Vec<Undo>, Error> {
                 lab_name: lab_name.clone(),
                 ifname: ifname.clone(),
             }),
-            Entry::NumVfs { pf, previous } => out.push(Undo::NumVfs {
+            Entry::NumVfs { pf, previous, set } => out.push(Undo::NumVfs {
                 pf: pf.clone(),
                 previous: *previous,
+                set: set.ok_or_else(|| {
+                    Error::Failed(format!(
+                        "journal names sriov_numvfs of {pf} without the value the lab set"
+                    ))
+                })?,
             }),
             Entry::VmFolder { path } => out.push(Undo::RmVmFolder(path.clone())),
             Entry::VfioVf { device, .. } => out.push(Undo::GiveBackVf {
@@ -581,7 +590,7 @@ pub fn teardown(lab: &str) -> Result<(), Error> {
     };
     let errors: Vec<String> = undo_steps(&entries)?
         .iter()
-        .filter_map(|u| undo(u, &entries).err())
+        .filter_map(|u| undo(lab, u, &entries).err())
         .map(|e| e.to_string())
         .collect();
     if !errors.is_empty() {
@@ -608,7 +617,7 @@ pub fn teardown(lab: &str) -> Result<(), Error> {
 }
 
 /// Does one thing `down` does.
-fn undo(u: &Undo, entries: &[Entry]) -> Result<(), Error> {
+fn undo(lab: &str, u: &Undo, entries: &[Entry]) -> Result<(), Error> {
     match u {
         Undo::KillProcesses => {
             kill_processes(entries);
@@ -620,15 +629,7 @@ fn undo(u: &Undo, entries: &[Entry]) -> Result<(), Error> {
             lab_name,
             ifname,
         } => return_vf(netns, lab_name, ifname),
-        Undo::NumVfs { pf, previous } => {
-            let path = format!("/sys/class/net/{pf}/device/sriov_numvfs");
-            let value = previous.to_string();
-            Ok(HostCmd::Write {
-                path: path.into(),
-                value,
-            }
-            .run()?)
-        }
+        Undo::NumVfs { pf, previous, set } => give_back_vfs(lab, pf, *previous, *set),
         Undo::RmCgroup { path, shared } => cgroup::remove(path, *shared),
         Undo::GiveBackVf { device } => vfio::give_back(device),
         Undo::RmVmFolder(path) => match std::fs::remove_dir_all(path) {
@@ -641,7 +642,37 @@ fn undo(u: &Undo, entries: &[Entry]) -> Result<(), Error> {
     }
 }
 
-/// Kills the processes in the lab's own cgroups and in its namespaces.
+/// Puts a PF's VF count back, only for the PF the lab's record names (what `up --pf` was given)
+/// and only while it still has the count the lab set: VFs someone else set are never touched.
+fn give_back_vfs(lab: &str, pf: &str, previous: u32, set: u32) -> Result<(), Error> {
+    let named = state::load(lab).ok().and_then(|r| r.topology.pf);
+    if named.as_deref() != Some(pf) {
+        return Err(Error::Failed(format!(
+            "the journal names VFs of {pf}, which lab {lab}'s record does not name as its --pf: left as they are"
+        )));
+    }
+    let path = std::path::PathBuf::from(format!("/sys/class/net/{pf}/device/sriov_numvfs"));
+    let now: Option<u32> = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|s| s.trim().parse().ok());
+    match now {
+        Some(n) if n == set => Ok(HostCmd::Write {
+            path,
+            value: previous.to_string(),
+        }
+        .run()?),
+        // Gone already (the device was removed): nothing to give back.
+        None if !path.exists() => Ok(()),
+        n => Err(Error::Failed(format!(
+            "{pf} has {} VFs, not the {set} lab {lab} set: left as they are",
+            n.map(|n| n.to_string())
+                .unwrap_or("an unreadable count of".into())
+        ))),
+    }
+}
+
+/// Kills the processes in the lab's own cgroups and in its namespaces (a QEMU guest runs in both:
+/// its pidfile alone is no proof a process is the lab's, so it is never the reason for a kill).
 fn kill_processes(entries: &[Entry]) {
     let mut ns = HashSet::new();
     for e in entries {
@@ -654,15 +685,6 @@ fn kill_processes(entries: &[Entry]) {
             }
             Entry::Netns { name } => {
                 ns.insert(name.clone());
-            }
-            Entry::VmFolder { path } => {
-                let files = crate::guest::qemu::Files { dir: path.clone() };
-                if let (true, Some(pid)) = (
-                    crate::guest::vm::running(&files),
-                    crate::guest::vm::pid(&files),
-                ) {
-                    crate::sys::kill9(pid as i32);
-                }
             }
             _ => {}
         }
@@ -807,6 +829,7 @@ mod tests {
             Entry::NumVfs {
                 pf: "p".into(),
                 previous: 0,
+                set: Some(4),
             },
             Entry::VfioVf {
                 pf: "p".into(),

@@ -83,15 +83,50 @@ pub fn detect() -> Hierarchy {
     })
 }
 
-/// vnetlab's shared folders (`<root>/vnetlab`) in each hierarchy it uses, for removal once empty.
-pub fn shared_folders(h: &Hierarchy) -> Vec<PathBuf> {
+/// The mount points of the hierarchies vnetlab uses: its folders are `<root>/vnetlab/…`.
+pub fn vnetlab_roots(h: &Hierarchy) -> Vec<PathBuf> {
     match h {
-        Hierarchy::V2 { root, .. } => vec![root.join("vnetlab")],
+        Hierarchy::V2 { root, .. } => vec![root.clone()],
         Hierarchy::V1 { cpuacct, cpuset } => std::iter::once(cpuacct)
             .chain(cpuset.iter())
-            .map(|r| r.join("vnetlab"))
+            .cloned()
             .collect(),
         Hierarchy::None { .. } => vec![],
+    }
+}
+
+/// vnetlab's shared folders (`<root>/vnetlab`) in each hierarchy it uses, for removal once empty.
+pub fn shared_folders(h: &Hierarchy) -> Vec<PathBuf> {
+    vnetlab_roots(h)
+        .into_iter()
+        .map(|r| r.join("vnetlab"))
+        .collect()
+}
+
+/// Whether the folder on disk is what the journal's path says: no symlink anywhere on the way
+/// (the path is its own canonical form) and a cgroup file system (not a plain folder that only
+/// looks like one). Checked right before vnetlab kills what is in it or removes it.
+pub fn owned(dir: &Path) -> Result<(), Error> {
+    let refuse = |why: &str| {
+        Err(Error::Failed(format!(
+            "{}: {why}; vnetlab will not kill anything in it nor remove it",
+            dir.display()
+        )))
+    };
+    match std::fs::canonicalize(dir) {
+        Ok(c) if c == dir => {}
+        Ok(c) => {
+            return refuse(&format!(
+                "it leads to {} (a symlink on the way)",
+                c.display()
+            ))
+        }
+        Err(e) => return refuse(&format!("cannot resolve it ({e})")),
+    }
+    match crate::sys::fs_magic(dir) {
+        Ok(m) if m == crate::sys::CGROUP_MAGIC || m == crate::sys::CGROUP2_MAGIC => Ok(()),
+        Ok(_) => refuse("it is not on a cgroup file system"),
+        Err(e) => refuse(&format!("cannot tell its file system ({e})")),
     }
 }
 
@@ -251,8 +286,13 @@ fn read_trim(p: &Path) -> Option<String> {
     (!s.is_empty()).then_some(s)
 }
 
-/// Kills every process in a cgroup folder and waits until it is empty (at most 5 s).
+/// Kills every process in a cgroup folder and waits until it is empty (at most 5 s); a folder
+/// that is not a real cgroup of its own path (`owned`) is refused.
 pub fn kill_all(dir: &Path) -> Result<(), Error> {
+    if !dir.exists() {
+        return Ok(());
+    }
+    owned(dir)?;
     let procs = dir.join("cgroup.procs");
     let start = Instant::now();
     loop {
@@ -282,6 +322,7 @@ pub fn remove(dir: &Path, shared: bool) -> Result<(), Error> {
     if !dir.exists() {
         return Ok(());
     }
+    owned(dir)?;
     if !shared {
         kill_all(dir)?;
     }

@@ -4,7 +4,7 @@
 use crate::lab::Error;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -30,8 +30,17 @@ pub enum Entry {
         netns: String,
         lab_name: String,
     },
-    /// sriov_numvfs of a PF that the lab changed from `previous`.
-    NumVfs { pf: String, previous: u32 },
+    /// The physical function `up --pf` named, recorded before anything is written to it: every
+    /// VF entry must name this PF.
+    Pf { name: String },
+    /// sriov_numvfs of a PF that the lab changed from `previous` to `set` (`down` writes `previous`
+    /// back only while the PF still has `set`).
+    NumVfs {
+        pf: String,
+        previous: u32,
+        #[serde(default)]
+        set: Option<u32>,
+    },
     /// VF `vf` of `pf`, PCI device `device`, bound to vfio-pci for a QEMU guest; it was bound
     /// to `driver` before (the kernel probes it again when it is given back).
     VfioVf {
@@ -185,18 +194,32 @@ pub fn usage(entries: &[Entry], alive: impl Fn(u32, Option<u64>) -> bool) -> Usa
 pub const MAX_BYTES: u64 = 16 << 20;
 
 /// Reads a journal and checks that it names only vnetlab's own objects of lab `lab`. A torn last
-/// line (a crash mid-write) is ignored: its object was not made.
+/// line (a crash mid-write) is ignored: its object was not made. Any other line that is not text
+/// or does not parse refuses the whole journal, which is kept for a person to look at.
 pub fn read(path: &Path, lab: &str) -> Result<Vec<Entry>, Error> {
+    if let Some(d) = path.parent() {
+        super::state::check_trusted(d)?;
+    }
     let f = File::open(path)
         .map_err(|e| Error::Failed(format!("cannot read journal {}: {e}", path.display())))?;
-    let lines: Vec<String> = BufReader::new(f.take(MAX_BYTES))
-        .lines()
-        .map_while(Result::ok)
-        .collect();
-    let entries = parse(&lines).map_err(|(n, e)| {
-        Error::Failed(format!("{}:{n}: bad journal line: {e}", path.display()))
+    let mut bytes = Vec::new();
+    f.take(MAX_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::Failed(format!("cannot read journal {}: {e}", path.display())))?;
+    let lines = text_lines(&bytes).map_err(|n| {
+        Error::Failed(format!(
+            "{}:{n}: the journal line is not text: vnetlab will not act on it; look at the file and remove it by hand",
+            path.display()
+        ))
     })?;
-    validate(lab, &entries).map_err(|e| {
+    let entries = parse(&lines).map_err(|(n, e)| {
+        Error::Failed(format!(
+            "{}:{n}: bad journal line ({e}): vnetlab will not act on it; look at the file and remove it by hand",
+            path.display()
+        ))
+    })?;
+    let roots = super::cgroup::vnetlab_roots(&super::cgroup::detect());
+    validate(lab, &entries, &roots).map_err(|e| {
         Error::Failed(format!(
             "{}: {e}: vnetlab will not act on it; look at the file and remove it by hand",
             path.display()
@@ -205,9 +228,30 @@ pub fn read(path: &Path, lab: &str) -> Result<Vec<Entry>, Error> {
     Ok(entries)
 }
 
-/// A journal may name only this lab's namespaces, cgroup folders inside vnetlab's own folder, and
-/// VFs given a `vl` name: anything else (a planted or corrupted journal) is refused, not executed.
-pub fn validate(lab: &str, entries: &[Entry]) -> Result<(), Error> {
+/// The journal's lines; Err(n): line n (1-based) is not UTF-8. A torn last line is kept as it is
+/// (`parse` passes over it).
+fn text_lines(bytes: &[u8]) -> Result<Vec<String>, usize> {
+    let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    if lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop();
+    }
+    let n = lines.len();
+    lines
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| match std::str::from_utf8(l) {
+            Ok(s) => Ok(s.to_string()),
+            // A crash mid-write can tear a multi-byte character in the last line only.
+            Err(_) if i + 1 == n => Ok(String::new()),
+            Err(_) => Err(i + 1),
+        })
+        .collect()
+}
+
+/// A journal may name only this lab's namespaces, cgroup folders inside vnetlab's own folder of a
+/// hierarchy it uses (`roots`: the cgroup mounts), VFs given a `vl` name of the PF the journal
+/// claimed first: anything else (a planted or corrupted journal) is refused, not executed.
+pub fn validate(lab: &str, entries: &[Entry], roots: &[PathBuf]) -> Result<(), Error> {
     let prefix = format!("vl{lab}-");
     let plain = |s: &str| {
         !s.is_empty()
@@ -218,28 +262,38 @@ pub fn validate(lab: &str, entries: &[Entry]) -> Result<(), Error> {
             && s != ".."
     };
     let ours_ns = |n: &str| n.starts_with(&prefix) && plain(n);
+    let mut claimed: Option<&str> = None;
     for e in entries {
+        // A VF entry is the lab's only for the PF `up --pf` claimed before it.
+        let claimed_pf = |pf: &str| plain(pf) && claimed == Some(pf);
         let ok = match e {
             Entry::Owner { .. } | Entry::Complete => true,
+            Entry::Pf { name } => {
+                let first = claimed.is_none() && plain(name);
+                claimed = Some(name);
+                first
+            }
             Entry::Netns { name } => ours_ns(name),
             Entry::InNetns { netns, .. } => ours_ns(netns),
-            Entry::Cgroup { path, shared } => cgroup_ok(path, lab, *shared),
+            Entry::Cgroup { path, shared } => cgroup_ok(path, lab, *shared, roots),
             Entry::Vf {
                 pf,
                 ifname,
                 netns,
                 lab_name,
             } => {
-                plain(pf)
+                claimed_pf(pf)
                     && plain(ifname)
                     && ours_ns(netns)
                     && lab_name.starts_with("vl")
                     && plain(lab_name)
             }
-            Entry::NumVfs { pf, .. } => plain(pf),
+            Entry::NumVfs { pf, set, .. } => claimed_pf(pf) && set.is_some(),
             Entry::VfioVf {
                 pf, device, driver, ..
-            } => plain(pf) && super::vfio::is_bdf(device) && driver.as_deref().is_none_or(plain),
+            } => {
+                claimed_pf(pf) && super::vfio::is_bdf(device) && driver.as_deref().is_none_or(plain)
+            }
             Entry::VmFolder { path } => vm_folder_ok(path, lab),
         };
         if !ok {
@@ -262,27 +316,28 @@ fn vm_folder_ok(path: &Path, lab: &str) -> bool {
 }
 
 /// A cgroup folder of the lab: `<root>/vnetlab` (shared) or `<root>/vnetlab/vl<lab>[/part]`, an
-/// absolute path without `..`, under /sys/fs/cgroup.
-fn cgroup_ok(path: &Path, lab: &str, shared: bool) -> bool {
+/// absolute path without `..`, where `<root>` is the mount point of a cgroup hierarchy vnetlab
+/// uses (what is on disk there is checked again before anything is done to it: `cgroup::owned`).
+fn cgroup_ok(path: &Path, lab: &str, shared: bool, roots: &[PathBuf]) -> bool {
     use std::path::Component;
     if !path.is_absolute()
-        || !path.starts_with("/sys/fs/cgroup")
         || path
             .components()
             .any(|c| !matches!(c, Component::RootDir | Component::Normal(_)))
     {
         return false;
     }
-    let parts: Vec<&str> = path.iter().filter_map(|c| c.to_str()).collect();
-    let Some(k) = parts.iter().rposition(|c| *c == "vnetlab") else {
-        return false;
-    };
-    let below = &parts[k + 1..];
-    match (shared, below) {
-        (true, []) => true,
-        (false, [l]) | (false, [l, _]) => *l == format!("vl{lab}"),
-        _ => false,
-    }
+    roots.iter().any(|root| {
+        let Ok(below) = path.strip_prefix(root.join("vnetlab")) else {
+            return false;
+        };
+        let parts: Vec<&str> = below.iter().filter_map(|c| c.to_str()).collect();
+        match (shared, parts.as_slice()) {
+            (true, []) => true,
+            (false, [l]) | (false, [l, _]) => *l == format!("vl{lab}"),
+            _ => false,
+        }
+    })
 }
 
 /// Parses journal lines; the error names the 1-based line.
@@ -363,6 +418,26 @@ mod tests {
     }
 
     #[test]
+    fn a_line_that_is_not_text_refuses_the_journal_and_keeps_it() {
+        assert_eq!(text_lines(b"a\nb\n").unwrap(), vec!["a", "b"]);
+        assert_eq!(text_lines(b"a\n\xff\xfeb\nc\n"), Err(2));
+        // Torn inside a character on the last line: a crash mid-write, passed over.
+        assert_eq!(text_lines(b"a\nb\xe2\x82").unwrap(), vec!["a", ""]);
+        let dir = std::env::temp_dir().join(format!("vljutf{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("y.journal");
+        std::fs::write(
+            &p,
+            b"{\"kind\":\"complete\"}\n\xff\n{\"kind\":\"complete\"}\n",
+        )
+        .unwrap();
+        let e = read(&p, "y").unwrap_err().to_string();
+        assert!(e.contains(":2: the journal line is not text"), "{e}");
+        assert!(p.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn a_lab_is_in_use_while_its_owner_lives_or_up_kept_it() {
         let owner = |kept| Entry::Owner {
             pid: 7,
@@ -403,6 +478,14 @@ mod tests {
             Entry::VmFolder {
                 path: super::super::state::vm_dir("x", "g12"),
             },
+            Entry::Pf {
+                name: "enp1s0f0".into(),
+            },
+            Entry::NumVfs {
+                pf: "enp1s0f0".into(),
+                previous: 0,
+                set: Some(4),
+            },
             Entry::VfioVf {
                 pf: "enp1s0f0".into(),
                 vf: 2,
@@ -410,7 +493,11 @@ mod tests {
                 driver: Some("ixgbevf".into()),
             },
         ];
-        validate("x", &ok).unwrap();
+        let roots = [
+            PathBuf::from("/sys/fs/cgroup/cpuacct"),
+            PathBuf::from("/sys/fs/cgroup/cpuset"),
+        ];
+        validate("x", &ok, &roots).unwrap();
         let state = super::super::state::dir();
         let bad = [
             Entry::Netns {
@@ -479,12 +566,48 @@ mod tests {
                 device: "0000:03:10.4".into(),
                 driver: Some("a/b".into()),
             },
+            // Decoys: a folder named vnetlab deeper in a hierarchy, in a hierarchy vnetlab does
+            // not use, on the tmpfs above the hierarchies, and a PF nobody claimed.
+            Entry::Cgroup {
+                path: "/sys/fs/cgroup/cpuacct/decoy1/vnetlab/vlx".into(),
+                shared: false,
+            },
+            Entry::Cgroup {
+                path: "/sys/fs/cgroup/memory/vnetlab/vlx".into(),
+                shared: false,
+            },
+            Entry::Cgroup {
+                path: "/sys/fs/cgroup/decoyfs/vnetlab/vlx".into(),
+                shared: false,
+            },
+            Entry::NumVfs {
+                pf: "veth0".into(),
+                previous: 0,
+                set: Some(4),
+            },
         ];
         for b in bad {
             assert!(
-                validate("x", std::slice::from_ref(&b)).is_err(),
+                validate("x", std::slice::from_ref(&b), &roots).is_err(),
                 "{b:?} was accepted"
             );
         }
+        // A VF entry names the PF the journal claimed first, and only one PF is claimed.
+        let pf = |n: &str| Entry::Pf { name: n.into() };
+        let vfs = |n: &str| Entry::NumVfs {
+            pf: n.into(),
+            previous: 0,
+            set: Some(2),
+        };
+        assert!(validate("x", &[pf("a0"), vfs("b0")], &roots).is_err());
+        assert!(validate("x", &[vfs("a0"), pf("a0")], &roots).is_err());
+        assert!(validate("x", &[pf("a0"), pf("b0")], &roots).is_err());
+        // An older journal's NumVfs without the value it set is not acted on.
+        let old = Entry::NumVfs {
+            pf: "a0".into(),
+            previous: 0,
+            set: None,
+        };
+        assert!(validate("x", &[pf("a0"), old], &roots).is_err());
     }
 }

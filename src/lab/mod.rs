@@ -57,11 +57,16 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether the fault is in what was asked (exit 2) rather than on the host.
+    /// Whether the fault is in what was asked (exit 2) rather than on the host. A name another
+    /// `up` took a moment earlier is the same refusal as a name taken long ago.
     pub fn is_input(&self) -> bool {
         matches!(
             self,
-            Error::Input(_) | Error::Quantity(_) | Error::Word(_) | Error::File(_)
+            Error::Input(_)
+                | Error::Taken(_)
+                | Error::Quantity(_)
+                | Error::Word(_)
+                | Error::File(_)
         )
     }
 

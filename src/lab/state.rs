@@ -20,6 +20,45 @@ pub fn dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/run/vnetlab"))
 }
 
+/// The state folder, ready for a new journal: /run/vnetlab is made when missing; a
+/// `VNETLAB_STATE_DIR` must exist (a typo is not silently made into a new folder). Either must be
+/// trusted (`check_trusted`).
+pub fn ensure_dir() -> Result<PathBuf, Error> {
+    let d = dir();
+    match std::env::var_os("VNETLAB_STATE_DIR") {
+        Some(_) if !d.is_dir() => {
+            return Err(Error::Input(format!(
+                "VNETLAB_STATE_DIR={} is not a folder: make it (mkdir -p {0}) or unset it to use /run/vnetlab",
+                d.display()
+            )))
+        }
+        Some(_) => {}
+        None => std::fs::create_dir_all(&d)
+            .map_err(|e| Error::Failed(format!("cannot make {}: {e}", d.display())))?,
+    }
+    check_trusted(&d)?;
+    Ok(d)
+}
+
+/// A state folder others can write could hold a planted journal that aims `down` at anything:
+/// it must belong to this user and be writable by nobody else.
+pub fn check_trusted(d: &std::path::Path) -> Result<(), Error> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(m) = std::fs::metadata(d) else {
+        return Ok(());
+    };
+    let me = crate::sys::euid();
+    if m.uid() != me || m.mode() & 0o022 != 0 {
+        return Err(Error::Input(format!(
+            "the state folder {} is writable by others (owner {}, mode {:o}): a journal planted there could aim vnetlab at anything; use a folder only you can write",
+            d.display(),
+            m.uid(),
+            m.mode() & 0o7777
+        )));
+    }
+    Ok(())
+}
+
 pub fn journal_path(lab: &str) -> PathBuf {
     dir().join(format!("{lab}.journal"))
 }

@@ -111,6 +111,7 @@ pub const PAPERS: [BuiltIn; 4] = [
             include_str!("../../experiments/papers/icsnc2013-quick.toml"),
             include_str!("../../experiments/papers/icsnc2013-costs.toml"),
             include_str!("../../experiments/papers/icsnc2013-vdi.toml"),
+            include_str!("../../experiments/papers/icsnc2013-vdi-costs.toml"),
             include_str!("../../experiments/papers/icsnc2013-fig5.toml"),
             include_str!("../../experiments/papers/icsnc2013-desktops.toml"),
             include_str!("../../experiments/papers/icsnc2013-tableiv.toml"),
@@ -149,6 +150,7 @@ pub const PAPERS: [BuiltIn; 4] = [
         quick: &[
             include_str!("../../experiments/papers/vmware-esx35-quick.toml"),
             include_str!("../../experiments/papers/vmware-esx35-grid.toml"),
+            include_str!("../../experiments/papers/vmware-esx35-buffers.toml"),
         ],
         full: &[include_str!("../../experiments/vmware-esx35.toml")],
     },

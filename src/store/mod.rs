@@ -28,6 +28,14 @@ pub enum Error {
     NotAFile(String),
     #[error("{0} holds no store yet: `vnetlab run` makes one")]
     Empty(String),
+    #[error(
+        "{0} is an empty file, not a store: remove it, or pass --create to make a store in it"
+    )]
+    EmptyFile(String),
+    #[error("cannot write {0} (a read-only file, folder or file system): write to another --db; `runs` and `report` can still read it")]
+    ReadOnly(String),
+    #[error("{path} is damaged ({why}): vnetlab will not write to it; `vnetlab export` and `report` read what is left")]
+    Damaged { path: String, why: String },
     #[error("{path} was written by an older vnetlab (schema {found} of {known}): `vnetlab migrate --db {path}` brings it up to date")]
     Older {
         path: String,
@@ -66,8 +74,30 @@ pub enum Error {
 impl Error {
     /// Whether the user named something wrong (exit 2) rather than the work failing.
     pub fn is_bad_input(&self) -> bool {
-        !matches!(self, Error::Sql { .. })
+        !matches!(self, Error::Sql { .. } | Error::Damaged { .. })
     }
+}
+
+/// The first complaint of `PRAGMA quick_check`, or None if the database is sound.
+fn quick_check(conn: &Connection) -> Option<String> {
+    let mut st = match conn.prepare("PRAGMA quick_check(1)") {
+        Ok(st) => st,
+        Err(e) => return Some(e.to_string()),
+    };
+    let first: rusqlite::Result<String> = st.query_row([], |r| r.get(0));
+    match first {
+        Ok(s) if s == "ok" => None,
+        Ok(s) => Some(crate::text::clip(&s)),
+        Err(e) => Some(e.to_string()),
+    }
+}
+
+/// Whether SQLite said the file is not (or no longer) a well-formed database.
+fn is_corrupt(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+    )
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -115,6 +145,19 @@ fn shown(path: &Path) -> String {
     crate::text::clip(&path.display().to_string())
 }
 
+/// An empty file another vnetlab has just made and is turning into a store becomes one within a
+/// moment; one that stays empty (a `touch`) is not a store.
+fn becomes_a_store(path: &Path) -> bool {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < std::time::Duration::from_millis(1500) {
+        if std::fs::metadata(path).is_ok_and(|m| m.len() > 0) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    false
+}
+
 /// What a path given as `--db` is: missing or empty (false), an SQLite file (true), or refused.
 fn check_path(path: &Path) -> Result<bool> {
     let name = shown(path);
@@ -155,14 +198,29 @@ impl Store {
     }
 
     /// Opens (or creates) a store for writing, migrating it. A file that exists but is not a
-    /// vnetlab database is refused and never written.
-    pub fn open(path: &Path) -> Result<Store> {
+    /// vnetlab database is refused and never written; so is an empty file (unless `create`),
+    /// a store vnetlab cannot write, and a damaged one.
+    pub fn open(path: &Path, create: bool) -> Result<Store> {
         let exists = check_path(path)?;
+        if !crate::sys::writable(path) {
+            return Err(Error::ReadOnly(shown(path)));
+        }
+        if !exists && path.exists() && !create && !becomes_a_store(path) {
+            return Err(Error::EmptyFile(shown(path)));
+        }
         let sql = |source| Error::Sql {
             path: shown(path),
             source,
         };
         let conn = Connection::open(path).map_err(sql)?;
+        if exists {
+            if let Some(why) = quick_check(&conn) {
+                return Err(Error::Damaged {
+                    path: shown(path),
+                    why,
+                });
+            }
+        }
         conn.busy_timeout(std::time::Duration::from_secs(30))
             .map_err(sql)?;
         let s = Store {
@@ -200,14 +258,18 @@ impl Store {
         self.mark_dead_runs()
     }
 
-    /// Opens an existing store for reading only: nothing is written (no migration, no marking), so
-    /// a read-only file, folder or user can read it.
+    /// Opens an existing store for reading only: nothing is written (no migration, no marking, no
+    /// -wal or -shm file left beside it), so a read-only file, folder or user can read it. A
+    /// damaged store is read with a warning on stderr: what is left may be incomplete.
     pub fn open_read(path: &Path) -> Result<Store> {
         if !check_path(path)? {
             return Err(Error::Empty(shown(path)));
         }
         use rusqlite::OpenFlags;
         let ro = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        // No writer has it open (it left no WAL index): read the file as it is, making nothing.
+        let shm = PathBuf::from(format!("{}-shm", path.display()));
+        let quiet = !shm.exists();
         let try_open = |c: Connection| -> std::result::Result<Store, rusqlite::Error> {
             c.busy_timeout(std::time::Duration::from_secs(30))?;
             let s = Store {
@@ -222,16 +284,33 @@ impl Store {
         };
         // Without write access to the folder, SQLite cannot share the WAL index: read the file as
         // it is (immutable) instead.
-        let s = Connection::open_with_flags(path, ro)
-            .and_then(try_open)
-            .or_else(|_| {
-                let uri = format!("file:{}?immutable=1", path.display());
-                Connection::open_with_flags(uri, ro | OpenFlags::SQLITE_OPEN_URI).and_then(try_open)
-            })
-            .map_err(|source| Error::Sql {
+        let immutable = || {
+            let uri = format!("file:{}?immutable=1", path.display());
+            Connection::open_with_flags(uri, ro | OpenFlags::SQLITE_OPEN_URI).and_then(try_open)
+        };
+        let opened = if quiet {
+            immutable()
+        } else {
+            Connection::open_with_flags(path, ro)
+                .and_then(try_open)
+                .or_else(|_| immutable())
+        };
+        let s = opened.map_err(|source| match is_corrupt(&source) {
+            true => Error::Damaged {
+                path: shown(path),
+                why: source.to_string(),
+            },
+            false => Error::Sql {
                 path: shown(path),
                 source,
-            })?;
+            },
+        })?;
+        if let Some(why) = quick_check(&s.conn) {
+            crate::errln!(
+                "vnetlab: warning: {} is damaged ({why}): what follows may be incomplete",
+                shown(path)
+            );
+        }
         if s.app().as_deref() != Some(APP) {
             return Err(Error::NotOurs(shown(path)));
         }

@@ -47,7 +47,7 @@ fn tmp(name: &str) -> Tmp {
 #[test]
 fn round_trip_of_runs_points_samples_and_parts() {
     let p = tmp("rt");
-    let s = Store::open(&p).unwrap();
+    let s = Store::open(&p, false).unwrap();
     let facts = HostFacts {
         kernel: "6".into(),
         ..Default::default()
@@ -122,7 +122,7 @@ fn round_trip_of_runs_points_samples_and_parts() {
 fn a_foreign_file_is_refused_and_left_alone() {
     let p = tmp("foreign");
     std::fs::write(&p, b"hello, not a database").unwrap();
-    assert!(Store::open(&p)
+    assert!(Store::open(&p, false)
         .unwrap_err()
         .to_string()
         .contains("not a vnetlab database"));
@@ -135,7 +135,7 @@ fn a_foreign_file_is_refused_and_left_alone() {
             .unwrap();
     }
     let before = std::fs::read(&q).unwrap();
-    assert!(Store::open(&q)
+    assert!(Store::open(&q, false)
         .unwrap_err()
         .to_string()
         .contains("not a vnetlab database"));
@@ -145,7 +145,7 @@ fn a_foreign_file_is_refused_and_left_alone() {
 #[test]
 fn a_run_whose_process_died_is_incomplete() {
     let p = tmp("dead");
-    let s = Store::open(&p).unwrap();
+    let s = Store::open(&p, false).unwrap();
     let run = s
         .begin_run("q", "", "", "", &HostFacts::default(), 3)
         .unwrap();
@@ -153,7 +153,7 @@ fn a_run_whose_process_died_is_incomplete() {
         .execute("UPDATE runs SET pid = 999999999 WHERE id = ?1", [run])
         .unwrap();
     drop(s);
-    let s = Store::open(&p).unwrap();
+    let s = Store::open(&p, false).unwrap();
     assert_eq!(
         s.find_run(RunRef::Latest).unwrap().status,
         RunStatus::Incomplete
@@ -173,7 +173,7 @@ fn an_older_store_is_migrated_with_its_points() {
                          INSERT INTO points (run_id, seq, mode, guests, direction, test, message_bytes, gro, tso, mtu, parallel, duration_s, repeat, throughput_gbps)
                          VALUES (1, 1, 'bridge', 1, 'guest-to-client', 'TCP_STREAM', 1024, 'both', 1, 1500, 1, 1.0, 1, 3.5);").unwrap();
     }
-    let s = Store::open(&p).unwrap();
+    let s = Store::open(&p, false).unwrap();
     let v: String = s
         .conn
         .query_row(
@@ -196,7 +196,7 @@ fn an_older_store_is_migrated_with_its_points() {
         )
         .unwrap();
     drop(s);
-    assert!(Store::open(&p)
+    assert!(Store::open(&p, false)
         .unwrap_err()
         .to_string()
         .contains("newer vnetlab"));
@@ -207,4 +207,73 @@ fn dates_are_civil() {
     assert_eq!(civil_from_days(0), (1970, 1, 1));
     assert_eq!(civil_from_days(20_414), (2025, 11, 22));
     assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+}
+
+#[test]
+fn an_empty_file_is_refused_unless_asked_to_make_a_store_in_it() {
+    let p = tmp("empty");
+    std::fs::write(&p, b"").unwrap();
+    let e = Store::open(&p, false).unwrap_err().to_string();
+    assert!(
+        e.contains("is an empty file") && e.contains("--create"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read(&p).unwrap().len(), 0, "nothing written");
+    assert!(Store::open_read(&p)
+        .unwrap_err()
+        .to_string()
+        .contains("holds no store yet"));
+    Store::open(&p, true).unwrap();
+    Store::open_read(&p).unwrap();
+}
+
+#[test]
+fn a_damaged_store_is_not_written_and_reads_with_a_warning() {
+    let p = tmp("damaged");
+    {
+        let s = Store::open(&p, false).unwrap();
+        for i in 0..200 {
+            s.begin_run(
+                &format!("r{i}"),
+                &"x".repeat(2000),
+                "",
+                "",
+                &HostFacts::default(),
+                1,
+            )
+            .unwrap();
+        }
+    }
+    // 8 KB of noise over the middle of the file, as a bad disk or a stray write leaves it.
+    let mut bytes = std::fs::read(&p).unwrap();
+    assert!(bytes.len() > 40_000);
+    let mut x: u32 = 7;
+    for b in &mut bytes[16_384..24_576] {
+        x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        *b = (x >> 16) as u8;
+    }
+    std::fs::write(&p, &bytes).unwrap();
+    let e = Store::open(&p, false).unwrap_err();
+    assert!(matches!(e, Error::Damaged { .. }), "{e}");
+    assert!(e.to_string().contains("is damaged"));
+    assert_eq!(
+        std::fs::read(&p).unwrap(),
+        bytes,
+        "a damaged store is not written"
+    );
+}
+
+#[test]
+fn a_reader_leaves_no_files_beside_the_store() {
+    let p = tmp("reader");
+    Store::open(&p, false)
+        .unwrap()
+        .begin_run("q", "", "", "", &HostFacts::default(), 1)
+        .unwrap();
+    let beside = |s: &str| std::path::PathBuf::from(format!("{}{s}", p.display())).exists();
+    assert!(!beside("-wal") && !beside("-shm"), "the writer cleaned up");
+    let s = Store::open_read(&p).unwrap();
+    assert_eq!(s.runs().unwrap().len(), 1);
+    drop(s);
+    assert!(!beside("-wal") && !beside("-shm"), "the reader made files");
 }

@@ -99,8 +99,13 @@ pub fn alive(pid: u32, start: Option<u64>) -> bool {
 
 /// Whether this process runs as root (the lab needs CAP_NET_ADMIN and cgroups).
 pub fn is_root() -> bool {
+    euid() == 0
+}
+
+/// This process's effective user id.
+pub fn euid() -> u32 {
     // SAFETY: geteuid takes no arguments and cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    unsafe { libc::geteuid() }
 }
 
 /// A namespace that could not be entered.
@@ -183,6 +188,42 @@ pub fn clock_ticks_per_s() -> f64 {
     } else {
         100.0
     }
+}
+
+/// Whether this process may write `path` (and make files beside it, as SQLite's -wal and -shm):
+/// the file if it exists, and its folder. A read-only mount says no even to root.
+pub fn writable(path: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let can = |p: &std::path::Path| {
+        let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else {
+            return false;
+        };
+        // SAFETY: `c` is a NUL-terminated path that outlives the call; access only reads it.
+        unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    can(dir) && (!path.exists() || can(path))
+}
+
+/// statfs f_type of a cgroup v1 and a cgroup v2 file system (linux/magic.h).
+pub const CGROUP_MAGIC: i64 = 0x0027_e0eb;
+pub const CGROUP2_MAGIC: i64 = 0x6367_7270;
+
+/// The file system type (statfs f_type) of the file system holding `path`.
+pub fn fs_magic(path: &std::path::Path) -> io::Result<i64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: statfs is plain old data; zeroed is a valid value for it.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path and `st` a statfs the kernel fills; both outlive the call.
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st.f_type as i64)
 }
 
 /// An epoll instance that closes itself, watching fds edge-triggered for input, each under a tag.

@@ -41,6 +41,7 @@ pub(super) fn steps(cx: &Cx, s: &SriovPf) -> Result<Vec<Step>, Error> {
             creates: vec![Entry::NumVfs {
                 pf: s.pf.clone(),
                 previous: s.numvfs,
+                set: Some(need),
             }],
             cmd: HostCmd::Write {
                 path: format!("/sys/class/net/{}/device/sriov_numvfs", s.pf).into(),
