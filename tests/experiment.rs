@@ -192,7 +192,12 @@ fn a_lab_that_cannot_be_built_fails_its_points_and_the_run_goes_on() {
         .output()
         .unwrap();
     // It ran to its end, with a hole: exit 3, so a script notices.
-    assert_eq!(o.status.code(), Some(3), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let pts = r["points"].as_array().unwrap();
     assert_eq!(pts.len(), 2, "{r}");
