@@ -249,6 +249,9 @@ pub struct PointRecord {
     /// Every repeat's figures.
     #[serde(default)]
     pub repeats: Vec<Repeat>,
+    /// The machine that measured it (its run's host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 impl PointRecord {
@@ -293,6 +296,9 @@ pub struct RunRow {
     pub host_facts: HostFacts,
     #[serde(skip)]
     pub experiment_text: String,
+    /// The machine that measured it (stores written before hosts were recorded: None).
+    #[serde(default)]
+    pub host: Option<String>,
 }
 
 /// Which run a command means: the newest, or one by id.

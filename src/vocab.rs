@@ -250,6 +250,15 @@ impl fmt::Display for Pacing {
     }
 }
 
+/// Which program moved a test's bytes: vnetlab's own engine, or a stock iperf3 (`--peer`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    #[default]
+    Vnetlab,
+    Iperf3,
+}
+
 /// Who sends to whom: `guest-to-client` (g1 → client), `client-to-guest`, `guest-to-guest`
 /// (g1 → g2), `guests-to-client` (every guest at once), `host-to-client` (the VDI network).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

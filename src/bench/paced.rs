@@ -89,6 +89,7 @@ fn target(rec: &LabRecord) -> Target {
         from: Senders::One(Role::Guest(1)),
         to: Role::Client,
         loads: vec![],
+        peer: None,
     }
 }
 

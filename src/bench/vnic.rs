@@ -139,6 +139,7 @@ fn run_cases(
                 from: Senders::One(from),
                 to,
                 loads: vec![],
+                peer: None,
             };
             match measure::repeated(&target, &spec, repeat, None, &|_, _| {}) {
                 Ok(m) => rows.push(row(case.label, from, to, &m)),

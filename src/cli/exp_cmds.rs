@@ -16,9 +16,9 @@ const DEFAULT_DB: &str = "vnetlab.sqlite";
 pub struct RunArgs {
     /// The experiment file (TOML), e.g. experiments/quick.toml
     file: PathBuf,
-    /// The results store (SQLite); made if missing
-    #[arg(long, default_value = DEFAULT_DB)]
-    db: PathBuf,
+    /// The results store; made if missing
+    #[command(flatten)]
+    db: DbArgs,
     /// Make the store in --db even if it is an existing empty file
     #[arg(long)]
     create: bool,
@@ -36,6 +36,43 @@ pub struct RunArgs {
 }
 
 /// Opens an existing store for reading only; never makes one, never writes.
+/// Where results are stored: an SQLite file (`--db`, the default) or a PostgreSQL database that
+/// several hosts share (`--store postgresql://…`).
+#[derive(Args, Clone, Debug)]
+pub struct DbArgs {
+    /// The results store (SQLite)
+    #[arg(long, default_value = DEFAULT_DB)]
+    pub db: PathBuf,
+    /// A PostgreSQL store instead, shared by several hosts: postgresql://USER@HOST[:PORT]/DB
+    /// (every run and point records the host that measured it)
+    #[arg(long, value_name = "URL", conflicts_with = "db")]
+    pub store: Option<String>,
+}
+
+impl DbArgs {
+    /// The store to read: it must exist.
+    pub fn read(&self) -> Result<Store, Fail> {
+        match &self.store {
+            Some(url) => Ok(Store::open_pg(url)?),
+            None => existing(&self.db),
+        }
+    }
+    /// The store to write: made if missing (an empty SQLite file only with `create`).
+    pub fn write(&self, create: bool) -> Result<Store, Fail> {
+        match &self.store {
+            Some(url) => Ok(Store::open_pg(url)?),
+            None => Ok(Store::open(&self.db, create)?),
+        }
+    }
+    /// As messages name it.
+    pub fn shown(&self) -> String {
+        match &self.store {
+            Some(url) => crate::store::pg::shown(url),
+            None => crate::text::clip(&self.db.display().to_string()),
+        }
+    }
+}
+
 pub fn existing(db: &Path) -> Result<Store, Fail> {
     let name = crate::text::clip(&db.display().to_string());
     if !db.exists() {
@@ -172,7 +209,7 @@ pub fn run(a: RunArgs) -> CmdResult {
     }
     need_root("vnetlab run")?;
     output_dir(&a.out)?;
-    let store = Store::open(&a.db, a.create)?;
+    let store = a.db.write(a.create)?;
     let eta: f64 = points.iter().map(matrix::estimate_s).sum();
     if eta > 24.0 * 3600.0 && !a.json {
         crate::errln!("vnetlab: note: {} points will take about {:.0} hours; Ctrl-C stops after the point under way and keeps what finished", points.len(), eta / 3600.0);
@@ -205,7 +242,7 @@ pub fn run(a: RunArgs) -> CmdResult {
         return Err(Fail::Interrupted(format!(
             "interrupted: {} finished points kept in {} (run {}, marked interrupted); its labs were removed",
             outcome.points_done,
-            crate::text::clip(&a.db.display().to_string()),
+            a.db.shown(),
             outcome.run_id
         )));
     }
@@ -226,8 +263,8 @@ pub struct ReportArgs {
     /// The run: its id, or latest
     #[arg(default_value = "latest", allow_hyphen_values = true)]
     run: RunRef,
-    #[arg(long, default_value = DEFAULT_DB)]
-    db: PathBuf,
+    #[command(flatten)]
+    db: DbArgs,
     /// Write the HTML report to this file
     #[arg(long)]
     html: Option<PathBuf>,
@@ -239,7 +276,7 @@ pub fn report(a: ReportArgs) -> CmdResult {
     if let Some(h) = &a.html {
         output_file(h, "--html")?;
     }
-    let store = existing(&a.db)?;
+    let store = a.db.read()?;
     let r = store.find_run(a.run)?;
     let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
     if let Some(h) = &a.html {
@@ -249,9 +286,13 @@ pub fn report(a: ReportArgs) -> CmdResult {
         print_json(&serde_json::json!({"run": r, "points": pts}));
     } else {
         crate::outln!(
-            "run {} ({}), {}: {} of {} points",
+            "run {} ({}){}, {}: {} of {} points",
             r.id,
             r.name,
+            r.host
+                .as_deref()
+                .map(|h| format!(" on {h}"))
+                .unwrap_or_default(),
             r.status,
             r.points,
             r.planned_points
@@ -266,19 +307,19 @@ pub fn report(a: ReportArgs) -> CmdResult {
 
 #[derive(Args)]
 pub struct RunsArgs {
-    #[arg(long, default_value = DEFAULT_DB)]
-    db: PathBuf,
+    #[command(flatten)]
+    db: DbArgs,
     #[arg(long)]
     json: bool,
 }
 
 pub fn runs(a: RunsArgs) -> CmdResult {
-    let store = existing(&a.db)?;
+    let store = a.db.read()?;
     let rows = store.runs()?;
     if a.json {
         print_json(&rows);
     } else if rows.is_empty() {
-        crate::outln!("{} holds no runs", a.db.display());
+        crate::outln!("{} holds no runs", a.db.shown());
     } else {
         crate::out!("{}", table::runs(&rows));
     }
@@ -293,8 +334,8 @@ pub struct ExportArgs {
     /// CSV (the only format today; JSON is `vnetlab report RUN --json`)
     #[arg(long)]
     csv: bool,
-    #[arg(long, default_value = DEFAULT_DB)]
-    db: PathBuf,
+    #[command(flatten)]
+    db: DbArgs,
     /// Write to this file instead of stdout
     #[arg(short = 'o', long)]
     output: Option<PathBuf>,
@@ -309,7 +350,7 @@ pub fn export(a: ExportArgs) -> CmdResult {
     if let Some(o) = &a.output {
         output_file(o, "-o")?;
     }
-    let store = existing(&a.db)?;
+    let store = a.db.read()?;
     let r = store.find_run(a.run)?;
     let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
     let csv = table::csv(&r, &pts);
@@ -347,20 +388,22 @@ pub fn migrate(a: MigrateArgs) -> CmdResult {
 pub struct CompareArgs {
     run_a: RunRef,
     run_b: RunRef,
-    #[arg(long, default_value = DEFAULT_DB)]
-    db: PathBuf,
+    #[command(flatten)]
+    db: DbArgs,
     #[arg(long)]
     json: bool,
 }
 
 pub fn compare(a: CompareArgs) -> CmdResult {
-    let store = existing(&a.db)?;
+    let store = a.db.read()?;
     let (ra, rb) = (store.find_run(a.run_a)?, store.find_run(a.run_b)?);
     let pa: Vec<PointRecord> = store.points(ra.id)?.into_iter().map(|(_, p)| p).collect();
     let pb: Vec<PointRecord> = store.points(rb.id)?.into_iter().map(|(_, p)| p).collect();
     let rows = rcompare::compare(&pa, &pb);
     if a.json {
-        print_json(&serde_json::json!({"a": ra.id, "b": rb.id, "rows": rows}));
+        print_json(
+            &serde_json::json!({"a": ra.id, "b": rb.id, "a_host": ra.host, "b_host": rb.host, "rows": rows}),
+        );
         return Ok(());
     }
     if rows.is_empty() {
@@ -371,7 +414,13 @@ pub fn compare(a: CompareArgs) -> CmdResult {
         );
         return Ok(());
     }
-    crate::outln!("B = run {}, A = run {}; median (min–max) over repeats; ratio = B ÷ A of the medians; * = outside both runs' spread, ? = no spread (single runs), ! = unstable (>10 % across repeats)", rb.id, ra.id);
+    let on = |r: &crate::records::RunRow| {
+        r.host
+            .as_deref()
+            .map(|h| format!(" on {h}"))
+            .unwrap_or_default()
+    };
+    crate::outln!("B = run {}{}, A = run {}{}; median (min–max) over repeats; ratio = B ÷ A of the medians; * = outside both runs' spread, ? = no spread (single runs), ! = unstable (>10 % across repeats)", rb.id, on(&rb), ra.id, on(&ra));
     crate::outln!(
         "{:<78} {:>24} {:>24} {:>8} {:>10}",
         "point",

@@ -67,6 +67,21 @@ pub struct UpArgs {
     /// Memory of each QEMU guest, e.g. 256M or 1G [default: 256M]
     #[arg(long, value_parser = crate::lab::topology::parse_memory)]
     memory: Option<u32>,
+    /// An existing interface of this machine, a real NIC to the client machine, becomes the
+    /// wire's host end (its state is journaled and given back on `down`); needs --client
+    #[arg(long, value_name = "IFACE")]
+    uplink: Option<String>,
+    /// Take the uplink even though this machine's default route leaves through it
+    #[arg(long)]
+    force_uplink: bool,
+    /// The client machine beyond the uplink: its address (the lab's client address, e.g.
+    /// 10.213.0.2) and the port of its `vnetlab serve` [default port: 12866]
+    #[arg(long, value_name = "HOST[:PORT]")]
+    client: Option<String>,
+    /// The token the client machine's `vnetlab serve` printed (without it, only `test --peer
+    /// iperf3` reaches the client)
+    #[arg(long)]
+    token: Option<String>,
     /// Print the iproute2/tc/ethtool/nft commands instead of running them
     #[arg(long)]
     dry_run: bool,
@@ -93,7 +108,10 @@ impl UpArgs {
             || self.pf.is_some()
             || self.lro.is_some()
             || self.vcpus.is_some()
-            || self.memory.is_some();
+            || self.memory.is_some()
+            || self.uplink.is_some()
+            || self.client.is_some()
+            || self.token.is_some();
         let mut t = match &self.file {
             Some(f) => {
                 if flags_given {
@@ -126,12 +144,22 @@ impl UpArgs {
                     lro: self.lro.map(|l| l.0).unwrap_or(false),
                     vcpus: self.vcpus.unwrap_or(d.vcpus),
                     memory_mib: self.memory.unwrap_or(d.memory_mib),
+                    uplink: self.uplink.clone(),
+                    client: match &self.client {
+                        Some(c) => Some(topology::RemoteClient::parse(c, self.token.clone())?),
+                        None if self.token.is_some() => {
+                            return Err(Fail::Input("--token is the client machine's serve token: give --client HOST[:PORT] too".into()))
+                        }
+                        None => None,
+                    },
+                    force_uplink: false,
                 }
             }
         };
         if let Some(n) = &self.name {
             t.name = n.clone();
         }
+        t.force_uplink = self.force_uplink;
         t.validate()?;
         Ok(t)
     }
@@ -185,10 +213,14 @@ pub fn up(a: UpArgs) -> CmdResult {
         t.subnet
     );
     for e in &r.endpoints {
+        let place = match &e.remote {
+            Some(_) => "(another machine)",
+            None => e.netns.as_str(),
+        };
         crate::outln!(
             "  {:<7} {:<16} {:<15} {}",
             e.role.to_string(),
-            e.netns,
+            place,
             e.address.to_string(),
             e.iface
         );
@@ -332,7 +364,10 @@ pub fn status(a: StatusArgs) -> CmdResult {
             );
         };
         row(&l.host);
-        row(&l.client);
+        match &l.client.remote {
+            Some(r) => crate::outln!("  {:<7} {:<15} {:<16} {r}", "client", "-", l.client.address),
+            None => row(&l.client),
+        }
         for g in &l.guests {
             row(g);
         }

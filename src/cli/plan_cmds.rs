@@ -21,8 +21,8 @@ pub struct PlanArgs {
     #[arg(long)]
     from_run: Option<crate::records::RunRef>,
     /// The store for --from-run
-    #[arg(long, default_value = "vnetlab.sqlite")]
-    db: PathBuf,
+    #[command(flatten)]
+    db: super::exp_cmds::DbArgs,
     /// --from-run: take the points at this message size [default: 8K, else the largest]
     #[arg(long)]
     size: Option<String>,
@@ -272,7 +272,7 @@ fn costs_from_run(
     run: crate::records::RunRef,
     s: &mut model::Scenario,
 ) -> Result<Provenance, Fail> {
-    let store = super::exp_cmds::existing(&a.db)?;
+    let store = a.db.read()?;
     let r = store.find_run(run)?;
     let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
     let size = a

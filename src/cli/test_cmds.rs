@@ -17,7 +17,7 @@ use crate::stats;
 use crate::units;
 use crate::vocab::{Role, Senders, TestKind};
 
-pub const DEFAULT_PORT: u16 = 12866;
+pub use crate::engine::serve::DEFAULT_PORT;
 
 #[derive(Args)]
 pub struct TestArgs {
@@ -132,6 +132,12 @@ pub struct TestArgs {
     /// With --movie: scale the paper's times (rates stay), e.g. 0.1 plays 25.3 s
     #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
     time_scale: f64,
+    /// In a lab: a stock `iperf3 -s` at the client is the far end of a TCP_STREAM or UDP_STREAM
+    /// (iperf3[:PORT], default port 5201): vnetlab starts it in a local client's namespace; on a
+    /// client machine (`up --client`) it must be running there. The result says iperf3 moved
+    /// the bytes; the meter measures the host as for any test
+    #[arg(long, value_name = "iperf3[:PORT]")]
+    peer: Option<String>,
     /// One JSON document on stdout
     #[arg(long)]
     json: bool,
@@ -183,6 +189,8 @@ impl TestArgs {
                 .map(|b| b as u64),
             verify: self.verify,
             vdi: self.vdi()?,
+            report_cpu: false,
+            clock_offset_ns: 0,
         };
         let s = Spec {
             parallel: if s.vdi.is_some() {
@@ -364,11 +372,17 @@ pub fn test(a: TestArgs) -> CmdResult {
             return Err(Fail::Input(format!("--from {from} --to {to}: a test needs two different endpoints (e.g. --from g1 --to client)")));
         }
         let loads = a.loads(&rec)?;
+        let peer = a
+            .peer
+            .as_deref()
+            .map(crate::experiment::peer::Peer::parse)
+            .transpose()?;
         Target::Lab {
             rec: Box::new(rec),
             from,
             to,
             loads,
+            peer,
         }
     } else if let Some(h) = &a.host {
         if !a.load.is_empty() || a.desktop_load.is_some() {
@@ -767,6 +781,12 @@ fn print_vdi(v: &crate::engine::vdi::result::VdiResult, secs: f64) {
         ms(&t.frame_delay_us),
         ms(&t.input_latency_us)
     );
+    if let Some(c) = &v.clock {
+        crate::outln!(
+            "  frame delays cross two machines: their clocks were set against each other to within ±{:.3} ms (input-to-screen is timed on the client's clock alone)",
+            c.uncertainty_ns as f64 / 1e6
+        );
+    }
     if t.usb_gbps > 0.0 {
         crate::outln!("  USB {:.3} Gb/s", t.usb_gbps);
     }
@@ -796,6 +816,18 @@ fn print_vdi(v: &crate::engine::vdi::result::VdiResult, secs: f64) {
 }
 
 pub fn print_result(r: &TestResult) {
+    for m in &r.remote_cpu {
+        crate::outln!(
+            "  {} (another machine, measured by its serve): {:.1} % of its {} cores busy, busiest core {:.1} %",
+            m.agent,
+            m.cpu.busy_pct,
+            m.cpu.ncpu,
+            m.cpu.max_core_pct
+        );
+    }
+    if r.engine == crate::vocab::Engine::Iperf3 {
+        crate::outln!("  the bytes were moved by a stock iperf3 (--peer), not vnetlab's engine");
+    }
     if let Some(v) = &r.vdi {
         return print_vdi(v, r.duration_s);
     }
@@ -970,6 +1002,7 @@ pub fn meter(a: MeterArgs) -> CmdResult {
         from: Senders::One(Role::Host),
         to: Role::Client,
         loads: vec![],
+        peer: None,
     };
     measure::place_driver(target.cpus());
     let m = Meter::start(target.setup()?);

@@ -179,6 +179,9 @@ impl Agent {
             Request::Run => Ok(Reply::Report {
                 report: self.run_streams(),
             }),
+            Request::Time => Ok(Reply::Time {
+                mono_ns: crate::sys::monotonic_ns(),
+            }),
             Request::Quit => Ok(Reply::Ok),
         };
         r.unwrap_or_else(|e| Reply::Error {
@@ -310,6 +313,11 @@ impl Agent {
     fn run_streams(&mut self) -> SideReport {
         let t0 = Instant::now();
         let mut report = SideReport::default();
+        let window = self.prepared.iter().find_map(|p| {
+            let s = p.spec();
+            s.report_cpu.then_some((s.warmup, s.duration))
+        });
+        let cpu = window.map(|(warmup, duration)| machine_cpu(t0, warmup, duration));
         let mut handles: Vec<JoinHandle<Piece>> = Vec::new();
         let mut first_receiver = true;
         for prep in self.prepared.drain(..) {
@@ -456,8 +464,47 @@ impl Agent {
                 .collect();
         }
         report.streams.sort_by_key(|s| s.id);
+        report.machine_cpu = cpu.and_then(|h| h.join().ok().flatten());
         report
     }
+}
+
+impl Prepared {
+    fn spec(&self) -> &Spec {
+        match self {
+            Prepared::TcpServer { spec, .. }
+            | Prepared::CrrServer { spec, .. }
+            | Prepared::UdpServer { spec, .. }
+            | Prepared::TcpClient { spec, .. }
+            | Prepared::CrrClient { spec, .. }
+            | Prepared::UdpClient { spec, .. } => spec,
+        }
+    }
+}
+
+/// This machine's CPU over the measured window [t0 + warmup, + duration], on a thread of its own:
+/// what a `vnetlab serve` on the client machine reports, so the client's work is measured where
+/// it runs.
+fn machine_cpu(t0: Instant, warmup: f64, duration: f64) -> JoinHandle<Option<proto::MachineCpu>> {
+    use crate::meter::procstat;
+    std::thread::spawn(move || {
+        let at = |s: f64| t0 + Duration::from_secs_f64(s);
+        std::thread::sleep(at(warmup).saturating_duration_since(Instant::now()));
+        let (a, ta) = (procstat::read_edge().ok()?, Instant::now());
+        std::thread::sleep(at(warmup + duration).saturating_duration_since(Instant::now()));
+        let (b, tb) = (procstat::read_edge().ok()?, Instant::now());
+        let w = (tb - ta).as_secs_f64();
+        let t = procstat::core_times(&a, &b, w, crate::meter::ticks_per_s());
+        let pct: Vec<f64> = t.values().map(|c| c.busy_s / w * 100.0).collect();
+        let busy_cores: f64 = t.values().map(|c| c.busy_s / w).sum();
+        Some(proto::MachineCpu {
+            ncpu: pct.len(),
+            busy_pct: busy_cores / pct.len().max(1) as f64 * 100.0,
+            busy_cores,
+            max_core_pct: pct.iter().copied().fold(0.0, f64::max),
+            window_s: w,
+        })
+    })
 }
 
 /// Accepts `n` data connections, each opening with the preamble; strangers are dropped. Waits in

@@ -12,7 +12,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::Duration;
 
 use super::intervals::{self, Interval};
-use super::proto::{Reply, Request, SideReport};
+use super::proto::{ClockSync, MachineCpu, Reply, Request, SideReport};
 use super::spec::Spec;
 use super::tcpinfo::TcpSample;
 use crate::vocab::TestKind;
@@ -28,6 +28,9 @@ pub struct AgentConn {
     /// A QEMU guest's socket, shut when the session ends: its reader thread holds a clone, and
     /// the guest's agent serves its next session only once this connection is closed.
     unix: Option<UnixStream>,
+    /// It runs on another machine (`vnetlab serve` reached over TCP): it reports that machine's
+    /// CPU, and its clock is not this one's.
+    remote: bool,
 }
 
 /// Reads an agent's reply lines (each at most `MAX_REPLY` bytes) onto a channel.
@@ -65,6 +68,7 @@ impl AgentConn {
             rx,
             child: None,
             unix: None,
+            remote: false,
         })
     }
 
@@ -88,16 +92,41 @@ impl AgentConn {
             rx,
             child: Some(child),
             unix: None,
+            remote: false,
         })
     }
 
     /// An agent reached over TCP (`vnetlab serve`), authenticated with its token.
     pub fn tcp(name: &str, addr: SocketAddr, token: &str) -> Result<AgentConn, Error> {
-        let s = TcpStream::connect_timeout(&addr, Duration::from_secs(3)).map_err(|e| {
-            Error::Failed(format!(
-                "cannot reach vnetlab serve at {addr}: {e} (is it running there?)"
-            ))
-        })?;
+        Self::tcp_from(name, addr, token, None)
+    }
+
+    /// The same, the connection made from inside network namespace `netns` (a lab's host, whose
+    /// uplink is the only way to the client machine): the socket stays in that namespace.
+    pub fn tcp_from(
+        name: &str,
+        addr: SocketAddr,
+        token: &str,
+        netns: Option<&str>,
+    ) -> Result<AgentConn, Error> {
+        let ns = netns.map(str::to_string);
+        let connect = move || -> Result<TcpStream, Error> {
+            if let Some(ns) = &ns {
+                crate::sys::enter_netns(ns).map_err(|e| Error::Failed(e.to_string()))?;
+            }
+            TcpStream::connect_timeout(&addr, Duration::from_secs(3)).map_err(|e| {
+                Error::Failed(format!(
+                    "cannot reach vnetlab serve at {addr}: {e} (is it running there?)"
+                ))
+            })
+        };
+        // A thread of its own enters the namespace, so this one stays where it is.
+        let s = match netns {
+            Some(_) => std::thread::spawn(connect)
+                .join()
+                .unwrap_or_else(|_| Err(Error::Failed("the connecting thread panicked".into())))?,
+            None => connect()?,
+        };
         s.set_nodelay(true).ok();
         let rx = reader_thread(
             name.into(),
@@ -109,6 +138,7 @@ impl AgentConn {
             rx,
             child: None,
             unix: None,
+            remote: true,
         };
         a.call(
             &Request::Hello {
@@ -139,6 +169,7 @@ impl AgentConn {
             rx,
             child: None,
             unix: s2,
+            remote: false,
         };
         a.call(&Request::Hello { token: "".into() }, SETUP_TIMEOUT)?;
         Ok(a)
@@ -192,7 +223,47 @@ impl AgentConn {
         self.send(req)?;
         self.recv(timeout)
     }
+
+    /// Its clock against this process's: shared on one machine; over TCP, NTP-style exchanges
+    /// (ours before, theirs, ours after), the fastest round trip giving the offset (theirs less
+    /// ours at the middle of the trip) and its uncertainty (half that trip).
+    pub fn clock(&mut self) -> Result<ClockSync, Error> {
+        if !self.remote {
+            return Ok(ClockSync {
+                shared: true,
+                ..Default::default()
+            });
+        }
+        let mut best: Option<(u64, i64)> = None;
+        for _ in 0..CLOCK_ROUNDS {
+            let t0 = crate::sys::monotonic_ns();
+            let theirs = match self.call(&Request::Time, SETUP_TIMEOUT)? {
+                Reply::Time { mono_ns } => mono_ns,
+                other => {
+                    return Err(Error::Failed(format!(
+                        "{}: no clock in its answer ({other:?}): is its vnetlab older?",
+                        self.name
+                    )))
+                }
+            };
+            let t2 = crate::sys::monotonic_ns();
+            let rtt = t2.saturating_sub(t0);
+            let offset = theirs as i64 - (t0 / 2 + t2 / 2) as i64;
+            if best.is_none_or(|(r, _)| rtt < r) {
+                best = Some((rtt, offset));
+            }
+        }
+        let (rtt, offset_ns) = best.unwrap_or_default();
+        Ok(ClockSync {
+            shared: false,
+            offset_ns,
+            uncertainty_ns: rtt / 2,
+        })
+    }
 }
+
+/// Clock exchanges with an agent on another machine (the fastest is kept).
+const CLOCK_ROUNDS: usize = 16;
 
 impl Drop for AgentConn {
     fn drop(&mut self) {
@@ -275,6 +346,9 @@ pub struct Transfer {
 
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct TestResult {
+    /// What moved the bytes: vnetlab's engine, or a stock iperf3 (`test --peer iperf3`).
+    #[serde(default)]
+    pub engine: crate::vocab::Engine,
     pub test: TestKind,
     pub from: String,
     pub to: String,
@@ -300,6 +374,9 @@ pub struct TestResult {
     /// --bytes/--verify: what was sent and received, and whether the hashes match.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub transfer: Option<Transfer>,
+    /// Agents on other machines (`vnetlab serve`): each one's machine's CPU over the window.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub remote_cpu: Vec<RemoteCpu>,
     /// Senders whose streams moved nothing in the measured window (the host could not drive
     /// them all): named, never averaged away.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
@@ -313,6 +390,14 @@ pub struct TestResult {
 pub struct PacedStreams {
     pub rate_bps: u64,
     pub mode: crate::vocab::Pacing,
+}
+
+/// An agent on another machine and its machine's CPU over the window.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct RemoteCpu {
+    pub agent: String,
+    #[serde(flatten)]
+    pub cpu: MachineCpu,
 }
 
 /// Stream ids: pair k's streams are k*1000, k*1000+1, …
@@ -330,12 +415,31 @@ pub fn run_test(
     if pairs.is_empty() {
         return Err(Error::Failed("nothing to test: no pairs".into()));
     }
+    // VDI frame delays are one-way: an agent on another machine has a clock of its own.
+    let clocks: Vec<ClockSync> = if spec.vdi.is_some() {
+        agents
+            .iter_mut()
+            .map(AgentConn::clock)
+            .collect::<Result<_, _>>()?
+    } else {
+        vec![]
+    };
+    // Each agent's copy of the spec: one on another machine reports that machine's CPU.
+    let spec_for = |a: &AgentConn| Spec {
+        report_cpu: a.remote,
+        ..spec.clone()
+    };
     // 1. Servers listen, initiators connect.
     for (k, p) in pairs.iter().enumerate() {
         let first_id = k as u32 * IDS_PER_PAIR;
+        let mut server_spec = spec_for(&agents[p.server]);
+        if let (Some(s), Some(i)) = (clocks.get(p.server), clocks.get(p.initiator)) {
+            // The engine initiates, the client serves: its clock less the engine's.
+            server_spec.clock_offset_ns = s.offset_ns - i.offset_ns;
+        }
         let reply = agents[p.server].call(
             &Request::Listen {
-                spec: spec.clone(),
+                spec: server_spec,
                 bind: p.listen_on,
                 ports: p.ports,
                 streams: spec.parallel,
@@ -356,9 +460,10 @@ pub fn run_test(
             .iter()
             .map(|&port| SocketAddr::new(p.connect_to, port))
             .collect();
+        let initiator_spec = spec_for(&agents[p.initiator]);
         agents[p.initiator].call(
             &Request::Connect {
-                spec: spec.clone(),
+                spec: initiator_spec,
                 to,
                 first_id,
             },
@@ -404,7 +509,24 @@ pub fn run_test(
     if !errors.is_empty() {
         return Err(Error::Failed(errors.join("; ")));
     }
-    let r = combine(spec, pairs, &reports);
+    let mut r = combine(spec, pairs, &reports);
+    r.remote_cpu = reports
+        .iter()
+        .filter_map(|(i, rep)| {
+            Some(RemoteCpu {
+                agent: agents[*i].name.clone(),
+                cpu: rep.machine_cpu.clone()?,
+            })
+        })
+        .collect();
+    if let Some(v) = r.vdi.as_mut() {
+        // The least certain clock of any agent, where one is on another machine.
+        v.clock = clocks
+            .iter()
+            .filter(|c| !c.shared)
+            .max_by_key(|c| c.uncertainty_ns)
+            .cloned();
+    }
     if let Some(t) = r.transfer.as_ref().filter(|t| !t.matches) {
         return Err(Error::Failed(format!(
             "verify: the receiver got other bytes than were sent ({} sent, {} received; sha256 {} ≠ {})",
@@ -527,6 +649,7 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
         _ => None,
     };
     TestResult {
+        engine: crate::vocab::Engine::Vnetlab,
         test: spec.test,
         from: unique(pairs.iter().map(|p| p.from.as_str())),
         to: unique(pairs.iter().map(|p| p.to.as_str())),
@@ -560,6 +683,7 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
             .as_ref()
             .map(|v| vdi_sides(&v.profile, reports, secs)),
         starved,
+        remote_cpu: vec![],
         zerocopy: spec.zerocopy.then(|| ZeroCopy {
             sends_completed: zc_done,
             copied_pct: if zc_done > 0 {

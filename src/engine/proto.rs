@@ -30,6 +30,8 @@ pub enum Request {
     },
     /// Run everything prepared, now; reply with the report when done.
     Run,
+    /// The agent's CLOCK_MONOTONIC, for the driver to measure the offset between two machines.
+    Time,
     Quit,
 }
 
@@ -39,7 +41,31 @@ pub enum Reply {
     Ok,
     Listening { ports: Vec<u16> },
     Report { report: SideReport },
+    Time { mono_ns: u64 },
     Error { error: String },
+}
+
+/// How one machine's clock was set against another's for one-way delays: the offset (theirs less
+/// ours), and how far off it may be (half the fastest round trip of the exchange). On one machine
+/// both are 0 and `shared` says the clock is the same.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+pub struct ClockSync {
+    pub shared: bool,
+    pub offset_ns: i64,
+    pub uncertainty_ns: u64,
+}
+
+/// The busy time of the machine an agent runs on, over the measured window (a `vnetlab serve`
+/// on the client machine measures its own, so the client's CPU is never the host's).
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+pub struct MachineCpu {
+    pub ncpu: usize,
+    /// Busy share of all its cores, %, and in cores.
+    pub busy_pct: f64,
+    pub busy_cores: f64,
+    /// Its busiest core, % (a single-threaded receiver saturates one core of many).
+    pub max_core_pct: f64,
+    pub window_s: f64,
 }
 
 /// What one stream did, as one agent saw it.
@@ -111,6 +137,9 @@ pub struct SideReport {
     pub latency_ns: Vec<(u64, u64)>,
     pub tcp_info: Vec<TcpSample>,
     pub errors: Vec<String>,
+    /// The agent's machine's CPU over the window, when the driver asked (`Spec::report_cpu`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_cpu: Option<MachineCpu>,
 }
 
 /// The longest request line an agent reads (requests are small: a spec and some addresses).

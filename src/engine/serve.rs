@@ -20,6 +20,8 @@ use super::agent::{self, SessionEnd, SessionMode};
 use super::proto::{Reply, Request};
 use super::reach::Reach;
 
+/// The control port `serve` listens on and `test -H` reaches by default.
+pub const DEFAULT_PORT: u16 = 12866;
 /// Idle control connections are dropped after this long.
 pub const IDLE: Duration = Duration::from_secs(600);
 /// A connection must send its whole hello within this long of being accepted.

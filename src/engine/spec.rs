@@ -53,6 +53,14 @@ pub struct Spec {
     /// VDI: each desktop's session workload (one stream per desktop, `parallel` desktops).
     #[serde(default)]
     pub vdi: Option<super::vdi::profile::VdiSpec>,
+    /// The agent reports its machine's CPU over the window (the driver asks agents on other
+    /// machines).
+    #[serde(default)]
+    pub report_cpu: bool,
+    /// VDI: this agent's clock less the engine's, ns (0 on one machine): a frame's delay is its
+    /// arrival less this less its send time.
+    #[serde(default)]
+    pub clock_offset_ns: i64,
 }
 
 impl Default for Spec {
@@ -75,6 +83,8 @@ impl Default for Spec {
             bytes: None,
             verify: false,
             vdi: None,
+            report_cpu: false,
+            clock_offset_ns: 0,
         }
     }
 }

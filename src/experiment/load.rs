@@ -244,6 +244,12 @@ fn cpu_s(pid: u32) -> f64 {
 /// host, where it competes with the VM's vCPUs.
 fn burner(rec: &LabRecord, at: Role, pct: f64, l: &Load, secs: f64) -> Result<Burner, Error> {
     let ep = rec.endpoint(at)?;
+    if let Some(r) = &ep.remote {
+        return Err(Error::Input(format!(
+            "{l}: {at} is another machine ({}): load it there, not from this lab",
+            r.address
+        )));
+    }
     let exe = std::env::current_exe().map_err(|e| Error::Failed(e.to_string()))?;
     let argv = vec![
         exe.display().to_string(),

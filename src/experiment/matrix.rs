@@ -134,6 +134,8 @@ pub fn expand(e: &ExperimentFile) -> Vec<Point> {
                                                         bytes: None,
                                                         verify: false,
                                                         vdi: None,
+                                                        report_cpu: false,
+                                                        clock_offset_ns: 0,
                                                     };
                                                     out.push(Point {
                                                         seq: 0,

@@ -76,6 +76,8 @@ pub enum Target {
         to: Role,
         /// Interfering load beside the test, and the desktops' own load.
         loads: Vec<super::load::Load>,
+        /// `--peer iperf3[:PORT]`: a stock iperf3 server at the client moves the bytes.
+        peer: Option<super::peer::Peer>,
     },
     Remote {
         host: String,
@@ -130,6 +132,10 @@ impl Target {
             }
         };
         for e in &rec.endpoints {
+            // A client on another machine is measured there, by its serve (`remote_cpu`).
+            if e.remote.is_some() {
+                continue;
+            }
             if e.vm.is_some() {
                 parts.extend(vm_parts(e)?);
                 continue;
@@ -163,7 +169,11 @@ impl Target {
             });
         }
         let placed = rec.cpus.placed;
-        let driver_side = if placed { Side::Client } else { Side::Host };
+        let driver_side = if placed && !rec.cpus.remote_client() {
+            Side::Client
+        } else {
+            Side::Host
+        };
         parts.push(Part {
             pid: Some(std::process::id()),
             ..part("vnetlab driver", PartKind::Driver, driver_side)
@@ -291,7 +301,7 @@ fn accounting_root(rec: &LabRecord) -> Option<std::path::PathBuf> {
 pub fn place_driver(cpus: Option<&CpuPlan>) {
     let all = crate::sys::online_cpus();
     let want = match cpus {
-        Some(p) if p.placed => &p.client.0,
+        Some(p) if p.placed && !p.client.is_empty() => &p.client.0,
         _ => &all,
     };
     let _ = crate::sys::set_affinity(0, want);
@@ -300,7 +310,7 @@ pub fn place_driver(cpus: Option<&CpuPlan>) {
 /// What bound the point, from the meter's per-core figures, the backends, the wire and the load
 /// offered (`streams` paced streams at the spec's rate; VDI: the profiles' frames, carried when
 /// the frames due arrived).
-fn bound_by(
+pub(super) fn bound_by(
     target: &Target,
     cpu: &CpuReport,
     spec: &Spec,
@@ -398,8 +408,22 @@ fn dead_vnic_backends(target: &Target) -> Vec<String> {
         .collect()
 }
 
-/// Runs one test with the meter on.
+/// Runs one test with the meter on (with `--peer iperf3`, iperf3 moves the bytes).
 pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, Error> {
+    if let Target::Lab {
+        peer: Some(p),
+        loads,
+        ..
+    } = target
+    {
+        if !loads.is_empty() {
+            return Err(Error::Input(
+                "--peer iperf3 measures iperf3's stream alone: drop --load and --desktop-load"
+                    .into(),
+            ));
+        }
+        return super::peer::measured_run(target, spec, p);
+    }
     if let Some(e) = dead_backends(target).into_iter().next() {
         return Err(Error::Failed(e));
     }
@@ -467,6 +491,7 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, Error> {
     let (cpu, cpu_error) = match report::build(&data, &traffic) {
         Ok(mut c) => {
             c.bound_by = bound_by(target, &c, spec, pairs.len(), &result);
+            add_remote_client(target, &mut c, &result);
             (Some(c), None)
         }
         Err(e) => (None, Some(e.to_string())),
@@ -490,6 +515,42 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, Error> {
         movie,
         kernel_pacing,
     })
+}
+
+/// A client on another machine: its serve measured that machine's CPU over the window. It
+/// becomes the client's figures and a part on the client's side (never the host's), and a
+/// saturated client machine is what bound the point.
+fn add_remote_client(target: &Target, c: &mut CpuReport, result: &TestResult) {
+    let Target::Lab { rec, .. } = target else {
+        return;
+    };
+    if !rec.cpus.remote_client() {
+        return;
+    }
+    let Some(r) = result
+        .remote_cpu
+        .iter()
+        .find(|r| r.agent == Role::Client.to_string())
+    else {
+        return;
+    };
+    let m = &r.cpu;
+    c.client_busy_pct = Some(m.busy_pct);
+    c.client_busy_cores = Some(m.busy_cores);
+    c.parts.push(crate::meter::report::PartCpu {
+        name: format!("client (another machine, {} cores)", m.ncpu),
+        kind: PartKind::Client,
+        side: Side::Client,
+        busy_pct: m.busy_pct,
+        cores: m.busy_cores,
+        task_clock_ms: m.busy_cores * m.window_s * 1e3,
+    });
+    let pct = bound::SATURATED * 100.0;
+    if matches!(c.bound_by, None | Some(crate::vocab::Bound::Latency))
+        && (m.busy_pct >= pct || m.max_core_pct >= pct)
+    {
+        c.bound_by = Some(crate::vocab::Bound::Client);
+    }
 }
 
 /// `--pacing kernel` in a lab: fq on the devices that send the paced streams, for the test.
@@ -520,6 +581,29 @@ fn kernel_pacing(
     }
 }
 
+/// The agent of an endpoint on another machine: the `vnetlab serve` there.
+fn remote_agent(
+    rec: &LabRecord,
+    role: Role,
+    r: &crate::lab::topology::RemoteClient,
+) -> Result<AgentConn, Error> {
+    let token = r.token.as_deref().ok_or_else(|| {
+        Error::Input(format!(
+            "the {role} machine {} runs no `vnetlab serve` this lab knows of (no --token): make the lab with --token, or test it with --peer iperf3",
+            r.address
+        ))
+    })?;
+    let addr = SocketAddr::new(IpAddr::V4(r.address), r.port);
+    // The client machine is reached through the lab's uplink, from the lab's host namespace.
+    let host_ns = rec.endpoint(Role::Host)?.netns.clone();
+    Ok(AgentConn::tcp_from(
+        &role.to_string(),
+        addr,
+        token,
+        Some(&host_ns),
+    )?)
+}
+
 /// Starts an agent in each named endpoint (through the lab's exec) and pairs them.
 pub fn lab_agents(
     rec: &LabRecord,
@@ -542,6 +626,9 @@ pub fn lab_agents(
     let exe = std::env::current_exe().map_err(|e| Error::Failed(e.to_string()))?;
     let start = |role: Role| -> Result<AgentConn, Error> {
         let ep = rec.endpoint(role)?;
+        if let Some(r) = &ep.remote {
+            return remote_agent(rec, role, r);
+        }
         if let Some(vm) = &ep.vm {
             return Ok(AgentConn::unix(&role.to_string(), &vm.files().agent())?);
         }

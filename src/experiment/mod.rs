@@ -7,6 +7,7 @@ pub mod file;
 pub mod load;
 pub mod matrix;
 pub mod measure;
+pub mod peer;
 pub mod run;
 
 /// Why an experiment or a test could not run. Its `Display` is the one line users see; the

@@ -243,6 +243,7 @@ pub fn run_experiment(
                 from,
                 to,
                 loads: p.loads.clone(),
+                peer: None,
             };
             let t0 = std::time::Instant::now();
             let rec = match measure::repeated(&target, &p.spec, p.repeat, None, &|_, _| {}) {

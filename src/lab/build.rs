@@ -59,14 +59,26 @@ fn checks(t: &Topology) -> Result<Plan, Error> {
         (Mode::Sriov | Mode::QemuVfio, Some(pf)) => Some(inspect_pf(pf, t.mode)?),
         _ => None,
     };
+    if let Some(u) = &t.uplink {
+        super::uplink::check(u, t.force_uplink)?;
+    }
     let cg = cgroup::detect();
-    let mut cpus = super::cpus::plan(
-        &crate::sys::online_cpus(),
-        t.client_cpus.as_ref(),
-        t.host_cpus.as_ref(),
-        t.pin,
-        cgroup::no_cpuset(&cg),
-    )?;
+    let mut cpus = if t.remote_client() {
+        super::cpus::remote_plan(
+            &crate::sys::online_cpus(),
+            t.host_cpus.as_ref(),
+            t.pin,
+            cgroup::no_cpuset(&cg),
+        )?
+    } else {
+        super::cpus::plan(
+            &crate::sys::online_cpus(),
+            t.client_cpus.as_ref(),
+            t.host_cpus.as_ref(),
+            t.pin,
+            cgroup::no_cpuset(&cg),
+        )?
+    };
     if cpus.placed && threaded_napi_offered() {
         cpus.steering = super::cpus::Steering::ThreadedNapiRps;
     }
@@ -278,6 +290,19 @@ fn run_step(
             }])?;
             vfio::bind(&d)
         }
+        Step::ClaimUplink { name, netns } => {
+            let before = super::uplink::read_state(name)?;
+            j.record(&[Entry::Uplink {
+                name: name.clone(),
+                netns: netns.clone(),
+                before,
+            }])?;
+            let mv = IpCmd::ToNetns {
+                dev: name.clone(),
+                netns: netns.clone(),
+            };
+            Ok(HostCmd::ip(None, vec![mv]).run()?)
+        }
         Step::MoveVf {
             pf,
             vf,
@@ -362,7 +387,12 @@ fn start_backend(
 /// Waits (at most 3 s) until the kernel reports every lab interface that is set up as up: the
 /// operational state follows the admin state a moment later (linkwatch).
 fn settle(r: &state::LabRecord) -> Result<(), Error> {
-    let mut namespaces: Vec<&str> = r.endpoints.iter().map(|e| e.netns.as_str()).collect();
+    let mut namespaces: Vec<&str> = r
+        .endpoints
+        .iter()
+        .filter(|e| e.remote.is_none())
+        .map(|e| e.netns.as_str())
+        .collect();
     namespaces.sort();
     namespaces.dedup();
     let start = Instant::now();
@@ -457,6 +487,12 @@ pub enum Undo {
     },
     /// Remove a QEMU guest's folder (its QEMU is killed with the lab's processes).
     RmVmFolder(std::path::PathBuf),
+    /// Move the uplink back into this machine's namespace and put its settings back.
+    ReturnUplink {
+        name: String,
+        netns: String,
+        before: super::uplink::UplinkState,
+    },
 }
 
 impl Undo {
@@ -479,6 +515,12 @@ impl Undo {
                 format!("echo {previous} > /sys/class/net/{pf}/device/sriov_numvfs  # if it still has {set}")
             }
             Undo::RmVmFolder(path) => format!("rm -r {}", path.display()),
+            Undo::ReturnUplink { name, netns, before } => format!(
+                "ip -n {netns} link set dev {name} netns 1  # then mtu {}, addresses {}, offloads and qdisc as they were, {}",
+                before.mtu,
+                if before.addrs.is_empty() { "none".into() } else { before.addrs.join(" ") },
+                if before.up { "up" } else { "down" }
+            ),
             Undo::GiveBackVf { device: d } => {
                 let dev = format!("/sys/bus/pci/devices/{d}");
                 format!("echo {d} > {dev}/driver/unbind; echo > {dev}/driver_override; echo {d} > /sys/bus/pci/drivers_probe")
@@ -545,6 +587,15 @@ pub fn undo_steps(entries: &[Entry]) -> Result<Vec<Undo>, Error> {
                 })?,
             }),
             Entry::VmFolder { path } => out.push(Undo::RmVmFolder(path.clone())),
+            Entry::Uplink {
+                name,
+                netns,
+                before,
+            } => out.push(Undo::ReturnUplink {
+                name: name.clone(),
+                netns: netns.clone(),
+                before: before.clone(),
+            }),
             Entry::VfioVf { device, .. } => out.push(Undo::GiveBackVf {
                 device: device.clone(),
             }),
@@ -632,6 +683,11 @@ fn undo(lab: &str, u: &Undo, entries: &[Entry]) -> Result<(), Error> {
         Undo::NumVfs { pf, previous, set } => give_back_vfs(lab, pf, *previous, *set),
         Undo::RmCgroup { path, shared } => cgroup::remove(path, *shared),
         Undo::GiveBackVf { device } => vfio::give_back(device),
+        Undo::ReturnUplink {
+            name,
+            netns,
+            before,
+        } => super::uplink::give_back(name, netns, before),
         Undo::RmVmFolder(path) => match std::fs::remove_dir_all(path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Failed(format!(
                 "cannot remove {}: {e}",

@@ -42,6 +42,22 @@ pub fn default_client(online: &[usize]) -> CpuList {
     CpuList(online[online.len() - n..].to_vec())
 }
 
+/// A CPU list given with `flag`: not empty, and only online CPUs.
+fn check_list(flag: &str, l: &CpuList, online: &[usize]) -> Result<(), Error> {
+    if l.is_empty() {
+        return Err(Error::Input(format!(
+            "{flag}: the list is empty: name at least one CPU"
+        )));
+    }
+    if let Some(c) = l.0.iter().find(|c| !online.contains(c)) {
+        return Err(Error::Input(format!(
+            "{flag} {l}: CPU {c} is not online here (online: {}): use CPUs from that list",
+            CpuList(online.to_vec())
+        )));
+    }
+    Ok(())
+}
+
 /// Builds the CPU plan from the online CPUs and the lab's requests. `no_cpuset` says why the
 /// host cannot confine processes (no cpuset controller); then the plan is unplaced.
 pub fn plan(
@@ -53,17 +69,7 @@ pub fn plan(
 ) -> Result<CpuPlan, Error> {
     for (flag, list) in [("--client-cpus", client), ("--host-cpus", host)] {
         if let Some(l) = list {
-            if l.is_empty() {
-                return Err(Error::Input(format!(
-                    "{flag}: the list is empty: name at least one CPU"
-                )));
-            }
-            if let Some(c) = l.0.iter().find(|c| !online.contains(c)) {
-                return Err(Error::Input(format!(
-                    "{flag} {l}: CPU {c} is not online here (online: {}): use CPUs from that list",
-                    CpuList(online.to_vec())
-                )));
-            }
+            check_list(flag, l, online)?;
         }
     }
     let client = client.cloned().unwrap_or_else(|| default_client(online));
@@ -116,7 +122,39 @@ pub fn plan(
     })
 }
 
+/// The plan when the client is another machine (`--client`): every core (or `--host-cpus`) is
+/// the host's, none the client's, and nothing needs steering across a wire inside this machine.
+pub fn remote_plan(
+    online: &[usize],
+    host: Option<&CpuList>,
+    pin: bool,
+    no_cpuset: Option<String>,
+) -> Result<CpuPlan, Error> {
+    if let Some(l) = host {
+        check_list("--host-cpus", l, online)?;
+    }
+    if pin && no_cpuset.is_some() {
+        return Err(Error::Input(
+            "--pin needs a cpuset cgroup, and this host has none: run without --pin".into(),
+        ));
+    }
+    Ok(CpuPlan {
+        host: host.cloned().unwrap_or_else(|| CpuList(online.to_vec())),
+        client: CpuList(vec![]),
+        placed: no_cpuset.is_none(),
+        steering: Steering::None,
+        unplaced_because: no_cpuset
+            .map(|why| format!("no cpuset controller ({why}), so processes run on any core")),
+        pin,
+    })
+}
+
 impl CpuPlan {
+    /// Whether the client is another machine (it has no cores here).
+    pub fn remote_client(&self) -> bool {
+        self.client.is_empty()
+    }
+
     /// The cores of guest `i` (1-based): every host core, or with `--pin` one of them.
     pub fn guest(&self, i: u32) -> CpuList {
         self.pinned(2 * (i as usize - 1))
@@ -146,6 +184,12 @@ impl CpuPlan {
             Steering::None => "none",
         };
         let pin = if self.pin { ", guests pinned" } else { "" };
+        if self.remote_client() {
+            return format!(
+                "host cores {}{pin} (the client is another machine)",
+                self.host
+            );
+        }
         format!(
             "host cores {}, client cores {}{pin}; receive steering: {steering}",
             self.host, self.client
@@ -205,6 +249,18 @@ mod tests {
             .contains("--pin"));
         let p = plan(&[0], None, None, false, None).unwrap();
         assert!(!p.placed && p.describe().contains("one CPU"));
+    }
+
+    #[test]
+    fn a_remote_client_leaves_every_core_to_the_host() {
+        let p = remote_plan(&[0, 1], None, false, None).unwrap();
+        assert_eq!((p.host.to_string(), p.client.len()), ("0-1".into(), 0));
+        assert!(p.placed && p.remote_client() && p.steering == Steering::None);
+        assert!(p.describe().contains("the client is another machine"));
+        let p = remote_plan(&[0, 1, 2], Some(&l("1-2")), false, None).unwrap();
+        assert_eq!(p.host.to_string(), "1-2");
+        let p = remote_plan(&[0, 1], None, false, Some("no cpuset".into())).unwrap();
+        assert!(!p.placed);
     }
 
     #[test]

@@ -12,6 +12,12 @@ use super::state::Endpoint;
 
 /// A `Command` that, when spawned, runs `argv` inside `ep`.
 pub fn command(ep: &Endpoint, argv: &[String]) -> Result<Command, Error> {
+    if let Some(r) = &ep.remote {
+        return Err(Error::Input(format!(
+            "{} is another machine ({}): run it there; tests reach it through its `vnetlab serve`",
+            ep.role, r.address
+        )));
+    }
     if let Some(vm) = &ep.vm {
         return Err(Error::Input(format!(
             "{} is a QEMU guest ({}): exec runs in namespaces; tests reach it through its agent",

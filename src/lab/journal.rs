@@ -52,6 +52,13 @@ pub enum Entry {
     /// A QEMU guest's folder (sockets, console, pidfile) in the state folder; its QEMU runs in
     /// the lab's namespace and cgroup, so it goes with the lab's processes.
     VmFolder { path: PathBuf },
+    /// An interface of this machine's (`--uplink`) moved into the lab's namespace `netns` as the
+    /// wire's host end; `before` is how it was, which `down` puts back.
+    Uplink {
+        name: String,
+        netns: String,
+        before: super::uplink::UplinkState,
+    },
     /// The lab was built completely.
     Complete,
 }
@@ -295,6 +302,9 @@ pub fn validate(lab: &str, entries: &[Entry], roots: &[PathBuf]) -> Result<(), E
                 claimed_pf(pf) && super::vfio::is_bdf(device) && driver.as_deref().is_none_or(plain)
             }
             Entry::VmFolder { path } => vm_folder_ok(path, lab),
+            Entry::Uplink { name, netns, .. } => {
+                super::names::check_uplink_name(name).is_ok() && ours_ns(netns)
+            }
         };
         if !ok {
             return Err(Error::Failed(format!(

@@ -17,6 +17,7 @@ pub mod state;
 pub mod status;
 pub mod steer;
 pub mod topology;
+pub mod uplink;
 pub mod vfio;
 pub mod vms;
 

@@ -23,6 +23,23 @@ pub fn check_lab_name(name: &str) -> Result<(), Error> {
     }
 }
 
+/// An interface `--uplink` may name: a plain Linux interface name, not loopback and not one of
+/// vnetlab's own (`vl…`, another lab's wire or port).
+pub fn check_uplink_name(name: &str) -> Result<(), Error> {
+    let plain = !name.is_empty()
+        && name.len() <= 15
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c));
+    if !plain || name == "lo" || name.starts_with("vl") {
+        return Err(Error::Input(format!(
+            "--uplink '{}': name an existing interface of this machine other than lo and vnetlab's own vl… ones",
+            crate::text::clip(name)
+        )));
+    }
+    Ok(())
+}
+
 /// The names of one lab's objects.
 #[derive(Clone, Debug)]
 pub struct Names {

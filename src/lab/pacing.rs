@@ -97,7 +97,12 @@ pub fn fq_on_senders(rec: &LabRecord, senders: &[Role], udp: bool) -> Result<FqG
     };
     for &role in senders {
         let ep = rec.endpoint(role)?;
-        let why_not = if ep.vm.is_some() {
+        let why_not = if let Some(r) = &ep.remote {
+            Some(format!(
+                "{role} is another machine ({}): its qdisc is its own",
+                r.address
+            ))
+        } else if ep.vm.is_some() {
             Some(format!(
                 "{role} is a QEMU guest: its NIC's qdisc is inside the VM"
             ))

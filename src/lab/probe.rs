@@ -24,8 +24,49 @@ pub struct ProbeResult {
     pub error: Option<String>,
 }
 
+/// Connects from `from` to a client on another machine: a TCP handshake with its `vnetlab serve`
+/// (or its iperf3 server, without a token) is the proof it is reachable; nothing is sent.
+fn to_remote(from: &Endpoint, to: &Endpoint, r: &super::topology::RemoteClient) -> ProbeResult {
+    let port = if r.token.is_some() { r.port } else { 5201 };
+    let target = SocketAddr::from((r.address, port));
+    let from_ns = from.netns.clone();
+    let t = std::thread::spawn(move || -> Result<f64, Error> {
+        crate::sys::enter_netns(&from_ns)?;
+        let t0 = Instant::now();
+        TcpStream::connect_timeout(&target, TIMEOUT)
+            .map_err(|e| Error::Failed(format!("connect to {target}: {e}")))?;
+        Ok(t0.elapsed().as_secs_f64() * 1e3)
+    })
+    .join()
+    .unwrap_or_else(|_| Err(Error::Failed("probe thread panicked".into())));
+    ProbeResult {
+        from: from.role.to_string(),
+        to: to.role.to_string(),
+        target: target.to_string(),
+        ok: t.is_ok(),
+        ms: *t.as_ref().unwrap_or(&0.0),
+        error: t.err().map(|e| e.to_string()),
+    }
+}
+
 /// Connects from `from` to `to` over TCP and checks an echo.
 pub fn tcp(lab: &LabRecord, from: &Endpoint, to: &Endpoint) -> ProbeResult {
+    if let Some(r) = &to.remote {
+        return to_remote(from, to, r);
+    }
+    if from.remote.is_some() {
+        return ProbeResult {
+            from: from.role.to_string(),
+            to: to.role.to_string(),
+            target: to.address.to_string(),
+            ok: false,
+            ms: 0.0,
+            error: Some(format!(
+                "{} is another machine: `vnetlab test --from {} --to {}` checks this way",
+                from.role, from.role, to.role
+            )),
+        };
+    }
     let via_nat = from.role == Role::Client && to.reach_from_client.is_some();
     let (listen_ns, to_addr) = (to.netns.clone(), to.address);
     let port_range = to
@@ -124,10 +165,14 @@ pub fn tcp(lab: &LabRecord, from: &Endpoint, to: &Endpoint) -> ProbeResult {
 /// The pairs a mode should connect: every guest ↔ client, and g1 ↔ g2 where there are two.
 pub fn default_pairs(lab: &LabRecord) -> Vec<(Role, Role)> {
     let guests: Vec<Role> = lab.guests().map(|g| g.role).collect();
+    let remote = lab.endpoint(Role::Client).is_ok_and(|c| c.remote.is_some());
     let mut v = Vec::new();
     for &g in &guests {
         v.push((g, Role::Client));
-        v.push((Role::Client, g));
+        // A client on another machine is reached, not probed from (that is a test's job).
+        if !remote {
+            v.push((Role::Client, g));
+        }
     }
     if guests.len() >= 2 {
         v.push((guests[0], guests[1]));

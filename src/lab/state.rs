@@ -94,6 +94,10 @@ pub struct Endpoint {
     /// The guest's QEMU VM, in the qemu-* modes (then `netns` is where QEMU runs, the host's).
     #[serde(default)]
     pub vm: Option<VmInfo>,
+    /// The client on another machine (`--client`): no namespace here; its agent is the
+    /// `vnetlab serve` there, when it has a token.
+    #[serde(default)]
+    pub remote: Option<super::topology::RemoteClient>,
 }
 
 /// A QEMU guest: its device, acceleration, size, the folder of its sockets and console, and how

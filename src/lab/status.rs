@@ -40,6 +40,9 @@ pub struct EndpointStatus {
     pub vnic: Option<VnicStatus>,
     /// The QEMU VM (qemu-* modes): device, acceleration, size, boot time, pid and whether it runs.
     pub vm: Option<VmStatus>,
+    /// The client on another machine: where its `vnetlab serve` answers (or "iperf3 only").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
 }
 
 /// A guest's QEMU VM as `status` finds it.
@@ -140,7 +143,12 @@ fn lab_status(r: &LabRecord) -> Result<LabStatus, Error> {
         super::journal::Usage::Abandoned { why } => format!("abandoned: {why}"),
     };
     // One `ip` read per namespace, then ethtool per interface (a few at a time).
-    let mut namespaces: Vec<String> = r.endpoints.iter().map(|e| e.netns.clone()).collect();
+    let mut namespaces: Vec<String> = r
+        .endpoints
+        .iter()
+        .filter(|e| e.remote.is_none())
+        .map(|e| e.netns.clone())
+        .collect();
     namespaces.sort();
     namespaces.dedup();
     let mut links: HashMap<(String, String), Iface> = HashMap::new();
@@ -231,9 +239,20 @@ fn lab_status(r: &LabRecord) -> Result<LabStatus, Error> {
                     console: files.console(),
                 }
             }),
+            remote: e.remote.as_ref().map(|rc| match rc.token {
+                Some(_) => format!(
+                    "another machine: vnetlab serve at {}:{}",
+                    rc.address, rc.port
+                ),
+                None => format!(
+                    "another machine at {}: iperf3 only (no serve token)",
+                    rc.address
+                ),
+            }),
         })
     };
-    let mut host_interfaces: Vec<Iface> = [n.wire_host(), n.bridge()]
+    let wire_host = t.uplink.clone().unwrap_or_else(|| n.wire_host());
+    let mut host_interfaces: Vec<Iface> = [wire_host, n.bridge()]
         .iter()
         .filter_map(|d| get(&h, d))
         .collect();

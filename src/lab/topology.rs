@@ -66,6 +66,50 @@ pub struct Topology {
     pub vcpus: u32,
     #[serde(default = "default_memory")]
     pub memory_mib: u32,
+    /// `--uplink IFACE`: an existing interface of this machine becomes the wire's host end (a real
+    /// NIC to a client on another machine); its state is journaled and given back on `down`.
+    #[serde(default)]
+    pub uplink: Option<String>,
+    /// `--client`: the far end is another machine, reached through the uplink.
+    #[serde(default)]
+    pub client: Option<RemoteClient>,
+    /// `--force-uplink`: take the uplink even though this machine's default route uses it.
+    #[serde(default)]
+    pub force_uplink: bool,
+}
+
+/// The client on another machine: its address on the uplink's link (the lab's client address)
+/// and, where it runs `vnetlab serve`, the port and token (without them only `test --peer
+/// iperf3` reaches it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RemoteClient {
+    pub address: std::net::Ipv4Addr,
+    pub port: u16,
+    pub token: Option<String>,
+}
+
+impl RemoteClient {
+    /// `HOST[:PORT]` as `--client` takes it (an IPv4 address: the lab's ranges are IPv4).
+    pub fn parse(s: &str, token: Option<String>) -> Result<RemoteClient, Error> {
+        let bad = || {
+            Error::Input(format!(
+                "--client '{}': give the client machine's IPv4 address on the uplink's link, optionally with the port of its `vnetlab serve`, e.g. 10.213.0.2:12866",
+                crate::text::clip(s)
+            ))
+        };
+        let (a, p) = match s.split_once(':') {
+            Some((a, p)) => (a, p.parse::<u16>().map_err(|_| bad())?),
+            None => (s, crate::engine::serve::DEFAULT_PORT),
+        };
+        if let Some(t) = &token {
+            crate::engine::serve::check_token(t).map_err(|e| Error::Input(e.to_string()))?;
+        }
+        Ok(RemoteClient {
+            address: a.parse().map_err(|_| bad())?,
+            port: p,
+            token,
+        })
+    }
 }
 
 fn default_vcpus() -> u32 {
@@ -118,6 +162,9 @@ impl Default for Topology {
             lro: false,
             vcpus: default_vcpus(),
             memory_mib: default_memory(),
+            uplink: None,
+            client: None,
+            force_uplink: false,
         }
     }
 }
@@ -182,7 +229,42 @@ impl Topology {
         if self.lro && self.mode != Mode::Paravirt {
             return Err(Error::Input(format!("--lro guest is software LRO in the paravirt backend: use --mode paravirt (this lab is {})", self.mode)));
         }
-        Ok(())
+        self.validate_uplink()
+    }
+
+    /// An uplink and a remote client go together; the client has the lab's client address.
+    fn validate_uplink(&self) -> Result<(), Error> {
+        match (&self.uplink, &self.client) {
+            (None, None) => return Ok(()),
+            (Some(_), None) => return Err(Error::Input("--uplink needs --client HOST[:PORT]: the machine at the other end of the link (with --token if it runs `vnetlab serve`)".into())),
+            (None, Some(_)) => return Err(Error::Input("--client is another machine, reached through a real interface: name it with --uplink IFACE".into())),
+            (Some(u), Some(_)) => super::names::check_uplink_name(u)?,
+        }
+        if matches!(self.mode, Mode::Sriov | Mode::QemuVfio) {
+            return Err(Error::Input(format!(
+                "mode {} takes its wire from the PF's VFs: drop --uplink",
+                self.mode
+            )));
+        }
+        if self.client_cpus.is_some() {
+            return Err(Error::Input(
+                "--client-cpus: the client is another machine here, with cores of its own: drop it"
+                    .into(),
+            ));
+        }
+        let want = super::addr::allocate(self.mode, &self.subnet, self.guests).client;
+        match &self.client {
+            Some(c) if c.address != want => Err(Error::Input(format!(
+                "--client {}: the client must have the lab's client address {want} on the uplink's link (give it that address there, or pick a --subnet whose client address it has)",
+                c.address
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the client is another machine (`--client`).
+    pub fn remote_client(&self) -> bool {
+        self.client.is_some()
     }
 }
 
@@ -218,6 +300,11 @@ pub struct TopologyFile {
     /// Each QEMU guest's memory: "256M", "1G" (or a number of MiB).
     #[serde(default, deserialize_with = "de_memory")]
     pub memory: Option<u32>,
+    /// An existing interface to the client machine (`--uplink`).
+    pub uplink: Option<String>,
+    /// The client machine: "10.213.0.2" or "10.213.0.2:12866", with `token` for its serve.
+    pub client: Option<String>,
+    pub token: Option<String>,
     pub wire: Option<WireFile>,
 }
 
@@ -313,6 +400,15 @@ impl TopologyFile {
         let w = self.wire.unwrap_or_default();
         let mode = self.mode.unwrap_or(d.mode);
         check_kind(self.kind, mode)?;
+        let client =
+            match (&self.client, self.token) {
+                (Some(c), t) => Some(RemoteClient::parse(c, t)?),
+                (None, Some(_)) => return Err(Error::Input(
+                    "token is the client machine's serve token: give client = \"HOST[:PORT]\" too"
+                        .into(),
+                )),
+                (None, None) => None,
+            };
         Ok(Topology {
             name: self.name.unwrap_or(d.name),
             mode: self.mode.unwrap_or(d.mode),
@@ -328,6 +424,9 @@ impl TopologyFile {
             lro: self.lro.map(|l| l.0).unwrap_or(false),
             vcpus: self.vcpus.unwrap_or(d.vcpus),
             memory_mib: self.memory.unwrap_or(d.memory_mib),
+            uplink: self.uplink,
+            client,
+            force_uplink: false,
             wire: Wire {
                 rate: w.rate,
                 delay: w.delay,

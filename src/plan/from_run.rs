@@ -230,6 +230,7 @@ mod tests {
             started_at: String::new(),
             finished_at: None,
             status: crate::vocab::RunStatus::Complete,
+            host: None,
             planned_points: 0,
             points: 0,
             host_facts: Default::default(),

@@ -90,13 +90,20 @@ pub fn summary(points: &[PointRecord]) -> String {
 
 pub fn runs(rows: &[RunRow]) -> String {
     let mut s = format!(
-        "{:>4}  {:<14} {:<12} {:>7}  {:<21} {}\n",
-        "run", "name", "status", "points", "started", "description"
+        "{:>4}  {:<14} {:<16} {:<12} {:>7}  {:<21} {}\n",
+        "run", "name", "host", "status", "points", "started", "description"
     );
     for r in rows {
         s += &format!(
-            "{:>4}  {:<14} {:<12} {:>3}/{:<3}  {:<21} {}\n",
-            r.id, r.name, r.status, r.points, r.planned_points, r.started_at, r.description
+            "{:>4}  {:<14} {:<16} {:<12} {:>3}/{:<3}  {:<21} {}\n",
+            r.id,
+            r.name,
+            r.host.as_deref().unwrap_or("-"),
+            r.status,
+            r.points,
+            r.planned_points,
+            r.started_at,
+            r.description
         );
     }
     s
@@ -214,6 +221,7 @@ mod tests {
             started_at: String::new(),
             finished_at: None,
             status: crate::vocab::RunStatus::Complete,
+            host: None,
             planned_points: 1,
             points: 1,
             host_facts: Default::default(),

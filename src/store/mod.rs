@@ -5,6 +5,7 @@
 //! whose process died read as incomplete. A file that is not a vnetlab database is refused and
 //! never written; readers open the store read-only and never write.
 
+pub mod pg;
 mod points;
 mod schema;
 
@@ -69,12 +70,19 @@ pub enum Error {
         path: String,
         source: rusqlite::Error,
     },
+    #[error("{url}: {message}")]
+    Pg { url: String, message: String },
+    #[error("{0}")]
+    Input(String),
 }
 
 impl Error {
     /// Whether the user named something wrong (exit 2) rather than the work failing.
     pub fn is_bad_input(&self) -> bool {
-        !matches!(self, Error::Sql { .. } | Error::Damaged { .. })
+        !matches!(
+            self,
+            Error::Sql { .. } | Error::Damaged { .. } | Error::Pg { .. }
+        )
     }
 }
 
@@ -102,10 +110,23 @@ fn is_corrupt(e: &rusqlite::Error) -> bool {
 
 pub type Result<T> = std::result::Result<T, Error>;
 
-#[derive(Debug)]
 pub struct Store {
-    conn: Connection,
+    db: Db,
+    /// The SQLite file, or the PostgreSQL URL as messages show it.
     pub path: PathBuf,
+}
+
+/// Where the store lives: an SQLite file (the embedded default) or a PostgreSQL database that
+/// several hosts write.
+enum Db {
+    Sqlite(Connection),
+    Pg(Box<pg::Pg>),
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
 }
 
 fn now() -> String {
@@ -190,6 +211,31 @@ fn check_path(path: &Path) -> Result<bool> {
 }
 
 impl Store {
+    /// The SQLite connection: SQLite statements run only after a method has sent a PostgreSQL
+    /// store to its own code.
+    fn conn(&self) -> &Connection {
+        match &self.db {
+            Db::Sqlite(c) => c,
+            Db::Pg(_) => unreachable!("a PostgreSQL store never runs SQLite statements"),
+        }
+    }
+
+    fn pg(&self) -> Option<&pg::Pg> {
+        match &self.db {
+            Db::Pg(p) => Some(p),
+            Db::Sqlite(_) => None,
+        }
+    }
+
+    /// A PostgreSQL store (`--store postgresql://…`), its tables made if missing.
+    pub fn open_pg(url: &str) -> Result<Store> {
+        let p = pg::Pg::connect(url)?;
+        Ok(Store {
+            path: PathBuf::from(&p.shown),
+            db: Db::Pg(Box::new(p)),
+        })
+    }
+
     fn sql(&self) -> impl Fn(rusqlite::Error) -> Error + '_ {
         move |source| Error::Sql {
             path: shown(&self.path),
@@ -224,7 +270,7 @@ impl Store {
         conn.busy_timeout(std::time::Duration::from_secs(30))
             .map_err(sql)?;
         let s = Store {
-            conn,
+            db: Db::Sqlite(conn),
             path: path.to_path_buf(),
         };
         // A database with no tables holds nothing (another vnetlab may have just made the file
@@ -249,7 +295,7 @@ impl Store {
 
     /// WAL mode, the schema up to date, and runs whose process died marked as such.
     fn prepare_for_writing(&self) -> Result<()> {
-        self.conn
+        self.conn()
             .execute_batch(
                 "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
             )
@@ -273,10 +319,10 @@ impl Store {
         let try_open = |c: Connection| -> std::result::Result<Store, rusqlite::Error> {
             c.busy_timeout(std::time::Duration::from_secs(30))?;
             let s = Store {
-                conn: c,
+                db: Db::Sqlite(c),
                 path: path.to_path_buf(),
             };
-            s.conn
+            s.conn()
                 .query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| {
                     r.get::<_, i64>(0)
                 })?;
@@ -305,7 +351,7 @@ impl Store {
                 source,
             },
         })?;
-        if let Some(why) = quick_check(&s.conn) {
+        if let Some(why) = quick_check(s.conn()) {
             crate::errln!(
                 "vnetlab: warning: {} is damaged ({why}): what follows may be incomplete",
                 shown(path)
@@ -332,7 +378,7 @@ impl Store {
 
     /// Whether the database has no tables at all (a new or zero-length file).
     fn is_blank(&self) -> bool {
-        self.conn
+        self.conn()
             .query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| {
                 r.get::<_, i64>(0)
             })
@@ -341,7 +387,7 @@ impl Store {
     }
 
     fn app(&self) -> Option<String> {
-        self.conn
+        self.conn()
             .query_row("SELECT value FROM meta WHERE key = 'app'", [], |r| r.get(0))
             .optional()
             .unwrap_or(None)
@@ -349,7 +395,7 @@ impl Store {
 
     fn schema_version(&self) -> Result<usize> {
         let v: Option<String> = self
-            .conn
+            .conn()
             .query_row(
                 "SELECT value FROM meta WHERE key = 'schema_version'",
                 [],
@@ -367,7 +413,7 @@ impl Store {
         let e = self.sql();
         loop {
             let tx = rusqlite::Transaction::new_unchecked(
-                &self.conn,
+                self.conn(),
                 rusqlite::TransactionBehavior::Immediate,
             )
             .map_err(&e)?;
@@ -405,7 +451,7 @@ impl Store {
     fn mark_dead_runs(&self) -> Result<()> {
         let e = self.sql();
         let mut st = self
-            .conn
+            .conn()
             .prepare("SELECT id, pid FROM runs WHERE status = 'running'")
             .map_err(&e)?;
         let dead: Vec<i64> = st
@@ -416,7 +462,7 @@ impl Store {
             .map(|(id, _)| id)
             .collect();
         for id in dead {
-            self.conn
+            self.conn()
                 .execute(
                     "UPDATE runs SET status = ?1 WHERE id = ?2",
                     params![RunStatus::Incomplete.name(), id],
@@ -435,19 +481,25 @@ impl Store {
         facts: &HostFacts,
         planned: u32,
     ) -> Result<i64> {
+        if let Some(p) = self.pg() {
+            return p.begin_run((name, description, text, hash), facts, planned, &now());
+        }
         let facts = serde_json::to_string(facts).unwrap_or_default();
-        self.conn
+        self.conn()
             .execute(
-                "INSERT INTO runs (name, description, experiment_text, experiment_hash, vnetlab_version, started_at, status, pid, planned_points, host_facts)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                params![name, description, text, hash, env!("CARGO_PKG_VERSION"), now(), RunStatus::Running.name(), std::process::id(), planned, facts],
+                "INSERT INTO runs (name, description, experiment_text, experiment_hash, vnetlab_version, started_at, status, pid, planned_points, host_facts, host)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                params![name, description, text, hash, env!("CARGO_PKG_VERSION"), now(), RunStatus::Running.name(), std::process::id(), planned, facts, pg::hostname()],
             )
             .map_err(self.sql())?;
-        Ok(self.conn.last_insert_rowid())
+        Ok(self.conn().last_insert_rowid())
     }
 
     pub fn finish_run(&self, run: i64, status: RunStatus) -> Result<()> {
-        self.conn
+        if let Some(p) = self.pg() {
+            return p.finish_run(run, status, &now());
+        }
+        self.conn()
             .execute(
                 "UPDATE runs SET status = ?1, finished_at = ?2 WHERE id = ?3",
                 params![status.name(), now(), run],
@@ -481,15 +533,19 @@ impl Store {
             host_facts: serde_json::from_str(&r.get::<_, String>(9)?).unwrap_or_default(),
             points: r.get(10)?,
             experiment_text: r.get(11)?,
+            host: r.get(13)?,
         })
     }
 
     const RUN_COLS: &'static str = "r.id, r.name, r.description, r.experiment_hash, r.vnetlab_version, r.started_at, r.finished_at, r.status,
-        r.planned_points, r.host_facts, (SELECT COUNT(*) FROM points p WHERE p.run_id = r.id), r.experiment_text, r.pid";
+        r.planned_points, r.host_facts, (SELECT COUNT(*) FROM points p WHERE p.run_id = r.id), r.experiment_text, r.pid, r.host";
 
     pub fn runs(&self) -> Result<Vec<RunRow>> {
+        if let Some(p) = self.pg() {
+            return p.runs();
+        }
         let mut st = self
-            .conn
+            .conn()
             .prepare(&format!(
                 "SELECT {} FROM runs r ORDER BY r.id",
                 Self::RUN_COLS

@@ -89,6 +89,7 @@ fn point_from(r: &Row) -> rusqlite::Result<(i64, PointRecord)> {
         unstable: r.get(37)?,
         host_steal_pct: r.get(38)?,
         repeats: vec![],
+        host: None,
     };
     Ok((r.get(0)?, p))
 }
@@ -96,9 +97,12 @@ fn point_from(r: &Row) -> rusqlite::Result<(i64, PointRecord)> {
 impl Store {
     /// Stores one point with its repeats, samples and CPU parts, in one transaction.
     pub fn add_point(&self, run: i64, p: &PointRecord) -> Result<i64> {
+        if let Some(pg) = self.pg() {
+            return pg.add_point(run, p);
+        }
         let e = self.sql();
         let tx = rusqlite::Transaction::new_unchecked(
-            &self.conn,
+            self.conn(),
             rusqlite::TransactionBehavior::Immediate,
         )
         .map_err(&e)?;
@@ -222,9 +226,12 @@ impl Store {
 
     /// A run's points by sequence, each with its repeats, samples and CPU parts.
     pub fn points(&self, run: i64) -> Result<Vec<(i64, PointRecord)>> {
+        if let Some(pg) = self.pg() {
+            return pg.points(run);
+        }
         let e = self.sql();
         let mut st = self
-            .conn
+            .conn()
             .prepare(&format!(
                 "SELECT id, {POINT_COLS} FROM points WHERE run_id = ?1 ORDER BY seq"
             ))
@@ -241,7 +248,7 @@ impl Store {
             .collect();
         // Parts, samples and repeats in one query each for the whole run, not one per point.
         let mut st = self
-            .conn
+            .conn()
             .prepare("SELECT c.point_id, c.name, c.kind, c.busy_pct, c.cores FROM cpu_parts c JOIN points p ON p.id = c.point_id WHERE p.run_id = ?1")
             .map_err(&e)?;
         let parts = st.query_map([run], |r| {
@@ -255,7 +262,7 @@ impl Store {
             }
         }
         let mut st = self
-            .conn
+            .conn()
             .prepare("SELECT s.point_id, s.t, s.gbps FROM samples s JOIN points p ON p.id = s.point_id WHERE p.run_id = ?1 ORDER BY s.rowid")
             .map_err(&e)?;
         for (id, t, g) in st
@@ -278,13 +285,21 @@ impl Store {
                 pts[i].1.repeats.push(rep);
             }
         }
+        // Every point names the machine that measured it: its run's.
+        let host: Option<String> = self
+            .conn()
+            .query_row("SELECT host FROM runs WHERE id = ?1", [run], |r| r.get(0))
+            .map_err(&e)?;
+        for (_, p) in &mut pts {
+            p.host.clone_from(&host);
+        }
         Ok(pts)
     }
 
     fn repeats(&self, run: i64) -> Result<Vec<(i64, Repeat)>> {
         let e = self.sql();
         let mut st = self
-            .conn
+            .conn()
             .prepare(
                 "SELECT r.point_id, r.throughput_gbps, r.transactions_per_s, r.host_busy_pct, r.normalized_pct_per_gbps, r.bound_by, r.leak_pct, r.host_steal_pct, r.latency_p99_us, r.latency_p999_us, r.latency_max_us
                  FROM repeats r JOIN points p ON p.id = r.point_id WHERE p.run_id = ?1 ORDER BY r.point_id, r.rep",
@@ -316,7 +331,10 @@ impl Store {
 
     /// The stored full result of one point (the test's --json), as stored.
     pub fn point_result(&self, point_id: i64) -> Result<Option<String>> {
-        self.conn
+        if let Some(pg) = self.pg() {
+            return pg.point_result(point_id);
+        }
+        self.conn()
             .query_row("SELECT result FROM points WHERE id = ?1", [point_id], |r| {
                 r.get(0)
             })

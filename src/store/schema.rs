@@ -71,4 +71,5 @@ pub const MIGRATIONS: &[&str] = &[
     "ALTER TABLE repeats ADD COLUMN latency_p99_us REAL;
     ALTER TABLE repeats ADD COLUMN latency_p999_us REAL;
     ALTER TABLE repeats ADD COLUMN latency_max_us REAL;",
+    "ALTER TABLE runs ADD COLUMN host TEXT;",
 ];

@@ -149,7 +149,7 @@ fn a_run_whose_process_died_is_incomplete() {
     let run = s
         .begin_run("q", "", "", "", &HostFacts::default(), 3)
         .unwrap();
-    s.conn
+    s.conn()
         .execute("UPDATE runs SET pid = 999999999 WHERE id = ?1", [run])
         .unwrap();
     drop(s);
@@ -175,7 +175,7 @@ fn an_older_store_is_migrated_with_its_points() {
     }
     let s = Store::open(&p, false).unwrap();
     let v: String = s
-        .conn
+        .conn()
         .query_row(
             "SELECT value FROM meta WHERE key = 'schema_version'",
             [],
@@ -189,7 +189,7 @@ fn an_older_store_is_migrated_with_its_points() {
         (Some(3.5), false)
     );
     // A store from a newer vnetlab is refused, not downgraded.
-    s.conn
+    s.conn()
         .execute(
             "UPDATE meta SET value = '99' WHERE key = 'schema_version'",
             [],

@@ -65,6 +65,10 @@ pub struct VdiResult {
     pub profile: String,
     pub desktops: Vec<Desktop>,
     pub total: Total,
+    /// Frame delays cross machines (engine on the host, client elsewhere): how the two clocks
+    /// were set against each other, and so how far off each delay may be. None: one machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<super::super::proto::ClockSync>,
 }
 
 fn hist(pairs: &[(u64, u64)]) -> Histogram<u64> {
@@ -149,6 +153,7 @@ pub fn combine(profile: &str, sides: &[(VdiReport, VdiReport)], secs: f64) -> Vd
         profile: profile.to_string(),
         desktops,
         total,
+        clock: None,
     }
 }
 

@@ -40,6 +40,9 @@ pub use sriov::{sriov_vfs_needed, SriovPf};
 pub enum Step {
     /// Journal `creates`, then run `cmd`.
     Run { creates: Vec<Entry>, cmd: HostCmd },
+    /// Move this machine's interface `name` (`--uplink`) into `netns`, its state read and
+    /// journaled first (at build time), for `down` to put back.
+    ClaimUplink { name: String, netns: String },
     /// Move VF number `vf` of `pf` into `netns`, renamed `name` (its current name is read at build time).
     MoveVf {
         pf: String,
@@ -151,6 +154,9 @@ struct Cx<'a> {
     wh: String,
     wc: String,
     guests: Vec<u32>,
+    /// The client is another machine, beyond the uplink (`wh` is then the uplink, and nothing of
+    /// the client is made here).
+    remote: bool,
 }
 
 impl Cx<'_> {
@@ -161,9 +167,10 @@ impl Cx<'_> {
             family: Family::of(t.mode),
             h: n.host_ns(),
             c: n.client_ns(),
-            wh: n.wire_host(),
+            wh: t.uplink.clone().unwrap_or_else(|| n.wire_host()),
             wc: n.wire_client(),
             guests: (1..=t.guests).collect(),
+            remote: t.remote_client(),
             n,
             t,
         }
@@ -232,12 +239,20 @@ pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &CpuPlan, host: HostOffers) -> R
     let mut notes = parts.notes.clone();
     let mut steps = parts.steps();
     steps.push(links(&cx));
+    if let Some(u) = &t.uplink {
+        steps.push(Step::ClaimUplink {
+            name: u.clone(),
+            netns: cx.h.clone(),
+        });
+    }
     if let Some(pf) = sriov {
         steps.extend(sriov::steps(&cx, pf)?);
     }
     let (host, host_iface) = host_side(&cx);
     steps.push(host);
-    steps.push(client(&cx));
+    if !cx.remote {
+        steps.push(client(&cx));
+    }
     steps.extend(cx.guests.iter().filter_map(|&i| guest_side(&cx, i)));
     steps.extend(devices(&cx, &parts, vm));
     steps.extend(wire::shaping(&cx));
@@ -266,7 +281,10 @@ pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &CpuPlan, host: HostOffers) -> R
 /// between host and guests, in one batch in the root namespace.
 fn links(cx: &Cx) -> Step {
     let mut b = Batch::default();
-    let mut namespaces = vec![cx.h.clone(), cx.c.clone()];
+    let mut namespaces = vec![cx.h.clone()];
+    if !cx.remote {
+        namespaces.push(cx.c.clone());
+    }
     if cx.family.guest_namespaces() {
         namespaces.extend(cx.guests.iter().map(|&i| cx.n.guest_ns(i)));
     }
@@ -274,7 +292,7 @@ fn links(cx: &Cx) -> Step {
         b.creates.push(Entry::Netns { name: ns.clone() });
         b.cmds.push(IpCmd::NetnsAdd(ns));
     }
-    if !cx.family.vf_wire() {
+    if !cx.family.vf_wire() && cx.t.uplink.is_none() {
         veth(&mut b, (&cx.h, &cx.wh), (&cx.c, &cx.wc));
     }
     if let Family::Kernel { .. } = cx.family {
@@ -394,6 +412,9 @@ pub fn shell(p: &Plan) -> Vec<String> {
 pub fn shell_step(s: &Step) -> String {
     match s {
         Step::Run { cmd, .. } => cmd.shell(),
+        Step::ClaimUplink { name, netns } => format!(
+            "ip link set dev {name} netns {netns}  # its MTU, addresses, offloads, qdisc and state journaled first"
+        ),
         Step::MoveVf { pf, vf, netns, name } => format!(
             "ip link set dev $(ls /sys/class/net/{pf}/device/virtfn{vf}/net) netns {netns} name {name}"
         ),

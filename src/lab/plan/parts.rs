@@ -49,10 +49,11 @@ impl Parts {
 
 pub(super) fn plan(cx: &Cx, cg: &Hierarchy, cpus: &CpuPlan) -> Result<Parts, Error> {
     let placed = |l: CpuList| cpus.placed.then(|| l.to_string());
-    let mut parts = vec![
-        ("host".to_string(), placed(cpus.host.clone())),
-        ("client".to_string(), placed(cpus.client.clone())),
-    ];
+    let mut parts = vec![("host".to_string(), placed(cpus.host.clone()))];
+    // A client on another machine is measured there, by its own `vnetlab serve`.
+    if !cx.remote {
+        parts.push(("client".to_string(), placed(cpus.client.clone())));
+    }
     parts.extend(
         cx.guests
             .iter()

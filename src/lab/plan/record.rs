@@ -22,11 +22,21 @@ pub(super) fn endpoints(
         reach_from_client: None,
         vnic: None,
         vm: None,
+        remote: None,
     };
-    let mut out = vec![
-        end(Role::Host, &cx.h, cx.a.host, host_iface),
-        end(Role::Client, &cx.c, cx.a.client, &cx.wc),
-    ];
+    let client = match &cx.t.client {
+        // Another machine: no namespace, interface or cgroup of its here.
+        Some(r) => Endpoint {
+            netns: String::new(),
+            iface: String::new(),
+            cgroups: vec![],
+            cpus: None,
+            remote: Some(r.clone()),
+            ..end(Role::Client, "", r.address, "")
+        },
+        None => end(Role::Client, &cx.c, cx.a.client, &cx.wc),
+    };
+    let mut out = vec![end(Role::Host, &cx.h, cx.a.host, host_iface), client];
     for (k, &i) in cx.guests.iter().enumerate() {
         let mut e = if cx.family == Family::Native {
             end(Role::Guest(i), &cx.h, cx.a.host, host_iface)

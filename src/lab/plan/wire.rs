@@ -11,7 +11,7 @@ use crate::lab::state::{Side, SteeredIface};
 /// queue (pfifo, a NIC's txqueuelen): with one, a full veth ring stops the queue as a full NIC
 /// ring would, instead of dropping (veth's default is no queue at all).
 pub(super) fn shaping(cx: &Cx) -> Vec<Step> {
-    [(&cx.h, &cx.wh), (&cx.c, &cx.wc)]
+    ends(cx)
         .into_iter()
         .map(|(ns, dev)| {
             let cmds = if cx.t.wire.shaped() {
@@ -34,6 +34,15 @@ pub(super) fn shaping(cx: &Cx) -> Vec<Step> {
             }
         })
         .collect()
+}
+
+/// The wire's ends made or taken here: the host's, and the client's unless it is another machine.
+fn ends<'a>(cx: &'a Cx) -> Vec<(&'a String, &'a String)> {
+    let mut v = vec![(&cx.h, &cx.wh)];
+    if !cx.remote {
+        v.push((&cx.c, &cx.wc));
+    }
+    v
 }
 
 /// One wire end's qdiscs: netem (delay, loss) at the root with tbf (rate) below it.
@@ -71,10 +80,10 @@ fn shaped(dev: &str, cx: &Cx) -> Vec<TcCmd> {
 pub(super) fn offloads(cx: &Cx) -> Vec<Step> {
     let t = cx.t;
     let client_tso = if t.wire.segment { false } else { t.tso };
-    let mut eth = vec![
-        (&cx.h, cx.wh.clone(), t.gro.host(), t.tso),
-        (&cx.c, cx.wc.clone(), true, client_tso),
-    ];
+    let mut eth = vec![(&cx.h, cx.wh.clone(), t.gro.host(), t.tso)];
+    if !cx.remote {
+        eth.push((&cx.c, cx.wc.clone(), true, client_tso));
+    }
     // Emulated NICs have no offloads: the guest segments and checksums.
     let guest_tso = t.tso && cx.family != (Family::Vnic { paravirt: false });
     let guest_ns: Vec<String> = cx.guests.iter().map(|&i| cx.n.guest_ns(i)).collect();
@@ -105,7 +114,8 @@ pub(super) fn offloads(cx: &Cx) -> Vec<Step> {
 /// client's segmented sends, the client's end only when the host sends MTU frames too (--tso off).
 pub(super) fn steering(cx: &Cx, cpus: &CpuPlan) -> (Vec<Step>, Vec<SteeredIface>) {
     let (mut steps, mut steered) = (Vec::new(), Vec::new());
-    if !cpus.placed {
+    // With the client on another machine, every core here is the host's: nothing crosses sides.
+    if !cpus.placed || cx.remote {
         return (steps, steered);
     }
     let client_gets_frames = !cx.t.tso && cx.t.wire.segment;

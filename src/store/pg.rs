@@ -1,0 +1,266 @@
+//! The results store on PostgreSQL (`--store postgresql://…`), so several hosts write one store
+//! and `runs`, `report`, `compare` and `plan` read across them. Runs and points keep the columns
+//! one selects by (the host that measured, the run, the point's key) beside the typed record
+//! itself, serialized as it is read back; tables are prefixed `vnetlab_` to share a database.
+//! Every statement is bounded by a server-side timeout, the connection by a connect timeout.
+
+use postgres::{Client, NoTls};
+use std::cell::RefCell;
+
+use super::{Error, Result};
+use crate::records::{HostFacts, PointRecord, RunRow};
+use crate::vocab::RunStatus;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS vnetlab_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS vnetlab_runs (
+    id BIGSERIAL PRIMARY KEY, host TEXT NOT NULL, name TEXT NOT NULL, description TEXT NOT NULL,
+    experiment_text TEXT NOT NULL, experiment_hash TEXT NOT NULL, vnetlab_version TEXT NOT NULL,
+    started_at TEXT NOT NULL, finished_at TEXT, status TEXT NOT NULL, pid BIGINT NOT NULL,
+    planned_points BIGINT NOT NULL, host_facts TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS vnetlab_points (
+    id BIGSERIAL PRIMARY KEY, run_id BIGINT NOT NULL REFERENCES vnetlab_runs(id), seq BIGINT NOT NULL,
+    host TEXT NOT NULL, mode TEXT NOT NULL, direction TEXT NOT NULL, test TEXT NOT NULL,
+    message_bytes BIGINT NOT NULL, load_bps BIGINT, throughput_gbps DOUBLE PRECISION,
+    normalized_pct_per_gbps DOUBLE PRECISION, record TEXT NOT NULL, result TEXT);
+CREATE INDEX IF NOT EXISTS vnetlab_points_run ON vnetlab_points(run_id);
+INSERT INTO vnetlab_meta (key, value) VALUES ('app', 'vnetlab'), ('schema', '1') ON CONFLICT DO NOTHING;";
+
+/// How long one statement may run on the server.
+const STATEMENT_TIMEOUT_S: u32 = 60;
+/// How long connecting may take.
+const CONNECT_TIMEOUT_S: u32 = 10;
+
+pub struct Pg {
+    client: RefCell<Client>,
+    /// The URL without its password, for messages.
+    pub shown: String,
+}
+
+/// A URL as messages show it: `postgresql://user:secret@h/db` without `:secret`.
+pub fn shown(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return crate::text::clip(url);
+    };
+    let rest = match rest.split_once('@') {
+        Some((auth, host)) => format!("{}@{host}", auth.split(':').next().unwrap_or("")),
+        None => rest.to_string(),
+    };
+    crate::text::clip(&format!("{scheme}://{rest}"))
+}
+
+/// This machine's name, as runs and points record who measured them.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+impl Pg {
+    fn err(&self) -> impl Fn(postgres::Error) -> Error + '_ {
+        move |e| Error::Pg {
+            url: self.shown.clone(),
+            message: e.to_string(),
+        }
+    }
+
+    /// Connects, bounds every statement, and makes the tables if they are missing (once, under
+    /// an advisory lock, so hosts starting together do not race). A database whose vnetlab
+    /// tables say another app is refused.
+    pub fn connect(url: &str) -> Result<Pg> {
+        let shown = shown(url);
+        if !url.starts_with("postgresql://") && !url.starts_with("postgres://") {
+            return Err(Error::Input(format!(
+                "--store {shown}: give a PostgreSQL URL, postgresql://USER@HOST[:PORT]/DB (SQLite is --db FILE)"
+            )));
+        }
+        let mut cfg: postgres::Config = url.parse().map_err(|e| {
+            Error::Input(format!(
+                "--store {shown}: {e}: write postgresql://USER@HOST[:PORT]/DB"
+            ))
+        })?;
+        cfg.connect_timeout(std::time::Duration::from_secs(CONNECT_TIMEOUT_S as u64));
+        let client = cfg.connect(NoTls).map_err(|e| Error::Pg {
+            url: shown.clone(),
+            message: format!("cannot connect: {e}"),
+        })?;
+        let pg = Pg {
+            client: RefCell::new(client),
+            shown,
+        };
+        pg.client
+            .borrow_mut()
+            .batch_execute(&format!(
+                "SET statement_timeout = '{STATEMENT_TIMEOUT_S}s'; SELECT pg_advisory_lock(7642731);"
+            ))
+            .map_err(pg.err())?;
+        let made = pg
+            .client
+            .borrow_mut()
+            .batch_execute(SCHEMA)
+            .map_err(pg.err());
+        let _ = pg
+            .client
+            .borrow_mut()
+            .batch_execute("SELECT pg_advisory_unlock(7642731);");
+        made?;
+        let app: Option<String> = pg
+            .client
+            .borrow_mut()
+            .query_opt("SELECT value FROM vnetlab_meta WHERE key = 'app'", &[])
+            .map_err(pg.err())?
+            .map(|r| r.get(0));
+        if app.as_deref() != Some("vnetlab") {
+            return Err(Error::NotOurs(pg.shown.clone()));
+        }
+        Ok(pg)
+    }
+
+    pub fn begin_run(
+        &self,
+        (name, description, text, hash): (&str, &str, &str, &str),
+        facts: &HostFacts,
+        planned: u32,
+        started_at: &str,
+    ) -> Result<i64> {
+        let facts = serde_json::to_string(facts).unwrap_or_default();
+        let row = self
+            .client
+            .borrow_mut()
+            .query_one(
+                "INSERT INTO vnetlab_runs (host, name, description, experiment_text, experiment_hash, vnetlab_version, started_at, status, pid, planned_points, host_facts)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
+                &[&hostname(), &name, &description, &text, &hash, &env!("CARGO_PKG_VERSION"), &started_at,
+                  &RunStatus::Running.name(), &(std::process::id() as i64), &(planned as i64), &facts],
+            )
+            .map_err(self.err())?;
+        Ok(row.get(0))
+    }
+
+    pub fn finish_run(&self, run: i64, status: RunStatus, at: &str) -> Result<()> {
+        self.client
+            .borrow_mut()
+            .execute(
+                "UPDATE vnetlab_runs SET status = $1, finished_at = $2 WHERE id = $3",
+                &[&status.name(), &at, &run],
+            )
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// Every host's runs, oldest first. A run still "running" whose process on this host is gone
+    /// reads as incomplete; another host's is taken at its word.
+    pub fn runs(&self) -> Result<Vec<RunRow>> {
+        let me = hostname();
+        let rows = self
+            .client
+            .borrow_mut()
+            .query(
+                "SELECT r.id, r.name, r.description, r.experiment_hash, r.vnetlab_version, r.started_at, r.finished_at,
+                        r.status, r.planned_points, r.host_facts,
+                        (SELECT COUNT(*) FROM vnetlab_points p WHERE p.run_id = r.id), r.experiment_text, r.pid, r.host
+                 FROM vnetlab_runs r ORDER BY r.id",
+                &[],
+            )
+            .map_err(self.err())?;
+        rows.iter()
+            .map(|r| {
+                let status: String = r.get(7);
+                let status: RunStatus =
+                    status.parse().map_err(|e: crate::vocab::Error| Error::Pg {
+                        url: self.shown.clone(),
+                        message: e.to_string(),
+                    })?;
+                let host: String = r.get(13);
+                let pid: i64 = r.get(12);
+                let dead = host == me && !super::alive(pid);
+                Ok(RunRow {
+                    id: r.get(0),
+                    name: r.get(1),
+                    description: r.get(2),
+                    experiment_hash: r.get(3),
+                    vnetlab_version: r.get(4),
+                    started_at: r.get(5),
+                    finished_at: r.get(6),
+                    status: if status == RunStatus::Running && dead {
+                        RunStatus::Incomplete
+                    } else {
+                        status
+                    },
+                    planned_points: r.get::<_, i64>(8) as u32,
+                    host_facts: serde_json::from_str(r.get(9)).unwrap_or_default(),
+                    points: r.get::<_, i64>(10) as u32,
+                    experiment_text: r.get(11),
+                    host: Some(host),
+                })
+            })
+            .collect()
+    }
+
+    /// Stores one point: the columns one selects by, and the whole record.
+    pub fn add_point(&self, run: i64, p: &PointRecord) -> Result<i64> {
+        let record = serde_json::to_string(&PointRecord {
+            result: None,
+            ..p.clone()
+        })
+        .unwrap_or_default();
+        let k = &p.key;
+        let row = self
+            .client
+            .borrow_mut()
+            .query_one(
+                "INSERT INTO vnetlab_points (run_id, seq, host, mode, direction, test, message_bytes, load_bps, throughput_gbps, normalized_pct_per_gbps, record, result)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
+                &[&run, &(p.seq as i64), &hostname(), &k.mode.to_string(), &k.direction.name(), &k.test.to_string(),
+                  &(k.message_bytes as i64), &k.load_bps.map(|b| b as i64), &p.throughput_gbps,
+                  &p.normalized_pct_per_gbps, &record, &p.result],
+            )
+            .map_err(self.err())?;
+        Ok(row.get(0))
+    }
+
+    /// A run's points by sequence (without their full results; `point_result` reads one).
+    pub fn points(&self, run: i64) -> Result<Vec<(i64, PointRecord)>> {
+        let rows = self
+            .client
+            .borrow_mut()
+            .query(
+                "SELECT id, record, host FROM vnetlab_points WHERE run_id = $1 ORDER BY seq",
+                &[&run],
+            )
+            .map_err(self.err())?;
+        rows.iter()
+            .map(|r| {
+                let mut p: PointRecord = serde_json::from_str(r.get(1)).map_err(|e| Error::Pg {
+                    url: self.shown.clone(),
+                    message: format!("point {} does not read as a point: {e}", r.get::<_, i64>(0)),
+                })?;
+                p.host = Some(r.get(2));
+                Ok((r.get(0), p))
+            })
+            .collect()
+    }
+
+    pub fn point_result(&self, id: i64) -> Result<Option<String>> {
+        Ok(self
+            .client
+            .borrow_mut()
+            .query_opt("SELECT result FROM vnetlab_points WHERE id = $1", &[&id])
+            .map_err(self.err())?
+            .and_then(|r| r.get(0)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_url_is_shown_without_its_password() {
+        assert_eq!(
+            super::shown("postgresql://vl:s3cret@db.example:5432/lab"),
+            "postgresql://vl@db.example:5432/lab"
+        );
+        assert_eq!(super::shown("postgresql://h/db"), "postgresql://h/db");
+    }
+}

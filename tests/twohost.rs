@@ -1,0 +1,564 @@
+//! Integration tests of two machines (root): the "client machine" is a network namespace the test
+//! makes, running `vnetlab serve` (and a stock iperf3 server), joined to this one by a veth pair
+//! whose root end the test names as the lab's uplink. An uplink lab reaches it, moves verified
+//! bytes both ways, measures the client's CPU there, times VDI frames across the two clocks, runs
+//! iperf3 as the far end, and gives the uplink back exactly after `down`, SIGKILL + `cleanup` and
+//! Ctrl-C. A PostgreSQL store (Debian's, started by the test) holds two hosts' runs.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "two-machine-token";
+const SERVE_PORT: u16 = 12866;
+
+/// The second machine: a namespace with the far end of a veth pair, its address and a serve.
+struct Peer {
+    ns: String,
+    uplink: String,
+    serve: Option<Child>,
+    iperf: Option<Child>,
+}
+
+fn run(args: &[&str]) {
+    let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+impl Peer {
+    /// `tag` keeps the names apart between tests.
+    fn new(tag: &str) -> Peer {
+        let (ns, uplink, far) = (
+            format!("tpeer{tag}"),
+            format!("tup{tag}0"),
+            format!("tup{tag}1"),
+        );
+        run(&["ip", "netns", "add", &ns]);
+        run(&[
+            "ip", "link", "add", &uplink, "type", "veth", "peer", "name", &far, "netns", &ns,
+        ]);
+        run(&["ip", "-n", &ns, "addr", "add", "10.213.0.2/16", "dev", &far]);
+        run(&["ip", "-n", &ns, "link", "set", &far, "up"]);
+        run(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
+        Peer {
+            ns,
+            uplink,
+            serve: None,
+            iperf: None,
+        }
+    }
+
+    /// `vnetlab serve` on the client machine, allowed to reach the lab's subnet.
+    fn serve(&mut self) {
+        let c = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.ns,
+                BIN,
+                "serve",
+                "--bind",
+                "10.213.0.2",
+                "--allow",
+                "10.213.0.0/16",
+                "--token",
+                TOKEN,
+            ])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.serve = Some(c);
+        self.wait_port(SERVE_PORT);
+    }
+
+    fn iperf3(&mut self) {
+        let c = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.ns,
+                "iperf3",
+                "-s",
+                "-B",
+                "10.213.0.2",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.iperf = Some(c);
+        self.wait_port(5201);
+    }
+
+    fn wait_port(&self, port: u16) {
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(5) {
+            let o = Command::new("ip")
+                .args([
+                    "netns",
+                    "exec",
+                    &self.ns,
+                    "ss",
+                    "-ltnH",
+                    &format!("sport = :{port}"),
+                ])
+                .output()
+                .unwrap();
+            if !o.stdout.is_empty() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("nothing listens on port {port} in {}", self.ns);
+    }
+
+    /// Everything `down` must give back, as text: the link with its details, its addresses,
+    /// offloads and qdisc, and the namespace it is in.
+    fn uplink_state(&self) -> String {
+        let u = &self.uplink;
+        [
+            format!("ip -d link show {u} | sed 's/ qlen.*//'"),
+            format!("ip -br addr show {u}"),
+            format!("ethtool -k {u} | grep -E '^(generic-receive|tcp-segmentation|generic-segmentation)-offload'"),
+            format!("tc qdisc show dev {u}"),
+        ]
+        .iter()
+        .map(|c| sh(c))
+        .collect::<Vec<_>>()
+        .join("\n")
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        for c in [self.serve.as_mut(), self.iperf.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.uplink])
+            .status();
+        let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
+    }
+}
+
+/// Gives the uplink settings the lab changes, so putting them back is visible.
+fn dress(u: &str) {
+    run(&["ip", "link", "set", u, "mtu", "1400"]);
+    run(&["ip", "addr", "add", "192.0.2.7/24", "dev", u]);
+    run(&["ethtool", "-K", u, "gro", "off"]);
+    run(&[
+        "tc", "qdisc", "replace", "dev", u, "root", "pfifo", "limit", "77",
+    ]);
+    run(&["ip", "link", "set", u, "up"]);
+}
+
+fn up_args<'a>(lab: &'a str, mode: &'a str, uplink: &'a str) -> Vec<&'a str> {
+    vec![
+        "up",
+        "--name",
+        lab,
+        "--mode",
+        mode,
+        "--guests",
+        "1",
+        "--uplink",
+        uplink,
+        "--client",
+        "10.213.0.2",
+        "--token",
+        TOKEN,
+    ]
+}
+
+#[test]
+fn an_uplink_lab_reaches_a_client_machine_and_gives_the_uplink_back() {
+    let c = ctx("uplink");
+    let before = host_snapshot();
+    let mut p = Peer::new("a");
+    dress(&p.uplink);
+    p.serve();
+    p.iperf3();
+    let state0 = p.uplink_state();
+    for mode in ["bridge", "macvlan"] {
+        c.ok(&up_args("tup", mode, &p.uplink));
+        let st = c.ok(&["status", "tup"]);
+        assert!(
+            st.contains("another machine: vnetlab serve at 10.213.0.2"),
+            "{st}"
+        );
+        // A verified pattern both ways.
+        for (from, to) in [("g1", "client"), ("client", "g1")] {
+            let r = c.json(&[
+                "test", "--lab", "tup", "--from", from, "--to", to, "--bytes", "8M", "--verify",
+                "-l", "20", "--json",
+            ]);
+            assert_eq!(r["transfer"]["match"], true, "{mode} {from}→{to}: {r}");
+        }
+        // The client's CPU is measured on the client machine, as a part on the client's side.
+        let r = c.json(&[
+            "test", "--lab", "tup", "--from", "g1", "--to", "client", "-m", "64K", "-l", "1",
+            "--json",
+        ]);
+        let parts = r["cpu"]["parts"].as_array().unwrap();
+        let remote: Vec<_> = parts
+            .iter()
+            .filter(|p| {
+                p["name"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("client (another machine")
+            })
+            .collect();
+        assert_eq!(remote.len(), 1, "{mode}: {parts:?}");
+        assert_eq!(remote[0]["side"], "client");
+        assert!(remote[0]["busy_pct"].as_f64().unwrap() > 0.0);
+        assert!(
+            parts
+                .iter()
+                .all(|p| !(p["side"] == "host" && p["name"].as_str().unwrap().contains("client"))),
+            "{parts:?}"
+        );
+        assert_eq!(
+            r["cpu"]["client_cores"].as_array().unwrap().len(),
+            0,
+            "every core here is the host's"
+        );
+        c.ok(&["probe", "--lab", "tup"]);
+        c.ok(&["down", "tup"]);
+        assert_eq!(
+            state0,
+            p.uplink_state(),
+            "{mode}: the uplink came back changed"
+        );
+    }
+    drop(p);
+    assert_eq!(before, host_snapshot());
+}
+
+#[test]
+fn vdi_frames_and_iperf3_cross_the_two_machines() {
+    let c = ctx("uplinkvdi");
+    let before = host_snapshot();
+    let mut p = Peer::new("b");
+    p.serve();
+    p.iperf3();
+    let mut args = up_args("tuv", "bridge", &p.uplink);
+    args.extend(["--wire-rate", "1gbit"]);
+    c.ok(&args);
+    let r = c.json(&[
+        "test",
+        "--lab",
+        "tuv",
+        "-t",
+        "VDI",
+        "--profile",
+        "office",
+        "--desktops",
+        "1",
+        "-l",
+        "2",
+        "--json",
+    ]);
+    let v = &r["vdi"];
+    assert!(v["total"]["fps"].as_f64().unwrap() > 0.0, "{v}");
+    assert_eq!(v["clock"]["shared"], false, "{v}");
+    let u = v["clock"]["uncertainty_ns"].as_u64().unwrap();
+    assert!(u > 0 && u < 5_000_000, "the clocks were set within {u} ns");
+    assert!(
+        v["total"]["frame_delay_us"]["p50"].as_f64().unwrap() < 1e6,
+        "{v}"
+    );
+    // iperf3 as the far end, beside vnetlab's own engine, both at the wire's rate.
+    let gbps = |extra: &[&str]| {
+        let mut a = vec![
+            "test", "--lab", "tuv", "--from", "g1", "--to", "client", "-m", "64K", "-l", "2",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        let r = c.json(&a);
+        (
+            r["throughput_gbps"].as_f64().unwrap(),
+            r["engine"].as_str().unwrap().to_string(),
+        )
+    };
+    let (ours, e1) = gbps(&[]);
+    let (theirs, e2) = gbps(&["--peer", "iperf3"]);
+    assert_eq!((e1.as_str(), e2.as_str()), ("vnetlab", "iperf3"));
+    assert!(
+        (ours / theirs - 1.0).abs() <= 0.05,
+        "vnetlab {ours} vs iperf3 {theirs} Gb/s"
+    );
+    c.ok(&["down", "tuv"]);
+    drop(p);
+    assert_eq!(before, host_snapshot());
+}
+
+/// The newest journal line naming the uplink, waited for (the build claims it early).
+fn wait_claimed(state: &Path, lab: &str) {
+    let j = state.join(format!("{lab}.journal"));
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(20) {
+        if std::fs::read_to_string(&j).is_ok_and(|t| t.contains("\"kind\":\"uplink\"")) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("the build never claimed the uplink");
+}
+
+#[test]
+fn the_uplink_comes_back_after_sigkill_and_after_ctrl_c() {
+    let c = ctx("uplinkkill");
+    let before = host_snapshot();
+    let mut p = Peer::new("c");
+    dress(&p.uplink);
+    p.serve();
+    let state0 = p.uplink_state();
+    for (sig, how) in [(9, "SIGKILL + cleanup"), (2, "Ctrl-C")] {
+        let mut cmd = c.cmd(&up_args("tuk", "paravirt", &p.uplink));
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_claimed(&c.state, "tuk");
+        signal(-(child.id() as i32), sig);
+        let o = child.wait_with_output().unwrap();
+        if sig == 9 {
+            c.ok(&["cleanup"]);
+        } else {
+            assert_eq!(
+                o.status.code(),
+                Some(130),
+                "{}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        assert!(
+            !c.state.join("tuk.journal").exists(),
+            "{how}: the lab is still there"
+        );
+        assert_eq!(
+            state0,
+            p.uplink_state(),
+            "{how}: the uplink came back changed"
+        );
+    }
+    drop(p);
+    assert_eq!(before, host_snapshot());
+}
+
+#[test]
+fn an_uplink_is_refused_where_it_would_cut_this_machine_off_or_is_not_free() {
+    let c = ctx("uplinkbad");
+    let p = Peer::new("d");
+    let default_dev =
+        sh("ip -j route show default | sed -n 's/.*\"dev\":\"\\([^\"]*\\)\".*/\\1/p' | head -1");
+    let default_dev = default_dev.trim();
+    let mut cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["up", "--name", "tub", "--uplink", &p.uplink],
+            "needs --client",
+        ),
+        (
+            vec![
+                "up",
+                "--name",
+                "tub",
+                "--uplink",
+                "nosuch0",
+                "--client",
+                "10.213.0.2",
+            ],
+            "no such interface",
+        ),
+        (
+            vec![
+                "up",
+                "--name",
+                "tub",
+                "--uplink",
+                &p.uplink,
+                "--client",
+                "10.213.0.9",
+            ],
+            "the lab's client address 10.213.0.2",
+        ),
+        (
+            vec![
+                "up",
+                "--name",
+                "tub",
+                "--uplink",
+                "lo",
+                "--client",
+                "10.213.0.2",
+            ],
+            "other than lo",
+        ),
+    ];
+    if !default_dev.is_empty() {
+        cases.push((
+            vec![
+                "up",
+                "--name",
+                "tub",
+                "--uplink",
+                default_dev,
+                "--client",
+                "10.213.0.2",
+            ],
+            "default route",
+        ));
+    }
+    for (args, says) in cases {
+        let o = c.run(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(says) && err.trim().lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!c.state.join("tub.journal").exists());
+}
+
+/// Debian's PostgreSQL, started by the test in a folder of its own on a port of its own.
+struct Postgres {
+    dir: PathBuf,
+    pg_ctl: PathBuf,
+}
+
+impl Postgres {
+    fn start(dir: &Path, port: u16) -> Postgres {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .expect("PostgreSQL is needed for this test: `make deps` installs it")
+            .flatten()
+            .map(|e| e.path().join("bin"))
+            .find(|b| b.join("initdb").exists())
+            .expect("no initdb under /usr/lib/postgresql");
+        std::fs::create_dir_all(dir).unwrap();
+        run(&["chown", "postgres", dir.to_str().unwrap()]);
+        let as_pg = |argv: Vec<String>| {
+            let o = Command::new("runuser")
+                .args(["-u", "postgres", "--"])
+                .args(&argv)
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "{argv:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        };
+        let data = dir.join("data");
+        as_pg(vec![
+            bin.join("initdb").display().to_string(),
+            "-D".into(),
+            data.display().to_string(),
+            "--auth=trust".into(),
+            "-U".into(),
+            "postgres".into(),
+        ]);
+        let pg_ctl = bin.join("pg_ctl");
+        as_pg(vec![
+            pg_ctl.display().to_string(),
+            "-D".into(),
+            data.display().to_string(),
+            "-l".into(),
+            dir.join("log").display().to_string(),
+            "-w".into(),
+            "-o".into(),
+            format!(
+                "-p {port} -k {} -c listen_addresses=127.0.0.1",
+                dir.display()
+            ),
+            "start".into(),
+        ]);
+        Postgres {
+            dir: dir.to_path_buf(),
+            pg_ctl,
+        }
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let _ = Command::new("runuser")
+            .args(["-u", "postgres", "--"])
+            .arg(&self.pg_ctl)
+            .args([
+                "-D",
+                &self.dir.join("data").display().to_string(),
+                "-m",
+                "immediate",
+                "stop",
+            ])
+            .output();
+    }
+}
+
+#[test]
+fn a_postgresql_store_holds_two_hosts_runs_and_compare_reads_both() {
+    let c = ctx("pgstore");
+    let before = host_snapshot();
+    let pg_dir = PathBuf::from(format!("/tmp/vnetlab-pg-{}", std::process::id()));
+    let _pg = Postgres::start(&pg_dir, 54329);
+    let url = "postgresql://postgres@127.0.0.1:54329/postgres";
+    let exp = c.state.join("one.toml");
+    std::fs::write(&exp, "name = \"one\"\n[matrix]\nmodes = [\"bridge\"]\ndirections = [\"guest-to-client\", \"host-to-client\"]\nmessages = [\"64K\"]\nloads = [\"200mbit\"]\n[point]\nduration = 0.5\nwarmup = 0.2\n").unwrap();
+    let out = c.state.join("o");
+    let (es, os) = (exp.to_str().unwrap(), out.to_str().unwrap());
+    c.ok(&["run", es, "--store", url, "--out", os]);
+    // The second host: the same machine under another host name (a UTS namespace of its own).
+    let o = Command::new("unshare")
+        .args([
+            "--uts",
+            "sh",
+            "-c",
+            &format!("hostname vl-second-host && {BIN} run {es} --store {url} --out {os}"),
+        ])
+        .env("VNETLAB_STATE_DIR", &c.state)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let runs = c.json(&["runs", "--store", url, "--json"]);
+    let hosts: Vec<&str> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts.len(), 2, "{runs}");
+    assert!(
+        hosts[0] != hosts[1] && hosts.contains(&"vl-second-host"),
+        "{hosts:?}"
+    );
+    let cmp = c.json(&["compare", "1", "2", "--store", url, "--json"]);
+    assert_eq!(cmp["rows"].as_array().unwrap().len(), 2, "{cmp}");
+    assert_eq!(cmp["b_host"], "vl-second-host");
+    let rep = c.json(&["report", "2", "--store", url, "--json"]);
+    assert_eq!(rep["points"][0]["host"], "vl-second-host");
+    c.ok(&["plan", "--from-run", "1", "--store", url, "--allow-bound"]);
+    // The password never shows; a bad URL is one line.
+    let o = c.run(&["runs", "--store", "postgresql://u:s3cret@127.0.0.1:1/x"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && !err.contains("s3cret") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+    drop(_pg);
+    let _ = std::fs::remove_dir_all(&pg_dir);
+    assert_eq!(before, host_snapshot());
+}
