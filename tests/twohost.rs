@@ -228,6 +228,13 @@ fn an_uplink_lab_reaches_a_client_machine_and_gives_the_uplink_back() {
                 .all(|p| !(p["side"] == "host" && p["name"].as_str().unwrap().contains("client"))),
             "{parts:?}"
         );
+        // Nothing of this machine is the client's: its only part is the one measured there.
+        assert!(
+            parts
+                .iter()
+                .all(|p| p["side"] == "host" || p["name"] == remote[0]["name"]),
+            "{parts:?}"
+        );
         assert_eq!(
             r["cpu"]["client_cores"].as_array().unwrap().len(),
             0,

@@ -202,6 +202,10 @@ fn sided(
         .into_iter()
         .enumerate()
     {
+        // A client on another machine has no cores here: nothing of this machine is its.
+        if cores.is_empty() {
+            continue;
+        }
         // Outside the lab: tasks confined to this side (per-CPU kernel threads such as ksoftirqd
         // and kworkers, pinned processes) by name, the rest of the side's charged time as tasks
         // that may run anywhere, and what no task was charged for.
