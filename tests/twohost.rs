@@ -517,6 +517,67 @@ impl Drop for Postgres {
 }
 
 #[test]
+fn a_run_takes_the_uplink_for_every_lab_and_gives_it_back() {
+    let c = ctx("uprun");
+    let before = host_snapshot();
+    let mut p = Peer::new("r");
+    dress(&p.uplink);
+    p.serve();
+    let state0 = p.uplink_state();
+    let exp = c.state.join("two.toml");
+    std::fs::write(&exp, "name = \"two\"\n[matrix]\nmodes = [\"bridge\", \"macvlan\"]\ndirections = [\"guest-to-client\"]\nmessages = [\"64K\"]\nloads = [\"200mbit\"]\n[point]\nduration = 0.5\nwarmup = 0.2\n").unwrap();
+    let (db, out) = (c.state.join("two.sqlite"), c.state.join("o"));
+    let (es, ds, os) = (
+        exp.to_str().unwrap(),
+        db.to_str().unwrap(),
+        out.to_str().unwrap(),
+    );
+    let site = [
+        "--uplink",
+        &p.uplink,
+        "--client",
+        "10.213.0.2",
+        "--token",
+        TOKEN,
+    ];
+    let mut args = vec!["run", es, "--db", ds, "--out", os, "--json"];
+    args.extend(site);
+    let r = c.json(&args);
+    let pts = r["points"].as_array().unwrap();
+    assert_eq!(pts.len(), 2, "{r}");
+    for pt in pts {
+        assert!(pt["error"].is_null(), "{pt}");
+        assert!(pt["throughput_gbps"].as_f64().unwrap() > 0.1, "{pt}");
+        // The client's CPU was measured on its machine; none of this machine's parts is its.
+        assert!(pt["client_busy_pct"].as_f64().unwrap() > 0.0, "{pt}");
+        let parts = pt["parts"].as_array().unwrap();
+        assert!(
+            parts
+                .iter()
+                .all(|x| !x[0].as_str().unwrap().contains("client")),
+            "{parts:?}"
+        );
+    }
+    let runs = c.json(&["runs", "--db", ds, "--json"]);
+    assert!(
+        runs.to_string().contains(&format!(
+            "run over uplink {} to the client machine 10.213.0.2",
+            p.uplink
+        )),
+        "the stored run says where the client was: {runs}"
+    );
+    assert_eq!(state0, p.uplink_state(), "the uplink came back changed");
+    // Nothing to measure, nothing to take; a client without an uplink is refused by clap.
+    let mut args = vec!["reproduce", "--from-runs", "--db", ds, "--out", os];
+    args.extend(site);
+    assert_eq!(c.run(&args).status.code(), Some(2));
+    let o = c.run(&["run", es, "--db", ds, "--client", "10.213.0.2"]);
+    assert_eq!(o.status.code(), Some(2));
+    drop(p);
+    assert_eq!(before, host_snapshot());
+}
+
+#[test]
 fn a_postgresql_store_holds_two_hosts_runs_and_compare_reads_both() {
     let c = ctx("pgstore");
     let before = host_snapshot();

@@ -31,8 +31,47 @@ pub struct RunArgs {
     /// Run a matrix of more than 100 000 points (at most 10 000 000)
     #[arg(long)]
     force: bool,
+    #[command(flatten)]
+    site: SiteArgs,
     #[arg(long)]
     json: bool,
+}
+
+/// Two machines for a whole run: every lab takes the uplink and reaches the client machine
+/// (as `vnetlab up --uplink … --client …` does for one lab).
+#[derive(Args, Clone, Debug, Default)]
+pub struct SiteArgs {
+    /// An interface of this machine, a real NIC to the client machine, that each lab of the run
+    /// takes as the wire's host end and gives back (needs --client)
+    #[arg(long, value_name = "IFACE", requires = "client")]
+    pub uplink: Option<String>,
+    /// Take the uplink even though this machine's default route leaves through it
+    #[arg(long, requires = "uplink")]
+    pub force_uplink: bool,
+    /// The client machine beyond the uplink: the lab's client address (10.213.0.2) and the port
+    /// of its `vnetlab serve` [default port: 12866]
+    #[arg(long, value_name = "HOST[:PORT]", requires = "uplink")]
+    pub client: Option<String>,
+    /// The token the client machine's `vnetlab serve` printed
+    #[arg(long, requires = "client")]
+    pub token: Option<String>,
+}
+
+impl SiteArgs {
+    /// The site, checked before a point runs: the uplink must be free and the client well formed.
+    pub fn site(&self) -> Result<Option<erun::Site>, Fail> {
+        let (Some(uplink), Some(client)) = (&self.uplink, &self.client) else {
+            return Ok(None);
+        };
+        crate::lab::names::check_uplink_name(uplink)?;
+        crate::lab::uplink::check(uplink, self.force_uplink)?;
+        let client = crate::lab::topology::RemoteClient::parse(client, self.token.clone())?;
+        Ok(Some(erun::Site {
+            uplink: uplink.clone(),
+            client,
+            force_uplink: self.force_uplink,
+        }))
+    }
 }
 
 /// Opens an existing store for reading only; never makes one, never writes.
@@ -102,6 +141,7 @@ fn load(path: &Path, force: bool) -> Result<erun::Loaded, Fail> {
         text,
         file: exp,
         points,
+        site: None,
     })
 }
 
@@ -193,7 +233,13 @@ pub fn execute(loaded: &erun::Loaded, store: &Store, json: bool) -> Result<erun:
 }
 
 pub fn run(a: RunArgs) -> CmdResult {
-    let loaded = load(&a.file, a.force)?;
+    let mut loaded = load(&a.file, a.force)?;
+    if !a.list {
+        if let Some(site) = a.site.site()? {
+            site.mark(&mut loaded);
+            loaded.site = Some(site);
+        }
+    }
     let (exp, points) = (&loaded.file, &loaded.points);
     if a.list {
         if a.json {

@@ -41,6 +41,8 @@ pub struct ReproduceArgs {
     /// netns, or qemu (QEMU even under TCG, where every point is bound by the emulated CPU)
     #[arg(long, value_enum, default_value = "auto")]
     guests: GuestsArg,
+    #[command(flatten)]
+    site: super::exp_cmds::SiteArgs,
     #[arg(long)]
     json: bool,
 }
@@ -99,6 +101,12 @@ pub fn reproduce(a: ReproduceArgs) -> CmdResult {
     let papers = reproduce::select(&a.paper)?;
     if !a.from_runs {
         need_root("vnetlab reproduce")?;
+        // Refused before the first suite runs, not after it.
+        a.site.site()?;
+    } else if a.site.uplink.is_some() {
+        return Err(Fail::Input(
+            "--from-runs measures nothing: drop --uplink/--client".into(),
+        ));
     }
     let store = if a.from_runs {
         let store = existing(&a.db)?;
@@ -179,11 +187,16 @@ fn suite_run(
         ),
         Guests::Netns { .. } => text.to_string(),
     };
-    let loaded = erun::Loaded {
+    let mut loaded = erun::Loaded {
         text,
         points: matrix::expand(&exp),
         file: exp,
+        site: None,
     };
+    if let Some(site) = a.site.site()? {
+        site.mark(&mut loaded);
+        loaded.site = Some(site);
+    }
     let outcome = execute(&loaded, store, a.json)?;
     if outcome.status == crate::vocab::RunStatus::Interrupted {
         return Err(Fail::Interrupted(format!(

@@ -138,6 +138,7 @@ const NAME_TRIES: u32 = 999;
 /// `create_new` is the reservation, so two runs at once never take the same name.
 fn build_lab(
     cfg: &matrix::LabConfig,
+    site: Option<&Site>,
 ) -> Result<(String, crate::lab::plan::Plan), crate::lab::Error> {
     for i in 1..=NAME_TRIES {
         let name = format!("x{i}");
@@ -147,7 +148,13 @@ fn build_lab(
         {
             continue;
         }
-        let plan = build::prepare(&cfg.topology(&name))?;
+        let mut t = cfg.topology(&name);
+        if let Some(site) = site {
+            t.uplink = Some(site.uplink.clone());
+            t.client = Some(site.client.clone());
+            t.force_uplink = site.force_uplink;
+        }
+        let plan = build::prepare(&t)?;
         match build::build(&plan, false, false) {
             Ok(()) => return Ok((name, plan)),
             Err(crate::lab::Error::Taken(_)) => continue,
@@ -164,6 +171,37 @@ pub struct Loaded {
     pub text: String,
     pub file: file::ExperimentFile,
     pub points: Vec<Point>,
+    /// Two machines: every lab of the run takes this uplink and reaches this client machine.
+    pub site: Option<Site>,
+}
+
+/// Where a run's client is when it is another machine: the interface that is the wire's host
+/// end and the `vnetlab serve` beyond it (`run`/`reproduce --uplink … --client …`).
+#[derive(Clone, Debug)]
+pub struct Site {
+    pub uplink: String,
+    pub client: crate::lab::topology::RemoteClient,
+    pub force_uplink: bool,
+}
+
+impl Site {
+    /// Where the client was, as the stored run's description ends and its text begins.
+    pub fn describe(&self) -> String {
+        format!(
+            "over uplink {} to the client machine {}:{}",
+            self.uplink, self.client.address, self.client.port
+        )
+    }
+
+    /// Marks a loaded experiment as run over this site: its stored text and description say so.
+    pub fn mark(&self, loaded: &mut Loaded) {
+        let d = self.describe();
+        loaded.text = format!("# run {d}\n{}", loaded.text);
+        loaded.file.description = match loaded.file.description.as_str() {
+            "" => format!("run {d}"),
+            was => format!("{was} (run {d})"),
+        };
+    }
 }
 
 /// Runs an experiment into the store. `progress` gets (points done, total, seconds left, what).
@@ -216,7 +254,7 @@ pub fn run_experiment(
             remaining,
             &format!("building {} lab", cfg.mode),
         );
-        let (name, plan) = match build_lab(&cfg) {
+        let (name, plan) = match build_lab(&cfg, exp.site.as_ref()) {
             Ok(x) => x,
             Err(crate::lab::Error::Interrupted(_)) => break,
             // The build removed what it made: its points fail with its reason, the rest go on
