@@ -123,13 +123,7 @@ fn the_cpu_plan_and_the_wire_steering_read_back_as_planned() {
             "bad CPU list",
         ),
     ] {
-        let o = c.run(&args);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(
-            err.contains(says) && err.trim().lines().count() == 1,
-            "{args:?}: {err}"
-        );
+        c.refused(&args, says);
     }
     c.ok(&["down", "tcpu"]);
     assert_eq!(before, host_snapshot());

@@ -492,13 +492,7 @@ fn bad_files_loads_and_scales_are_refused_before_anything_runs() {
             "time scale 0",
         ),
     ] {
-        let o = c.run(&args);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(
-            err.contains(says) && err.trim().lines().count() == 1,
-            "{args:?}: {err}"
-        );
+        c.refused(&args, says);
     }
     assert!(
         t0.elapsed() < Duration::from_secs(5),

@@ -401,13 +401,7 @@ fn inputs_outputs_and_the_store_are_checked_first() {
         (vec!["run", "/dev/zero", "--db", dbs], "not a regular file"),
         (vec!["run", es, "--db", "/tmp"], "is a folder"),
     ] {
-        let o = c.run(&args);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(
-            err.contains(says) && err.trim().lines().count() == 1,
-            "{args:?}: {err}"
-        );
+        c.refused(&args, says);
     }
     assert!(
         t0.elapsed() < Duration::from_secs(5),

@@ -430,13 +430,7 @@ fn an_uplink_is_refused_where_it_would_cut_this_machine_off_or_is_not_free() {
         ));
     }
     for (args, says) in cases {
-        let o = c.run(&args);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(
-            err.contains(says) && err.trim().lines().count() == 1,
-            "{args:?}: {err}"
-        );
+        c.refused(&args, says);
     }
     assert!(!c.state.join("tub.journal").exists());
 }

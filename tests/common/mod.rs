@@ -69,6 +69,17 @@ impl Ctx {
     pub fn json(&self, args: &[&str]) -> serde_json::Value {
         serde_json::from_str(&self.ok(args)).unwrap()
     }
+    /// Runs and requires a refusal: exit 2 with one line of error that contains `says`.
+    #[allow(dead_code)]
+    pub fn refused(&self, args: &[&str], says: &str) {
+        let o = self.run(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(says) && err.trim().lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
 }
 
 impl Drop for Ctx {
