@@ -507,6 +507,8 @@ impl Drop for Postgres {
                 "stop",
             ])
             .output();
+        // Also when the test failed: nothing of the cluster stays behind.
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -621,6 +623,5 @@ fn a_postgresql_store_holds_two_hosts_runs_and_compare_reads_both() {
         "{err}"
     );
     drop(_pg);
-    let _ = std::fs::remove_dir_all(&pg_dir);
     assert_eq!(before, host_snapshot());
 }
