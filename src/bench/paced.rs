@@ -171,14 +171,9 @@ fn iperf3(rec: &LabRecord, size: &str, rate: u64, pacing: Pacing, secs: f64) -> 
     run_of(gbps, &c)
 }
 
-/// The rate iperf3's receiver saw, Gb/s, from `iperf3 -J`.
+/// The rate iperf3's receiver saw, Gb/s, from `iperf3 -J`, read as `test --peer iperf3` reads it.
 pub fn iperf3_received_gbps(json: &str) -> Result<f64, Error> {
-    let v: serde_json::Value =
-        serde_json::from_str(json).map_err(|e| Error::Failed(format!("iperf3 output: {e}")))?;
-    v["end"]["sum_received"]["bits_per_second"]
-        .as_f64()
-        .map(|b| b / 1e9)
-        .ok_or_else(|| Error::Failed("iperf3 reported no received rate".into()))
+    Ok(crate::experiment::peer::parse_json(json, false)?.0)
 }
 
 fn side(runs: &[Run], rate: u64) -> Side {
