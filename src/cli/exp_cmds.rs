@@ -196,9 +196,15 @@ pub fn execute(loaded: &erun::Loaded, store: &Store, json: bool) -> Result<erun:
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr()) && !json;
     let bar = tty.then(|| {
         let b = indicatif::ProgressBar::new(points.len() as u64);
+        let what = match loaded.file.point.rounds {
+            1 => "points",
+            _ => "point-rounds",
+        };
         b.set_style(
-            indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} points, {msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            indicatif::ProgressStyle::with_template(&format!(
+                "{{bar:30}} {{pos}}/{{len}} {what}, {{msg}}"
+            ))
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         b
     });
@@ -215,6 +221,7 @@ pub fn execute(loaded: &erun::Loaded, store: &Store, json: bool) -> Result<erun:
         };
         match &bar {
             Some(b) => {
+                b.set_length(total as u64);
                 b.set_position(done as u64);
                 b.set_message(format!("{eta} · {}", what.trim()));
             }

@@ -261,6 +261,12 @@ pub struct PointSettings {
     /// Repetitions per point (the spread is stored).
     #[serde(default = "rep_default")]
     pub repeat: u32,
+    /// Fresh labs per point: the run goes through every lab of the matrix this many times, each
+    /// time in a lab built anew, and each point's repeats of all rounds make its one spread. A
+    /// shift that comes with a lab (or with the minute) then lands in the spread, not between
+    /// two runs' medians.
+    #[serde(default = "rep_default")]
+    pub rounds: u32,
     #[serde(default = "par_default")]
     pub parallel: u32,
     /// Per-stream pacing, e.g. "100mbit".
@@ -305,6 +311,7 @@ impl Default for PointSettings {
             duration: 2.0,
             warmup: 0.5,
             repeat: 1,
+            rounds: 1,
             parallel: 1,
             rate: None,
             rr: "1,1".into(),
@@ -460,6 +467,14 @@ pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, Error> {
             p.repeat
         )));
     }
+    if !(1..=10).contains(&p.rounds) || p.rounds * p.repeat > 100 {
+        return Err(Error::Input(format!(
+            "{}: rounds {} of {} repeats: use 1 to 10 rounds, at most 100 repeats in all",
+            at("rounds"),
+            p.rounds,
+            p.repeat
+        )));
+    }
     let m = &e.matrix;
     for &g in &m.guests {
         if !(1..=400).contains(&g) {
@@ -537,6 +552,17 @@ duration = 1.0
         assert_eq!(e.matrix.directions, vec![Direction::GuestToClient]);
         assert_eq!(e.point.duration, 1.0);
         assert_eq!(e.point.repeat, 1);
+    }
+
+    #[test]
+    fn rounds_are_bounded_with_their_repeats() {
+        assert_eq!(parse(QUICK, "q.toml").unwrap().point.rounds, 1);
+        let with = |r: &str| parse(&format!("{QUICK}{r}\n"), "q.toml");
+        assert_eq!(with("rounds = 3").unwrap().point.rounds, 3);
+        for bad in ["rounds = 0", "rounds = 11", "rounds = 10\nrepeat = 11"] {
+            let e = with(bad).unwrap_err().to_string();
+            assert!(e.contains("rounds"), "{bad}: {e}");
+        }
     }
 
     #[test]

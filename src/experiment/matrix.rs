@@ -51,8 +51,10 @@ pub struct Point {
     pub lab: LabConfig,
     pub direction: Direction,
     pub spec: Spec,
-    /// Repetitions of the point.
+    /// Repetitions of the point in each of its labs.
     pub repeat: u32,
+    /// Fresh labs the point runs in (the run's rounds): `repeat` × `rounds` repeats in all.
+    pub rounds: u32,
     /// Interfering load and the desktops' own load beside the test.
     pub loads: Vec<super::load::Load>,
 }
@@ -143,6 +145,7 @@ pub fn expand(e: &ExperimentFile) -> Vec<Point> {
                                                         direction,
                                                         spec,
                                                         repeat: p.repeat,
+                                                        rounds: p.rounds,
                                                         loads: vec![],
                                                     });
                                                 }
@@ -266,9 +269,14 @@ pub fn count(e: &ExperimentFile) -> u128 {
     total
 }
 
-/// Seconds a point takes, roughly (for the ETA before any point has run).
-pub fn estimate_s(p: &Point) -> f64 {
+/// Seconds a point takes in one lab, roughly (for the ETA before any point has run).
+pub fn estimate_round_s(p: &Point) -> f64 {
     (p.spec.warmup + p.spec.duration + 0.8) * p.repeat as f64
+}
+
+/// Seconds a point takes over all its rounds, roughly.
+pub fn estimate_s(p: &Point) -> f64 {
+    estimate_round_s(p) * p.rounds.max(1) as f64
 }
 
 pub fn describe(p: &Point) -> String {

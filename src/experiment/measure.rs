@@ -685,6 +685,20 @@ pub fn repeated(
     confidence: Option<(u32, f64)>,
     progress: &dyn Fn(u32, u32),
 ) -> Result<Measured, Error> {
+    let (runs, met) = repeats(target, spec, repeat, confidence, progress)?;
+    combined(runs, confidence.map_or(95, |c| c.0), met)
+        .ok_or_else(|| Error::Failed("the point ran no repeat".into()))
+}
+
+/// The runs of a point, each as measured: up to `repeat` of them, fewer once `confidence` (level,
+/// width %) is met after at least 3 (and whether it was).
+pub fn repeats(
+    target: &Target,
+    spec: &Spec,
+    repeat: u32,
+    confidence: Option<(u32, f64)>,
+    progress: &dyn Fn(u32, u32),
+) -> Result<(Vec<Measured>, Option<bool>), Error> {
     let (level, width) = confidence.unwrap_or((95, 5.0));
     let mut runs: Vec<Measured> = Vec::new();
     let mut met = None;
@@ -703,6 +717,15 @@ pub fn repeated(
                 break;
             }
         }
+    }
+    Ok((runs, met))
+}
+
+/// One measurement of a point from its runs (from one lab or several): the median run, carrying
+/// the spread of all of them at `level` % when there are two or more. None without a run.
+pub fn combined(mut runs: Vec<Measured>, level: u32, met: Option<bool>) -> Option<Measured> {
+    if runs.is_empty() {
+        return None;
     }
     let repeats = (runs.len() > 1).then(|| {
         let (t, c) = spreads(&runs, level);
@@ -736,7 +759,7 @@ pub fn repeated(
     let mid = runs.len() / 2;
     let mut out = runs.swap_remove(mid);
     out.repeats = repeats;
-    Ok(out)
+    Some(out)
 }
 
 #[cfg(test)]

@@ -204,9 +204,78 @@ impl Site {
     }
 }
 
-/// Runs an experiment into the store. `progress` gets (points done, total, seconds left, what).
-/// SIGINT/SIGTERM (or a closed output) stop it after the point under way (at once on a second
-/// Ctrl-C): the finished points are kept, the run is marked interrupted and the lab removed.
+/// The labs of a run in the order they are built: each range is a run of points that share one
+/// lab configuration, and the whole list is gone through `rounds` times (A B C, A B C, …), every
+/// time in a lab built anew, so a point's repeats come from `rounds` labs spread over the run.
+pub fn schedule(points: &[Point], rounds: u32) -> Vec<std::ops::Range<usize>> {
+    let mut groups = Vec::new();
+    let mut i = 0;
+    while i < points.len() {
+        let n = points[i..]
+            .iter()
+            .take_while(|p| p.lab == points[i].lab)
+            .count();
+        groups.push(i..i + n);
+        i += n;
+    }
+    let rounds = rounds.max(1) as usize;
+    groups
+        .iter()
+        .cycle()
+        .take(groups.len() * rounds)
+        .cloned()
+        .collect()
+}
+
+/// What a run holds of each point between its rounds: the runs measured so far, the facts of the
+/// last lab it ran in, and whether it is stored yet.
+#[derive(Default)]
+struct Gathered {
+    runs: Vec<Measured>,
+    facts: Option<LabFacts>,
+    stored: Option<Stored>,
+}
+
+/// How a point was stored.
+#[derive(Clone, Copy, PartialEq)]
+enum Stored {
+    Measured,
+    Failed,
+}
+
+/// The run's progress: measurements done of all, and the ETA scaled by how long they took.
+struct Pace {
+    estimates: Vec<f64>,
+    done: usize,
+    est_done: f64,
+    spent: f64,
+}
+
+impl Pace {
+    fn left(&self) -> f64 {
+        let left: f64 = self.estimates[self.done.min(self.estimates.len())..]
+            .iter()
+            .sum();
+        if self.est_done > 0.0 {
+            left * self.spent / self.est_done
+        } else {
+            left
+        }
+    }
+    fn step(&mut self, took: Option<f64>) {
+        if let Some(t) = took {
+            self.est_done += self.estimates.get(self.done).copied().unwrap_or(0.0);
+            self.spent += t;
+        }
+        self.done += 1;
+    }
+}
+
+/// Runs an experiment into the store. `progress` gets (measurements done, total, seconds left,
+/// what). With `rounds` above 1 every lab is built that many times, in turn, and a point is stored
+/// once its last round is measured. SIGINT/SIGTERM (or a closed output) stop it after the point
+/// under way (at once on a second Ctrl-C): the points measured so far are kept (with the rounds
+/// they had), the run is marked interrupted and the lab removed.
 pub fn run_experiment(
     exp: &Loaded,
     store: &Store,
@@ -226,84 +295,46 @@ pub fn run_experiment(
             points.len() as u32,
         )
         .map_err(|e| Error::Failed(e.to_string()))?;
-    let total = points.len();
-    let mut done = 0;
-    let mut failed = 0;
-    let estimates: Vec<f64> = points.iter().map(matrix::estimate_s).collect();
-    let (mut est_done, mut spent) = (0.0f64, 0.0f64);
-    // ETA: what is left by estimate, scaled by how long points really took so far.
-    let eta = |k: usize, est_done: f64, spent: f64| {
-        let left: f64 = estimates[k.min(total)..].iter().sum();
-        if est_done > 0.0 {
-            left * spent / est_done
-        } else {
-            left
-        }
+    let rounds = exp.file.point.rounds.max(1);
+    let plan = schedule(points, rounds);
+    let mut pace = Pace {
+        estimates: plan
+            .iter()
+            .flat_map(|g| points[g.clone()].iter().map(matrix::estimate_round_s))
+            .collect(),
+        done: 0,
+        est_done: 0.0,
+        spent: 0.0,
     };
-    let mut remaining = eta(0, 0.0, 0.0);
+    let total = pace.estimates.len();
+    let mut got: Vec<Gathered> = points.iter().map(|_| Gathered::default()).collect();
     let mut result: Result<(), Error> = Ok(());
-    let mut i = 0;
-    while i < total && !stopping() {
-        // One lab for the run of points that share its configuration.
-        let cfg = points[i].lab.clone();
-        let group: Vec<&Point> = points[i..].iter().take_while(|p| p.lab == cfg).collect();
-        i += group.len();
-        progress(
-            done,
-            total,
-            remaining,
-            &format!("building {} lab", cfg.mode),
-        );
-        let (name, plan) = match build_lab(&cfg, exp.site.as_ref()) {
-            Ok(x) => x,
-            Err(crate::lab::Error::Interrupted(_)) => break,
-            // The build removed what it made: its points fail with its reason, the rest go on
-            // (one datapath the host cannot build does not cost the others their measurements).
-            Err(e) => {
-                let why = format!("building the {} lab failed: {e}", cfg.mode);
-                for p in group {
-                    store.add_point(run_id, &failed_record(p, &why))?;
-                    (done, failed) = (done + 1, failed + 1);
-                    remaining = eta(p.seq as usize, est_done, spent);
-                }
-                continue;
-            }
+    for (k, g) in plan.iter().enumerate() {
+        if stopping() {
+            break;
+        }
+        let last_round = k >= plan.len() - plan.len() / rounds as usize;
+        let mut lab = LabRound {
+            exp,
+            store,
+            run_id,
+            points: &points[g.clone()],
+            got: &mut got[g.clone()],
+            last_round,
         };
-        let lab_facts = facts::lab(&name);
-        for p in group {
-            if stopping() {
+        match lab.run(&mut pace, progress, total) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => {
+                result = Err(e);
                 break;
             }
-            progress(done, total, remaining, &matrix::describe(p));
-            let (from, to) = p.direction.endpoints();
-            let target = Target::Lab {
-                rec: Box::new(plan.record.clone()),
-                from,
-                to,
-                loads: p.loads.clone(),
-                peer: None,
-            };
-            let t0 = std::time::Instant::now();
-            let rec = match measure::repeated(&target, &p.spec, p.repeat, None, &|_, _| {}) {
-                Ok(m) => record(p, &m, &lab_facts),
-                // An interrupted point is not a failed one: it is not stored.
-                Err(_) if stopping() => break,
-                Err(e) => {
-                    failed += 1;
-                    failed_record(p, &e.to_string())
-                }
-            };
-            store.add_point(run_id, &rec)?;
-            done += 1;
-            est_done += estimates[p.seq as usize - 1];
-            spent += t0.elapsed().as_secs_f64();
-            remaining = eta(p.seq as usize, est_done, spent);
         }
-        if let Err(e) = build::teardown(&name) {
-            result = Err(Error::Failed(format!(
-                "removing lab {name}: {e} (run `vnetlab cleanup`)"
-            )));
-            break;
+    }
+    // Interrupted between rounds: what was measured is kept, with the rounds it had.
+    for (p, g) in points.iter().zip(got.iter_mut()) {
+        if g.stored.is_none() && !g.runs.is_empty() {
+            store_gathered(store, run_id, p, g)?;
         }
     }
     let status = if result.is_err() {
@@ -316,13 +347,135 @@ pub fn run_experiment(
     store
         .finish_run(run_id, status)
         .map_err(|e| Error::Failed(e.to_string()))?;
-    progress(done, total, 0.0, status.name());
+    progress(pace.done, total, 0.0, status.name());
     result.map(|_| Outcome {
         run_id,
         status,
-        points_done: done,
-        points_failed: failed,
+        points_done: got.iter().filter(|g| g.stored.is_some()).count(),
+        points_failed: got
+            .iter()
+            .filter(|g| g.stored == Some(Stored::Failed))
+            .count(),
     })
+}
+
+/// Stores a point from all its rounds' runs: one record, every repeat kept.
+fn store_gathered(store: &Store, run_id: i64, p: &Point, g: &mut Gathered) -> Result<(), Error> {
+    let n = g.runs.len() as u32;
+    let Some(m) = measure::combined(std::mem::take(&mut g.runs), 95, None) else {
+        return Ok(());
+    };
+    let facts = g.facts.clone().unwrap_or_default();
+    let rec = PointRecord {
+        repeat: n,
+        ..record(p, &m, &facts)
+    };
+    store.add_point(run_id, &rec)?;
+    g.stored = Some(Stored::Measured);
+    Ok(())
+}
+
+/// One lab of one round: built, its points measured, removed.
+struct LabRound<'a> {
+    exp: &'a Loaded,
+    store: &'a Store,
+    run_id: i64,
+    points: &'a [Point],
+    got: &'a mut [Gathered],
+    last_round: bool,
+}
+
+impl LabRound<'_> {
+    /// Ok(false) when the run stops (interrupted during the build or a point).
+    fn run(
+        &mut self,
+        pace: &mut Pace,
+        progress: &mut dyn FnMut(usize, usize, f64, &str),
+        total: usize,
+    ) -> Result<bool, Error> {
+        let cfg = &self.points[0].lab;
+        progress(
+            pace.done,
+            total,
+            pace.left(),
+            &format!("building {} lab", cfg.mode),
+        );
+        let (name, plan) = match build_lab(cfg, self.exp.site.as_ref()) {
+            Ok(x) => x,
+            Err(crate::lab::Error::Interrupted(_)) => return Ok(false),
+            // The build removed what it made: its points fail with its reason, the rest go on
+            // (one datapath the host cannot build does not cost the others their measurements).
+            Err(e) => {
+                let why = format!("building the {} lab failed: {e}", cfg.mode);
+                for (p, g) in self.points.iter().zip(self.got.iter_mut()) {
+                    fail(self.store, self.run_id, p, g, &why)?;
+                    pace.step(None);
+                }
+                return Ok(true);
+            }
+        };
+        let went_on = self.measure(&name, &plan, pace, progress, total);
+        if let Err(e) = build::teardown(&name) {
+            return Err(Error::Failed(format!(
+                "removing lab {name}: {e} (run `vnetlab cleanup`)"
+            )));
+        }
+        went_on
+    }
+
+    fn measure(
+        &mut self,
+        name: &str,
+        plan: &crate::lab::plan::Plan,
+        pace: &mut Pace,
+        progress: &mut dyn FnMut(usize, usize, f64, &str),
+        total: usize,
+    ) -> Result<bool, Error> {
+        let lab_facts = facts::lab(name);
+        for (p, g) in self.points.iter().zip(self.got.iter_mut()) {
+            if crate::sys::signals::stop_requested() {
+                return Ok(false);
+            }
+            if g.stored.is_some() {
+                pace.step(None);
+                continue;
+            }
+            progress(pace.done, total, pace.left(), &matrix::describe(p));
+            let (from, to) = p.direction.endpoints();
+            let target = Target::Lab {
+                rec: Box::new(plan.record.clone()),
+                from,
+                to,
+                loads: p.loads.clone(),
+                peer: None,
+            };
+            let t0 = std::time::Instant::now();
+            match measure::repeats(&target, &p.spec, p.repeat, None, &|_, _| {}) {
+                Ok((runs, _)) => {
+                    g.runs.extend(runs);
+                    g.facts = Some(lab_facts.clone());
+                    if self.last_round {
+                        store_gathered(self.store, self.run_id, p, g)?;
+                    }
+                }
+                // An interrupted point is not a failed one: it is not stored (its earlier
+                // rounds are).
+                Err(_) if crate::sys::signals::stop_requested() => return Ok(false),
+                Err(e) => fail(self.store, self.run_id, p, g, &e.to_string())?,
+            }
+            pace.step(Some(t0.elapsed().as_secs_f64()));
+        }
+        Ok(true)
+    }
+}
+
+/// A point that failed in any round failed: stored with why, its other rounds dropped.
+fn fail(store: &Store, run_id: i64, p: &Point, g: &mut Gathered, why: &str) -> Result<(), Error> {
+    if g.stored.is_none() {
+        store.add_point(run_id, &failed_record(p, why))?;
+        (g.runs, g.stored) = (Vec::new(), Some(Stored::Failed));
+    }
+    Ok(())
 }
 
 /// SHA-256 of the experiment text (so runs of the same file can be matched).
@@ -332,4 +485,45 @@ pub fn sha256_hex(data: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn points(rounds: u32) -> Vec<Point> {
+        let text = format!(
+            "name = \"r\"\ndescription = \"d\"\n[matrix]\nmodes = [\"bridge\", \"macvlan\"]\nmessages = [\"1K\", \"8K\"]\n[point]\nrepeat = 2\nrounds = {rounds}\n"
+        );
+        let f = file::parse(&text, "r.toml").unwrap();
+        let mut pts = matrix::expand(&f);
+        for (i, p) in pts.iter_mut().enumerate() {
+            p.seq = i as u32 + 1;
+        }
+        pts
+    }
+
+    #[test]
+    fn rounds_go_through_every_lab_in_turn_each_in_a_fresh_build() {
+        let pts = points(3);
+        let plan = schedule(&pts, 3);
+        // Two labs (bridge, macvlan) of two points each, three times over: A B A B A B.
+        assert_eq!(plan, vec![0..2, 2..4, 0..2, 2..4, 0..2, 2..4]);
+        let modes: Vec<_> = plan.iter().map(|g| pts[g.start].lab.mode).collect();
+        assert_ne!(modes[0], modes[1]);
+        assert_eq!(modes[0], modes[2]);
+        assert!(plan
+            .iter()
+            .all(|g| pts[g.clone()].iter().all(|p| p.lab == pts[g.start].lab)));
+        // One round is the run as it always was: each lab once.
+        assert_eq!(schedule(&pts, 1), vec![0..2, 2..4]);
+        assert!(schedule(&[], 3).is_empty());
+    }
+
+    #[test]
+    fn a_point_estimate_counts_its_rounds() {
+        let one = matrix::estimate_s(&points(1)[0]);
+        let three = matrix::estimate_s(&points(3)[0]);
+        assert!((three - 3.0 * one).abs() < 1e-9, "{one} {three}");
+    }
 }

@@ -446,20 +446,9 @@ impl Claim {
             Err(why) => (Verdict::NotMeasurable, "-".into(), why.clone()),
             Ok(f) => {
                 let ours = f.iter().map(Figure::text).collect::<Vec<_>>().join(", ");
-                let (v, why) = match (
-                    self.compare(f, Read::Medians),
-                    self.compare(f, Read::Against),
-                    self.compare(f, Read::For),
-                ) {
-                    (true, true, _) => (Verdict::Holds, String::new()),
-                    (_, _, false) => (Verdict::DoesNotHold, self.note.clone()),
-                    (medians, _, true) => (
-                        Verdict::WithinSpread,
-                        format!(
-                            "the repeats' ranges overlap: the medians {} as the paper says, but the difference is inside the spread",
-                            if medians { "compare" } else { "do not compare" }
-                        ),
-                    ),
+                let (v, why) = match self.wire_tie(f) {
+                    Some(why) => (Verdict::WithinSpread, why),
+                    None => self.verdict(f),
                 };
                 (v, format!("{ours} {}", self.metric.unit()), why)
             }
@@ -478,6 +467,45 @@ impl Claim {
                 .collect(),
             unit: self.metric.unit().to_string(),
         }
+    }
+
+    /// Holds, does not hold, or within the spread, from the medians and the repeats' ranges.
+    fn verdict(&self, f: &[Figure]) -> (Verdict, String) {
+        match (
+                    self.compare(f, Read::Medians),
+                    self.compare(f, Read::Against),
+                    self.compare(f, Read::For),
+                ) {
+                    (true, true, _) => (Verdict::Holds, String::new()),
+                    (_, _, false) => (Verdict::DoesNotHold, self.note.clone()),
+                    (medians, _, true) => (
+                        Verdict::WithinSpread,
+                        format!(
+                            "the repeats' ranges overlap: the medians {} as the paper says, but the difference is inside the spread",
+                            if medians { "compare" } else { "do not compare" }
+                        ),
+                    ),
+                }
+    }
+
+    /// Throughputs that the wire bound on both sides of a comparison are a tie: each carried the
+    /// wire's rate, so the wire decided, not what the claim compares. The gap left between them
+    /// is the shaper's jitter (a 0.001 Gb/s gap once read as "holds"), never a verdict.
+    fn wire_tie(&self, f: &[Figure]) -> Option<String> {
+        let wire = |x: &Figure| x.bound == Some(Bound::Wire);
+        if self.metric != Metric::ThroughputGbps || !wire(&f[0]) {
+            return None;
+        }
+        let others: &[Figure] = match self.kind {
+            Kind::Greater => &f[1..2],
+            Kind::Lowest | Kind::Highest => &f[1..],
+            Kind::Above | Kind::Near => &[],
+        };
+        let tied = others.iter().find(|x| wire(x))?;
+        Some(format!(
+            "{} and {} both carried the wire's rate (bound by the wire): the wire decides here, not what the claim compares",
+            f[0].name, tied.name
+        ))
     }
 }
 
@@ -604,16 +632,6 @@ mod tests {
 
     #[test]
     fn a_difference_inside_the_repeats_spread_is_within_the_spread() {
-        let with = |mode, median: f64, each: [f64; 3]| PointRecord {
-            repeats: each
-                .iter()
-                .map(|&g| crate::records::Repeat {
-                    throughput_gbps: g,
-                    ..Default::default()
-                })
-                .collect(),
-            ..point(mode, 8192, 1.0, median)
-        };
         let c = claim(
             Kind::Greater,
             Metric::ThroughputGbps,
@@ -647,6 +665,60 @@ mod tests {
             with(Mode::Bridge, 4.0, [3.9, 4.0, 4.1]),
         ];
         assert_eq!(c.evaluate(&wrong).verdict, Verdict::DoesNotHold);
+    }
+
+    /// A point at 8 KB with a throughput median and three repeats.
+    fn with(mode: Mode, median: f64, each: [f64; 3]) -> PointRecord {
+        PointRecord {
+            repeats: each
+                .iter()
+                .map(|&g| crate::records::Repeat {
+                    throughput_gbps: g,
+                    ..Default::default()
+                })
+                .collect(),
+            ..point(mode, 8192, 1.0, median)
+        }
+    }
+
+    #[test]
+    fn throughputs_the_wire_bound_on_both_sides_are_a_tie() {
+        let c = claim(
+            Kind::Greater,
+            Metric::ThroughputGbps,
+            vec![sel("macvlan"), sel("bridge")],
+            None,
+        );
+        let wire = |m, v, r| PointRecord {
+            bound_by: Some(Bound::Wire),
+            ..with(m, v, r)
+        };
+        // Ranges a hair apart, both at the wire's rate: the wire decided, not the datapaths.
+        let tie = [
+            wire(Mode::Macvlan, 0.957, [0.957, 0.957, 0.958]),
+            wire(Mode::Bridge, 0.955, [0.955, 0.956, 0.956]),
+        ];
+        let r = c.evaluate(&tie);
+        assert_eq!(r.verdict, Verdict::WithinSpread);
+        assert!(r.why.contains("both carried the wire's rate"), "{}", r.why);
+        // Only the first at the wire's rate: a real difference, it holds.
+        let apart = [
+            wire(Mode::Macvlan, 0.957, [0.957, 0.957, 0.958]),
+            with(Mode::Bridge, 0.5, [0.49, 0.5, 0.51]),
+        ];
+        assert_eq!(c.evaluate(&apart).verdict, Verdict::Holds);
+        // A cost is no throughput: the tie rule does not apply to it.
+        let cost = claim(
+            Kind::Greater,
+            Metric::NormalizedPctPerGbps,
+            vec![sel("macvlan"), sel("bridge")],
+            None,
+        );
+        assert_ne!(
+            cost.evaluate(&tie).why,
+            r.why,
+            "the tie is a throughput rule"
+        );
     }
 
     #[test]
