@@ -130,6 +130,18 @@ pub struct Repeats {
     /// Every repeat's figures, in the order they ran (the store keeps them in their own table).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub each: Vec<Repeat>,
+    /// Where the repeats came from fresh labs taken in turn (`rounds`): how many, and in which run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<Rounds>,
+}
+
+/// The rounds of a point's repeats: `count` labs, built in turn with the other labs of run `run`,
+/// the repeats split evenly among them in the order they ran. Points of one run with the same
+/// count ran each round minutes apart, so they compare round by round.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rounds {
+    pub count: u32,
+    pub run: i64,
 }
 
 /// A CPU part of a stored point: (name, kind, busy % of the host, cores).

@@ -154,6 +154,58 @@ warmup = 0.1
 /// A datapath the host cannot build (here: nftables refuses NAT's rules, through a stand-in `nft`
 /// first on PATH) fails its own points with the reason; the other datapaths are still measured.
 #[test]
+fn rounds_measure_each_point_in_fresh_labs_taken_in_turn() {
+    let c = ctx("exprounds");
+    let before = host_snapshot();
+    let text = SMALL.replace("warmup = 0.2", "warmup = 0.2\nrounds = 2");
+    let f = write(&c.state, "rounds.toml", &text);
+    let db = c.state.join("rounds.sqlite");
+    let (fs, dbs) = (f.to_str().unwrap(), db.to_str().unwrap());
+    let listed = c.ok(&["run", "--list", fs]);
+    assert!(
+        listed.starts_with("small: 4 points in 2 rounds, each lab built anew"),
+        "{listed}"
+    );
+    let o = c
+        .cmd(&[
+            "run",
+            fs,
+            "--db",
+            dbs,
+            "--out",
+            c.state.join("o").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    // Each lab once per round, in turn: bridge, macvlan, bridge, macvlan.
+    let built: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.split("building ").nth(1))
+        .collect();
+    assert_eq!(
+        built,
+        ["bridge lab", "macvlan lab", "bridge lab", "macvlan lab"],
+        "{err}"
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("4 of 4 points, 0 failed"), "{out}");
+    let r = c.json(&["report", "latest", "--db", dbs, "--json"]);
+    let pts = r["points"].as_array().unwrap();
+    assert_eq!(pts.len(), 4, "one record per point, not one per round");
+    for p in pts {
+        assert_eq!(p["repeat"], 2, "{p}");
+        let each = p["repeats"].as_array().unwrap();
+        assert_eq!(each.len(), 2, "a repeat from each round: {p}");
+        assert!(each
+            .iter()
+            .all(|x| x["throughput_gbps"].as_f64().unwrap() > 0.0));
+    }
+    assert_eq!(before, host_snapshot(), "every round's lab was removed");
+}
+
+#[test]
 fn a_lab_that_cannot_be_built_fails_its_points_and_the_run_goes_on() {
     let c = ctx("expbuild");
     let before = host_snapshot();

@@ -253,7 +253,16 @@ pub fn run(a: RunArgs) -> CmdResult {
             print_json(points);
         } else {
             let secs: f64 = points.iter().map(matrix::estimate_s).sum();
-            crate::outln!("{}: {} points, about {:.0} s", exp.name, points.len(), secs);
+            let rounds = match exp.point.rounds {
+                1 => String::new(),
+                n => format!(" in {n} rounds, each lab built anew"),
+            };
+            crate::outln!(
+                "{}: {} points{rounds}, about {:.0} s",
+                exp.name,
+                points.len(),
+                secs
+            );
             for p in points {
                 crate::outln!("{}", matrix::describe(p));
             }

@@ -481,21 +481,7 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, Error> {
             })
             .collect()
     });
-    let (send, recv) = target.sides(spec);
-    let traffic = report::Traffic {
-        gbps: Some(result.throughput_gbps),
-        transactions_per_s: result.transactions_per_s,
-        send_parts: &send,
-        recv_parts: &recv,
-    };
-    let (cpu, cpu_error) = match report::build(&data, &traffic) {
-        Ok(mut c) => {
-            c.bound_by = bound_by(target, &c, spec, pairs.len(), &result);
-            add_remote_client(target, &mut c, &result);
-            (Some(c), None)
-        }
-        Err(e) => (None, Some(e.to_string())),
-    };
+    let (cpu, cpu_error) = cpu_of(target, spec, pairs.len(), &data, &result);
     // A movie's download among the loads: split the host's CPU at the end of its buffering.
     let movie = match target {
         Target::Lab { loads, .. } => loads.iter().find_map(super::load::Movie::of),
@@ -515,6 +501,32 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, Error> {
         movie,
         kernel_pacing,
     })
+}
+
+/// The host's CPU over a test's window, split into parts per side, with what bound the point
+/// (or why there is no report).
+pub(super) fn cpu_of(
+    target: &Target,
+    spec: &Spec,
+    streams: usize,
+    data: &crate::meter::MeterData,
+    result: &TestResult,
+) -> (Option<CpuReport>, Option<String>) {
+    let (send, recv) = target.sides(spec);
+    let traffic = report::Traffic {
+        gbps: Some(result.throughput_gbps),
+        transactions_per_s: result.transactions_per_s,
+        send_parts: &send,
+        recv_parts: &recv,
+    };
+    match report::build(data, &traffic) {
+        Ok(mut c) => {
+            c.bound_by = bound_by(target, &c, spec, streams, result);
+            add_remote_client(target, &mut c, result);
+            (Some(c), None)
+        }
+        Err(e) => (None, Some(e.to_string())),
+    }
 }
 
 /// A client on another machine: its serve measured that machine's CPU over the window. It
@@ -748,6 +760,7 @@ pub fn combined(mut runs: Vec<Measured>, level: u32, met: Option<bool>) -> Optio
             host_busy_pct: c,
             normalized_pct_per_gbps: norm,
             each: runs.iter().map(repeat_of).collect(),
+            rounds: None,
         }
     });
     let key = |m: &Measured| {

@@ -14,7 +14,7 @@ use crate::engine::controller::TestResult;
 use crate::engine::intervals::Interval;
 use crate::engine::spec::Spec;
 use crate::lab::{exec, hostcmd, state::LabRecord};
-use crate::meter::{report, Meter};
+use crate::meter::Meter;
 use crate::vocab::{Engine, Pacing, Role, Senders, TestKind};
 
 /// iperf3's own default port.
@@ -225,20 +225,7 @@ pub fn measured_run(target: &Target, spec: &Spec, peer: &Peer) -> Result<Measure
             _ => Error::Failed(format!("iperf3 failed: {}", hostcmd::one_line(&out.stderr))),
         })?;
     let result = result_of(spec, *from, *to, gbps, intervals, loss, retrans);
-    let (send, recv) = target.sides(spec);
-    let traffic = report::Traffic {
-        gbps: Some(gbps),
-        transactions_per_s: None,
-        send_parts: &send,
-        recv_parts: &recv,
-    };
-    let (cpu, cpu_error) = match report::build(&data, &traffic) {
-        Ok(mut c) => {
-            c.bound_by = measure::bound_by(target, &c, spec, 1, &result);
-            (Some(c), None)
-        }
-        Err(e) => (None, Some(e.to_string())),
-    };
+    let (cpu, cpu_error) = measure::cpu_of(target, spec, 1, &data, &result);
     Ok(Measured {
         result,
         cpus: target.cpus().cloned(),

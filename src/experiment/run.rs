@@ -7,7 +7,7 @@ use super::measure::{self, Measured, Target};
 use super::Error;
 use super::{facts, file};
 use crate::lab::{build, state};
-use crate::records::{LabFacts, PointKey, PointRecord, Repeat};
+use crate::records::{LabFacts, PointKey, PointRecord, Repeat, Rounds};
 use crate::store::Store;
 use crate::vocab::RunStatus;
 
@@ -362,9 +362,14 @@ pub fn run_experiment(
 /// Stores a point from all its rounds' runs: one record, every repeat kept.
 fn store_gathered(store: &Store, run_id: i64, p: &Point, g: &mut Gathered) -> Result<(), Error> {
     let n = g.runs.len() as u32;
-    let Some(m) = measure::combined(std::mem::take(&mut g.runs), 95, None) else {
+    let Some(mut m) = measure::combined(std::mem::take(&mut g.runs), 95, None) else {
         return Ok(());
     };
+    // Every round gave its repeats (a point cut short between rounds has fewer: no pairing).
+    if let Some(r) = m.repeats.as_mut() {
+        let count = p.rounds.max(1);
+        r.rounds = (count > 1 && n == count * p.repeat).then_some(Rounds { count, run: run_id });
+    }
     let facts = g.facts.clone().unwrap_or_default();
     let rec = PointRecord {
         repeat: n,

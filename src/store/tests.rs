@@ -83,6 +83,7 @@ fn round_trip_of_runs_points_samples_and_parts() {
             normalized_pct_per_gbps: None,
             unstable: false,
             each: vec![],
+            rounds: Some(crate::records::Rounds { count: 3, run: 1 }),
         }),
         repeats: vec![rep(9.4), rep(9.5), rep(9.6)],
         ..Default::default()
@@ -106,6 +107,11 @@ fn round_trip_of_runs_points_samples_and_parts() {
         (pt.bound_by.clone(), pt.repeats.clone())
     );
     assert_eq!(back.spread.as_ref().unwrap().throughput_gbps.median, 9.5);
+    assert_eq!(
+        back.spread.as_ref().unwrap().rounds,
+        Some(crate::records::Rounds { count: 3, run: 1 }),
+        "the rounds the repeats came from are kept"
+    );
     assert_eq!(back.samples, vec![(0.5, 9.4), (1.0, 9.6)]);
     assert_eq!(
         back.parts[0],
