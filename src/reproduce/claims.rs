@@ -483,11 +483,18 @@ impl Claim {
         let medians = self.compare(f, Read::Medians);
         let (against, for_it, held) = match by_round(f) {
             Some(rounds) => {
-                let held = rounds
+                // A round whose throughputs the wire bound on both sides is a tie: it counts
+                // neither way.
+                let untied: Vec<_> = rounds
+                    .iter()
+                    .filter(|r| self.wire_tie(r).is_none())
+                    .collect();
+                let held = untied
                     .iter()
                     .filter(|r| self.compare(r, Read::Medians))
                     .count();
-                (held == rounds.len(), held > 0, Some((held, rounds.len())))
+                let n = untied.len();
+                (n > 0 && held == n, held > 0 || n == 0, Some((held, n)))
             }
             None => (
                 self.compare(f, Read::Against),
@@ -503,7 +510,7 @@ impl Claim {
                 Verdict::WithinSpread,
                 match held {
                     Some((k, n)) => format!(
-                        "it holds in {k} of {n} rounds (each compared within its round): the medians {compare} as the paper says, but not in every round"
+                        "it holds in {k} of {n} rounds (each compared within its round; a round the wire bound on both sides is a tie): the medians {compare} as the paper says, but not in every round"
                     ),
                     None => format!(
                         "the repeats' ranges overlap: the medians {compare} as the paper says, but the difference is inside the spread"
@@ -536,7 +543,7 @@ impl Claim {
 
 /// The figure of a point in each of its rounds, where its repeats came from rounds and each
 /// repeat keeps the figure.
-fn per_round(m: Metric, p: &PointRecord) -> Option<(Rounds, Vec<f64>)> {
+fn per_round(m: Metric, p: &PointRecord) -> Option<(Rounds, Vec<(f64, Option<Bound>)>)> {
     let r = p.spread.as_ref()?.rounds?;
     let each: Vec<f64> = p
         .repeats
@@ -548,9 +555,17 @@ fn per_round(m: Metric, p: &PointRecord) -> Option<(Rounds, Vec<f64>)> {
         return None;
     }
     let per = each.len() / n;
+    // A round is wire-bound when every repeat of it was.
+    let wire = |k: usize| {
+        p.repeats[k * per..(k + 1) * per]
+            .iter()
+            .all(|x| x.bound_by == Some(Bound::Wire))
+            .then_some(Bound::Wire)
+    };
     let medians = each
         .chunks(per)
-        .map(|c| crate::stats::spread(c, 95).median)
+        .enumerate()
+        .map(|(k, c)| (crate::stats::spread(c, 95).median, wire(k)))
         .collect();
     Some((r, medians))
 }
@@ -566,12 +581,16 @@ fn by_round(f: &[Figure]) -> Option<Vec<Vec<Figure>>> {
         return None;
     }
     let at = |x: &Figure, k: usize| {
-        let v = x.rounds.as_ref().map_or(x.value, |(_, v)| v[k]);
+        let (v, bound) = x
+            .rounds
+            .as_ref()
+            .map_or((x.value, None), |(_, v)| v[k].clone());
         Figure {
             value: v,
             low: v,
             high: v,
             rounds: None,
+            bound,
             ..x.clone()
         }
     };
@@ -629,7 +648,7 @@ struct Figure {
     high: f64,
     /// Where its repeats came from rounds: which, and the figure in each round (the median of
     /// that round's repeats).
-    rounds: Option<(Rounds, Vec<f64>)>,
+    rounds: Option<(Rounds, Vec<(f64, Option<Bound>)>)>,
     /// What saturated while the point ran (a side, a core, the wire), if anything did: a
     /// comparison of points a client bound compares the client.
     bound: Option<Bound>,
@@ -870,6 +889,42 @@ mod tests {
             rr(Mode::Bridge, 20000.0, Bound::Latency),
         ];
         assert_ne!(c.evaluate(&both).verdict, Verdict::NotMeasurable);
+    }
+
+    #[test]
+    fn a_round_the_wire_bound_on_both_sides_counts_neither_way() {
+        let c = claim(
+            Kind::Greater,
+            Metric::ThroughputGbps,
+            vec![sel("macvlan"), sel("bridge")],
+            None,
+        );
+        let tp = |m, each: [(f64, bool); 3]| {
+            let mut p = rounds(m, [1.0, 1.0, 1.0], 7);
+            for (r, (g, wire)) in p.repeats.iter_mut().zip(each) {
+                r.throughput_gbps = g;
+                r.bound_by = wire.then_some(Bound::Wire);
+            }
+            p.throughput_gbps = Some(crate::stats::spread(&each.map(|x| x.0), 95).median);
+            p
+        };
+        // The big buffer fills the wire in every round; the small one falls short in two and
+        // fills it too in the third, a hair above: that round is a tie, the claim holds.
+        let pts = [
+            tp(Mode::Macvlan, [(0.956, true), (0.956, true), (0.954, true)]),
+            tp(Mode::Bridge, [(0.735, false), (0.84, false), (0.956, true)]),
+        ];
+        let r = c.evaluate(&pts);
+        assert_eq!(r.verdict, Verdict::Holds, "{}", r.why);
+        // Counted as a round, it would have been "within the spread".
+        let untied = [
+            tp(Mode::Macvlan, [(0.956, true), (0.956, true), (0.954, true)]),
+            tp(
+                Mode::Bridge,
+                [(0.735, false), (0.84, false), (0.956, false)],
+            ),
+        ];
+        assert_eq!(c.evaluate(&untied).verdict, Verdict::WithinSpread);
     }
 
     #[test]
