@@ -543,7 +543,7 @@ impl Claim {
 
 /// The figure of a point in each of its rounds, where its repeats came from rounds and each
 /// repeat keeps the figure.
-fn per_round(m: Metric, p: &PointRecord) -> Option<(Rounds, Vec<(f64, Option<Bound>)>)> {
+fn per_round(m: Metric, p: &PointRecord) -> Option<(Rounds, Vec<RoundFigure>)> {
     let r = p.spread.as_ref()?.rounds?;
     let each: Vec<f64> = p
         .repeats
@@ -569,6 +569,9 @@ fn per_round(m: Metric, p: &PointRecord) -> Option<(Rounds, Vec<(f64, Option<Bou
         .collect();
     Some((r, medians))
 }
+
+/// A series' figure in one round, and whether the wire bound every repeat of that round.
+type RoundFigure = (f64, Option<Bound>);
 
 /// The figures round by round, where every series ran in the same rounds of one run; None
 /// otherwise (the ranges are read instead).
@@ -648,7 +651,7 @@ struct Figure {
     high: f64,
     /// Where its repeats came from rounds: which, and the figure in each round (the median of
     /// that round's repeats).
-    rounds: Option<(Rounds, Vec<(f64, Option<Bound>)>)>,
+    rounds: Option<(Rounds, Vec<RoundFigure>)>,
     /// What saturated while the point ran (a side, a core, the wire), if anything did: a
     /// comparison of points a client bound compares the client.
     bound: Option<Bound>,
