@@ -41,18 +41,38 @@ fn is_kthread(pid: i32) -> bool {
 
 /// Places `dev`'s NAPI threads on `cpus`; an error if the device has none.
 pub fn place_napi(netns: &str, dev: &str, cpus: &CpuList) -> Result<(), Error> {
-    let pids = napi_threads(dev);
-    if pids.is_empty() {
+    let tried = napi_threads(dev)
+        .into_iter()
+        .map(|pid| (pid, crate::sys::set_affinity(pid, &cpus.0)));
+    placed(tried, netns, dev, cpus)
+}
+
+/// The verdict on placing a device's NAPI threads. Threads are found by name, and a lab removed
+/// moments ago left a device of the same name whose thread the kernel ends in the background: a
+/// thread gone before it was placed (ESRCH) was that one, not this device's (a quick run's paravirt
+/// lab failed to build on it once in three runs). At least one must be placed.
+fn placed(
+    tried: impl Iterator<Item = (i32, std::io::Result<()>)>,
+    netns: &str,
+    dev: &str,
+    cpus: &CpuList,
+) -> Result<(), Error> {
+    let mut n = 0;
+    for (pid, r) in tried {
+        match r {
+            Ok(()) => n += 1,
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+            Err(e) => {
+                return Err(Error::Failed(format!(
+                    "cannot place the NAPI thread {pid} of {dev} on cores {cpus}: {e}"
+                )))
+            }
+        }
+    }
+    if n == 0 {
         return Err(Error::Failed(format!(
             "threaded NAPI is on for {dev} in {netns} but it has no NAPI thread"
         )));
-    }
-    for pid in pids {
-        crate::sys::set_affinity(pid, &cpus.0).map_err(|e| {
-            Error::Failed(format!(
-                "cannot place the NAPI thread {pid} of {dev} on cores {cpus}: {e}"
-            ))
-        })?;
     }
     Ok(())
 }
@@ -145,6 +165,26 @@ pub fn mask_cpus(mask: &str) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_napi_thread_gone_before_placing_is_an_old_devices() {
+        let cpus: CpuList = "0".parse().unwrap();
+        let gone = || Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+        let denied = || Err(std::io::Error::from_raw_os_error(libc::EPERM));
+        let try_ =
+            |v: Vec<(i32, std::io::Result<()>)>| placed(v.into_iter(), "vlx1-host", "vlx1w", &cpus);
+        assert!(try_(vec![(7, gone()), (9, Ok(()))]).is_ok());
+        let e = try_(vec![(7, gone())]).unwrap_err().to_string();
+        assert!(e.contains("has no NAPI thread"), "{e}");
+        assert!(try_(vec![]).is_err());
+        let e = try_(vec![(9, Ok(())), (8, denied())])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("cannot place the NAPI thread 8 of vlx1w on cores 0"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn masks_read_back_into_cpus() {
