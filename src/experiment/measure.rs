@@ -128,6 +128,7 @@ impl Target {
                     parts,
                     sides: None,
                     root: None,
+                    fine_series: false,
                 });
             }
         };
@@ -186,6 +187,7 @@ impl Target {
             parts,
             sides,
             root: accounting_root(rec),
+            fine_series: false,
         })
     }
 
@@ -434,7 +436,15 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, Error> {
         .collect();
     place_driver(target.cpus());
     let fq = kernel_pacing(target, spec)?;
-    let setup = target.setup()?;
+    // A movie's download among the loads: its buffering phase is split off the window's series.
+    let movie = match target {
+        Target::Lab { loads, .. } => loads.iter().find_map(super::load::Movie::of),
+        _ => None,
+    };
+    let setup = Setup {
+        fine_series: movie.is_some(),
+        ..target.setup()?
+    };
     let (mut agents, pairs) = target.agents()?;
     let meter = Meter::start(setup);
     let mut on_start = |t: std::time::Instant| {
@@ -482,11 +492,7 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, Error> {
             .collect()
     });
     let (cpu, cpu_error) = cpu_of(target, spec, pairs.len(), &data, &result);
-    // A movie's download among the loads: split the host's CPU at the end of its buffering.
-    let movie = match target {
-        Target::Lab { loads, .. } => loads.iter().find_map(super::load::Movie::of),
-        _ => None,
-    };
+    // Split the host's CPU at the end of the movie's buffering.
     let movie = movie
         .zip(cpu.as_ref())
         .map(|(m, c)| super::load::phases(m, &c.series));

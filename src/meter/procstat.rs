@@ -62,8 +62,8 @@ pub struct Snapshot {
     pub ids: Vec<usize>,
     /// Per entry of `cores`: microseconds spent in idle states (cpuidle), where the kernel has it.
     pub idle_us: Vec<Option<u64>>,
-    /// Per entry of `cores`, at a window's edges only: nanoseconds idle as the tick scheduler
-    /// counts them (/proc/timer_list), where the kernel shows them.
+    /// Per entry of `cores`, at a window's edges (and in a fine series): nanoseconds idle as the
+    /// tick scheduler counts them (/proc/timer_list), where the kernel shows them.
     pub idle_ns: Vec<Option<u64>>,
 }
 
@@ -135,7 +135,8 @@ pub fn read() -> Result<Snapshot, Error> {
 }
 
 /// A snapshot at a window's edge: `read` plus each CPU's idle nanoseconds from /proc/timer_list
-/// (it walks every timer, so it is read at the two edges, not ten times a second).
+/// (it walks every timer, so it is read at the two edges, and ten times a second only where a
+/// phase inside the window is measured: `Setup::fine_series`).
 pub fn read_edge() -> Result<Snapshot, Error> {
     let mut s = read()?;
     let tl = std::fs::read_to_string("/proc/timer_list")

@@ -773,4 +773,46 @@ mod tests {
         assert!((r.service_demand_us_per_tran.unwrap().host - 50.0).abs() < 1e-9);
         assert!(r.service_demand_us_per_kb.is_none());
     }
+
+    /// A fine series (a movie's buffering phase): a 0.1 s sample whose ticks say idle throughout
+    /// but whose idle nanoseconds say 93 ms is 7 % busy, not 0 %.
+    #[test]
+    fn a_series_sample_with_idle_nanoseconds_is_measured_from_them() {
+        let t0 = Instant::now();
+        let sample = |ms: u64, ticks: u64, ns: Option<u64>| {
+            let text = format!(
+                "cpu  0 0 0 {} 0 0 0 0 0 0\ncpu0 0 0 0 {ticks} 0 0 0 0\n",
+                ticks
+            );
+            let mut stat = procstat::parse(&text).unwrap();
+            stat.idle_ns = vec![ns];
+            Light {
+                at: t0 + Duration::from_millis(ms),
+                stat,
+                parts: vec![],
+                root: None,
+            }
+        };
+        let edge = |ms: u64| Full {
+            light: sample(ms, 0, None),
+            scan: Default::default(),
+            irq: Counts::default(),
+            counters: None,
+        };
+        let (a, b) = (edge(0), edge(200));
+        let mut d = data(vec![], None, vec![]);
+        d.series = vec![
+            sample(100, 10, Some(1_000_000)),
+            sample(200, 20, Some(94_000_000)),
+        ];
+        let s = series(&d, &a, &b, &[0]);
+        assert_eq!(s.len(), 1);
+        assert!(
+            (s[0].0 - 0.2).abs() < 1e-9 && (s[0].1 - 7.0).abs() < 1e-6,
+            "{s:?}"
+        );
+        // Without the nanoseconds the same sample is the ticks' 0 %.
+        d.series = vec![sample(100, 10, None), sample(200, 20, None)];
+        assert_eq!(series(&d, &a, &b, &[0])[0].1, 0.0);
+    }
 }
