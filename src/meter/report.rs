@@ -780,10 +780,7 @@ mod tests {
     fn a_series_sample_with_idle_nanoseconds_is_measured_from_them() {
         let t0 = Instant::now();
         let sample = |ms: u64, ticks: u64, ns: Option<u64>| {
-            let text = format!(
-                "cpu  0 0 0 {} 0 0 0 0 0 0\ncpu0 0 0 0 {ticks} 0 0 0 0\n",
-                ticks
-            );
+            let text = format!("cpu  0 0 0 {ticks} 0 0 0 0 0 0\ncpu0 0 0 0 {ticks} 0 0 0 0\n");
             let mut stat = procstat::parse(&text).unwrap();
             stat.idle_ns = vec![ns];
             Light {
