@@ -11,10 +11,15 @@ use crate::lab::addr::Subnet;
 pub enum IpCmd {
     NetnsAdd(String),
     NetnsDel(String),
-    /// A veth pair made straight in two namespaces.
+    /// A veth pair made straight in two namespaces, with interface indices of its own: `index`
+    /// for `name`, the next for `peer`. Each end's index must differ from its peer's, or the
+    /// kernel's linkwatch takes the pair for a non-stacked device and brings its operational state
+    /// (and its qdisc) up only at its next once-a-second run: two ends made first in two fresh
+    /// namespaces both get index 2, and every lab build waited up to a second for its wire.
     Veth {
         name: String,
         netns: String,
+        index: u32,
         peer: String,
         peer_netns: String,
     },
@@ -73,11 +78,13 @@ impl fmt::Display for IpCmd {
             IpCmd::Veth {
                 name,
                 netns,
+                index,
                 peer,
                 peer_netns,
             } => write!(
                 f,
-                "link add {name} netns {netns} type veth peer name {peer} netns {peer_netns}"
+                "link add {name} netns {netns} index {index} type veth peer name {peer} netns {peer_netns} index {}",
+                index + 1
             ),
             IpCmd::Bridge(n) => write!(f, "link add {n} type bridge"),
             IpCmd::Tap { name, vnet_hdr } => {
@@ -248,12 +255,13 @@ mod tests {
         let v = IpCmd::Veth {
             name: "a".into(),
             netns: "n1".into(),
+            index: 100,
             peer: "b".into(),
             peer_netns: "n2".into(),
         };
         assert_eq!(
             v.to_string(),
-            "link add a netns n1 type veth peer name b netns n2"
+            "link add a netns n1 index 100 type veth peer name b netns n2 index 101"
         );
         let t = IpCmd::Tap {
             name: "t".into(),

@@ -301,8 +301,18 @@ fn links(cx: &Cx) -> Step {
     b.step(None)
 }
 
-/// A veth pair `a` ↔ `b`, each end (namespace, name) made straight in its namespace.
+/// The interface index of a lab's first veth end; its k-th pair takes this + 2k and the next.
+/// Far above what a fresh namespace numbers its own devices from (lo, fallback tunnels, 2, 3, …).
+const VETH_INDEX: u32 = 100;
+
+/// A veth pair `a` ↔ `b`, each end (namespace, name) made straight in its namespace, the two
+/// ends numbered apart (see `IpCmd::Veth`).
 fn veth(b: &mut Batch, (ns, name): (&str, &str), (peer_ns, peer): (&str, &str)) {
+    let made = b
+        .cmds
+        .iter()
+        .filter(|c| matches!(c, IpCmd::Veth { .. }))
+        .count() as u32;
     b.creates.push(Entry::InNetns {
         netns: ns.to_string(),
         object: NsObject::Link(name.to_string()),
@@ -313,6 +323,7 @@ fn veth(b: &mut Batch, (ns, name): (&str, &str), (peer_ns, peer): (&str, &str)) 
         IpCmd::Veth {
             name: name.into(),
             netns: ns.into(),
+            index: VETH_INDEX + 2 * made,
             peer: peer.into(),
             peer_netns: peer_ns.into(),
         },

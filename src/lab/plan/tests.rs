@@ -238,6 +238,7 @@ fn every_created_object_is_journaled_and_named_vl() {
                         netns,
                         peer,
                         peer_netns,
+                        ..
                     } => {
                         assert!(made.contains(&link(peer_netns, peer)), "{mode}: {peer}");
                         (netns.clone(), name)
@@ -262,6 +263,28 @@ fn every_created_object_is_journaled_and_named_vl() {
             let text = serde_json::to_string(e).unwrap();
             assert!(!text.contains("eth0"), "{text}");
         }
+    }
+}
+
+#[test]
+fn every_veth_end_is_numbered_apart_from_its_peer_and_the_labs_others() {
+    for mode in [Mode::Bridge, Mode::Nat, Mode::Macvlan, Mode::Paravirt] {
+        let p = plan_of(&topo(mode, 3));
+        let ends: Vec<u32> = ip_in(&p, None)
+            .iter()
+            .filter_map(|c| match c {
+                IpCmd::Veth { index, .. } => Some([*index, index + 1]),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        assert!(!ends.is_empty(), "{mode}: no veth");
+        let mut unique = ends.clone();
+        unique.sort();
+        unique.dedup();
+        // Equal indices at the two ends made linkwatch bring the wire up a second late.
+        assert_eq!(unique.len(), ends.len(), "{mode}: {ends:?}");
+        assert!(ends.iter().all(|&i| i >= 100), "{mode}: {ends:?}");
     }
 }
 
@@ -495,7 +518,7 @@ fn device_model_modes_put_taps_and_a_backend_between_guest_and_bridge() {
 fn dry_run_text_is_the_commands_iproute2_reads() {
     let text = shell(&plan_of(&topo(Mode::Bridge, 1))).join("\n");
     assert!(text.contains(
-        "ip -batch - <<'EOF'\nnetns add vllab-host\nnetns add vllab-client\nnetns add vllab-g1\nlink add vllabw netns vllab-host type veth peer name vllabc netns vllab-client\n"
+        "ip -batch - <<'EOF'\nnetns add vllab-host\nnetns add vllab-client\nnetns add vllab-g1\nlink add vllabw netns vllab-host index 100 type veth peer name vllabc netns vllab-client index 101\n"
     ));
     assert!(text.contains("ip netns exec vllab-host ethtool -K vllabw gro on tso on gso on"));
 }
