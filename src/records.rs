@@ -111,6 +111,11 @@ pub struct Repeat {
     pub latency_p999_us: Option<f64>,
     #[serde(default)]
     pub latency_max_us: Option<f64>,
+    /// Paper 1's movie: this repeat's host CPU while the desktops buffer, and once they only play.
+    #[serde(default)]
+    pub movie_buffering_pct: Option<f64>,
+    #[serde(default)]
+    pub movie_playing_pct: Option<f64>,
 }
 
 /// The spread of a point's figures over its repeats.

@@ -58,6 +58,8 @@ fn repeat_of(m: &Measured) -> Repeat {
         latency_p99_us: m.result.latency_us.as_ref().map(|l| l.p99),
         latency_p999_us: m.result.latency_us.as_ref().map(|l| l.p999),
         latency_max_us: m.result.latency_us.as_ref().map(|l| l.max),
+        movie_buffering_pct: m.movie.as_ref().and_then(|v| v.buffering.host_busy_pct),
+        movie_playing_pct: m.movie.as_ref().and_then(|v| v.play_only.host_busy_pct),
     }
 }
 

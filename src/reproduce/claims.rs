@@ -64,6 +64,8 @@ impl Metric {
             Metric::LatencyP99Us => r.latency_p99_us,
             Metric::LatencyP999Us => r.latency_p999_us,
             Metric::LatencyMaxUs => r.latency_max_us,
+            Metric::MovieBufferingPct => r.movie_buffering_pct,
+            Metric::MoviePlayingPct => r.movie_playing_pct,
             _ => None,
         }
     }
@@ -744,6 +746,60 @@ mod tests {
         assert!(at(60.0).matches(&p) && !at(16.0).matches(&p));
         p.key.interference = None;
         assert!(!at(60.0).matches(&p));
+    }
+
+    /// A movie point: its median repeat's host CPU while buffering, and every repeat's.
+    fn movie(mode: Mode, median: f64, each: [f64; 3]) -> PointRecord {
+        use crate::experiment::load::{Movie, MoviePhases, Phase};
+        let phase = |v: f64| Phase {
+            from_s: 0.0,
+            to_s: 0.64,
+            host_busy_pct: Some(v),
+            samples: 6,
+        };
+        let phases = MoviePhases {
+            movie: Movie {
+                t_buffer_s: 16.0,
+                time_scale: 0.04,
+            },
+            buffering: phase(median),
+            play_only: phase(2.0),
+        };
+        PointRecord {
+            result: Some(serde_json::json!({ "movie": phases }).to_string()),
+            repeats: each
+                .iter()
+                .map(|&v| crate::records::Repeat {
+                    movie_buffering_pct: Some(v),
+                    ..Default::default()
+                })
+                .collect(),
+            ..point(mode, 8192, 1.0, 1.0)
+        }
+    }
+
+    #[test]
+    fn a_movie_claim_reads_the_spread_of_every_repeats_buffering_cpu() {
+        let c = claim(
+            Kind::Lowest,
+            Metric::MovieBufferingPct,
+            vec![sel("macvlan"), sel("paravirt")],
+            None,
+        );
+        // Medians a hair apart, ranges overlapping: within the spread (it read "does not hold"
+        // when only the medians were kept).
+        let close = [
+            movie(Mode::Macvlan, 7.75, [6.9, 7.75, 8.4]),
+            movie(Mode::Paravirt, 7.43, [7.1, 7.43, 15.8]),
+        ];
+        let r = c.evaluate(&close);
+        assert_eq!(r.verdict, Verdict::WithinSpread, "{} {}", r.ours, r.why);
+        assert!(r.ours.contains("(6.900–8.400)"), "{}", r.ours);
+        let apart = [
+            movie(Mode::Macvlan, 7.0, [6.9, 7.0, 7.2]),
+            movie(Mode::Paravirt, 15.8, [14.0, 15.8, 16.1]),
+        ];
+        assert_eq!(c.evaluate(&apart).verdict, Verdict::Holds);
     }
 
     #[test]

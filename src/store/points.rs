@@ -184,8 +184,8 @@ impl Store {
     ) -> rusqlite::Result<()> {
         let mut st = tx
 .prepare_cached(
-                "INSERT INTO repeats (point_id, rep, throughput_gbps, transactions_per_s, host_busy_pct, normalized_pct_per_gbps, bound_by, leak_pct, host_steal_pct, latency_p99_us, latency_p999_us, latency_max_us)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                "INSERT INTO repeats (point_id, rep, throughput_gbps, transactions_per_s, host_busy_pct, normalized_pct_per_gbps, bound_by, leak_pct, host_steal_pct, latency_p99_us, latency_p999_us, latency_max_us, movie_buffering_pct, movie_playing_pct)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
         )?;
         for (n, r) in p.repeats.iter().enumerate() {
             let bound = r.bound_by.as_ref().map(|b| b.to_string());
@@ -201,7 +201,9 @@ impl Store {
                 r.host_steal_pct,
                 r.latency_p99_us,
                 r.latency_p999_us,
-                r.latency_max_us
+                r.latency_max_us,
+                r.movie_buffering_pct,
+                r.movie_playing_pct
             ])?;
         }
         let mut st =
@@ -301,7 +303,7 @@ impl Store {
         let mut st = self
             .conn()
             .prepare(
-                "SELECT r.point_id, r.throughput_gbps, r.transactions_per_s, r.host_busy_pct, r.normalized_pct_per_gbps, r.bound_by, r.leak_pct, r.host_steal_pct, r.latency_p99_us, r.latency_p999_us, r.latency_max_us
+                "SELECT r.point_id, r.throughput_gbps, r.transactions_per_s, r.host_busy_pct, r.normalized_pct_per_gbps, r.bound_by, r.leak_pct, r.host_steal_pct, r.latency_p99_us, r.latency_p999_us, r.latency_max_us, r.movie_buffering_pct, r.movie_playing_pct
                  FROM repeats r JOIN points p ON p.id = r.point_id WHERE p.run_id = ?1 ORDER BY r.point_id, r.rep",
             )
             .map_err(&e)?;
@@ -322,6 +324,8 @@ impl Store {
                     latency_p99_us: r.get(8)?,
                     latency_p999_us: r.get(9)?,
                     latency_max_us: r.get(10)?,
+                    movie_buffering_pct: r.get(11)?,
+                    movie_playing_pct: r.get(12)?,
                 },
             ))
         });

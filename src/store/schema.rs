@@ -72,4 +72,6 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE repeats ADD COLUMN latency_p999_us REAL;
     ALTER TABLE repeats ADD COLUMN latency_max_us REAL;",
     "ALTER TABLE runs ADD COLUMN host TEXT;",
+    "ALTER TABLE repeats ADD COLUMN movie_buffering_pct REAL;
+    ALTER TABLE repeats ADD COLUMN movie_playing_pct REAL;",
 ];

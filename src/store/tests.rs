@@ -58,6 +58,8 @@ fn round_trip_of_runs_points_samples_and_parts() {
     let rep = |g: f64| Repeat {
         throughput_gbps: g,
         bound_by: Some(Bound::HostCore(0)),
+        movie_buffering_pct: Some(g - 2.0),
+        movie_playing_pct: Some(1.5),
         ..Default::default()
     };
     let spread = crate::stats::spread(&[9.4, 9.5, 9.6], 95);
