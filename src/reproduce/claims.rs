@@ -480,7 +480,8 @@ impl Claim {
     /// Holds, does not hold, or within the spread: from the medians and the repeats' ranges, or,
     /// where every series ran in the same rounds of one run, from each round on its own (the
     /// points of a round ran minutes apart in labs built in turn, so what moved the whole round,
-    /// this host's minute, moves them alike and cancels).
+    /// this host's minute, moves them alike and cancels). Rounds decide by count: enough of them
+    /// one way that chance alone would rarely give as many (see `rounds_needed`).
     fn verdict(&self, f: &[Figure]) -> (Verdict, String) {
         let medians = self.compare(f, Read::Medians);
         let (against, for_it, held) = match by_round(f) {
@@ -496,7 +497,12 @@ impl Claim {
                     .filter(|r| self.compare(r, Read::Medians))
                     .count();
                 let n = untied.len();
-                (n > 0 && held == n, held > 0 || n == 0, Some((held, n)))
+                let need = rounds_needed(n);
+                (
+                    n > 0 && held >= need,
+                    n == 0 || n - held < need,
+                    Some((held, n, need)),
+                )
             }
             None => (
                 self.compare(f, Read::Against),
@@ -511,8 +517,8 @@ impl Claim {
             _ => (
                 Verdict::WithinSpread,
                 match held {
-                    Some((k, n)) => format!(
-                        "it holds in {k} of {n} rounds (each compared within its round; a round the wire bound on both sides is a tie): the medians {compare} as the paper says, but not in every round"
+                    Some((k, n, need)) => format!(
+                        "it holds in {k} of {n} rounds (each compared within its round; a round the wire bound on both sides is a tie): the medians {compare} as the paper says, but a verdict needs {need} of {n} one way"
                     ),
                     None => format!(
                         "the repeats' ranges overlap: the medians {compare} as the paper says, but the difference is inside the spread"
@@ -541,6 +547,24 @@ impl Claim {
             f[0].name, tied.name
         ))
     }
+}
+
+/// How many of `n` rounds must compare one way for a verdict that way: the fewest that chance
+/// alone (each round a coin toss) reaches at most one time in eight. Three rounds need all three,
+/// as five do; six need five (one round a disturbed lab moved is outweighed), nine need seven.
+/// Below three rounds every round must agree: so few cannot be weighed.
+fn rounds_needed(n: usize) -> usize {
+    if n < 3 {
+        return n;
+    }
+    let tail =
+        |k: usize| -> f64 { (k..=n).map(|j| choose(n, j)).sum::<f64>() / 2f64.powi(n as i32) };
+    (1..=n).find(|&k| tail(k) <= 0.125).unwrap_or(n)
+}
+
+/// The binomial coefficient, as a float (n is at most a hundred rounds).
+fn choose(n: usize, k: usize) -> f64 {
+    (0..k).fold(1.0, |c, j| c * (n - j) as f64 / (j + 1) as f64)
 }
 
 /// The figure of a point in each of its rounds, where its repeats came from rounds and each
@@ -853,9 +877,9 @@ mod tests {
         }
     }
 
-    /// A point at 8 KB whose three CPU-per-Gb/s repeats came from three rounds of run `run`.
-    fn rounds(mode: Mode, each: [f64; 3], run: i64) -> PointRecord {
-        let spread = crate::stats::spread(&each, 95);
+    /// A point at 8 KB whose CPU-per-Gb/s repeats came one from each round of run `run`.
+    fn rounds(mode: Mode, each: &[f64], run: i64) -> PointRecord {
+        let spread = crate::stats::spread(each, 95);
         PointRecord {
             repeats: each
                 .iter()
@@ -866,7 +890,7 @@ mod tests {
                 })
                 .collect(),
             spread: Some(crate::records::Repeats {
-                runs: 3,
+                runs: each.len(),
                 confidence_level: 95,
                 confidence_met: None,
                 throughput_gbps: crate::stats::spread(&[0.2], 95),
@@ -875,7 +899,10 @@ mod tests {
                 normalized_pct_per_gbps: Some(spread.clone()),
                 unstable: false,
                 each: vec![],
-                rounds: Some(Rounds { count: 3, run }),
+                rounds: Some(Rounds {
+                    count: each.len() as u32,
+                    run,
+                }),
             }),
             ..point(mode, 8192, spread.median, 0.2)
         }
@@ -892,32 +919,67 @@ mod tests {
         // The whole host drifts from round to round; macvlan is cheaper in every round, though
         // the ranges overlap: the drift cancels within a round, and the claim holds.
         let drift = [
-            rounds(Mode::Macvlan, [30.0, 40.0, 50.0], 7),
-            rounds(Mode::Bridge, [35.0, 45.0, 55.0], 7),
+            rounds(Mode::Macvlan, &[30.0, 40.0, 50.0], 7),
+            rounds(Mode::Bridge, &[35.0, 45.0, 55.0], 7),
         ];
         assert_eq!(c.evaluate(&drift).verdict, Verdict::Holds);
         // The same figures from two runs do not pair: their ranges overlap, within the spread.
         let apart = [
-            rounds(Mode::Macvlan, [30.0, 40.0, 50.0], 7),
-            rounds(Mode::Bridge, [35.0, 45.0, 55.0], 8),
+            rounds(Mode::Macvlan, &[30.0, 40.0, 50.0], 7),
+            rounds(Mode::Bridge, &[35.0, 45.0, 55.0], 8),
         ];
         let r = c.evaluate(&apart);
         assert_eq!(r.verdict, Verdict::WithinSpread);
         assert!(r.why.contains("ranges overlap"), "{}", r.why);
         // Cheaper in two rounds of three: within the spread, saying so.
         let mixed = [
-            rounds(Mode::Macvlan, [30.0, 46.0, 50.0], 7),
-            rounds(Mode::Bridge, [35.0, 45.0, 55.0], 7),
+            rounds(Mode::Macvlan, &[30.0, 46.0, 50.0], 7),
+            rounds(Mode::Bridge, &[35.0, 45.0, 55.0], 7),
         ];
         let r = c.evaluate(&mixed);
         assert_eq!(r.verdict, Verdict::WithinSpread);
         assert!(r.why.contains("holds in 2 of 3 rounds"), "{}", r.why);
         // Dearer in every round: does not hold.
         let wrong = [
-            rounds(Mode::Macvlan, [36.0, 46.0, 56.0], 7),
-            rounds(Mode::Bridge, [35.0, 45.0, 55.0], 7),
+            rounds(Mode::Macvlan, &[36.0, 46.0, 56.0], 7),
+            rounds(Mode::Bridge, &[35.0, 45.0, 55.0], 7),
         ];
         assert_eq!(c.evaluate(&wrong).verdict, Verdict::DoesNotHold);
+    }
+
+    #[test]
+    fn a_verdict_over_rounds_needs_as_many_as_chance_rarely_gives() {
+        let need: Vec<usize> = (0..=10).map(rounds_needed).collect();
+        assert_eq!(need, [0, 1, 2, 3, 4, 5, 5, 6, 7, 7, 8]);
+        let c = claim(
+            Kind::Lowest,
+            Metric::NormalizedPctPerGbps,
+            vec![sel("macvlan"), sel("bridge")],
+            None,
+        );
+        let bridge = [35.0, 45.0, 55.0, 40.0, 50.0, 45.0];
+        // Six rounds, one of them the other way (a disturbed lab): five of six hold.
+        let one_off = [
+            rounds(Mode::Macvlan, &[30.0, 40.0, 50.0, 36.0, 52.0, 41.0], 7),
+            rounds(Mode::Bridge, &bridge, 7),
+        ];
+        let r = c.evaluate(&one_off);
+        assert_eq!(r.verdict, Verdict::Holds, "{}", r.why);
+        // Two of six the other way: within the spread, saying what a verdict needs.
+        let two_off = [
+            rounds(Mode::Macvlan, &[30.0, 46.0, 50.0, 36.0, 52.0, 41.0], 7),
+            rounds(Mode::Bridge, &bridge, 7),
+        ];
+        let r = c.evaluate(&two_off);
+        assert_eq!(r.verdict, Verdict::WithinSpread);
+        assert!(r.why.contains("holds in 4 of 6 rounds"), "{}", r.why);
+        assert!(r.why.contains("needs 5 of 6"), "{}", r.why);
+        // One of six holds: five the other way, the claim does not hold.
+        let against = [
+            rounds(Mode::Macvlan, &[30.0, 46.0, 56.0, 41.0, 52.0, 46.0], 7),
+            rounds(Mode::Bridge, &bridge, 7),
+        ];
+        assert_eq!(c.evaluate(&against).verdict, Verdict::DoesNotHold);
     }
 
     #[test]
@@ -959,7 +1021,7 @@ mod tests {
             None,
         );
         let tp = |m, each: [(f64, bool); 3]| {
-            let mut p = rounds(m, [1.0, 1.0, 1.0], 7);
+            let mut p = rounds(m, &[1.0, 1.0, 1.0], 7);
             for (r, (g, wire)) in p.repeats.iter_mut().zip(each) {
                 r.throughput_gbps = g;
                 r.bound_by = wire.then_some(Bound::Wire);
