@@ -275,6 +275,31 @@ fn burner(rec: &LabRecord, at: Role, pct: f64, l: &Load, secs: f64) -> Result<Bu
     })
 }
 
+/// The flood's datagram: a full 1500-byte IPv4 packet.
+const FLOOD_DATAGRAM: u64 = 1472;
+/// What a flood datagram adds on the wire, which a shaper counts: UDP 8, IPv4 20, Ethernet 14.
+const FLOOD_FRAME_EXTRA: u64 = 42;
+
+/// The wire's rate (bits/s of frames) that the loads' UDP flood took in one direction: a flood
+/// across the wire from the `from` side leaves a test sent the same way only the rest of the
+/// wire. 0 without such a flood.
+pub fn wire_taken_bps(loads: &[Load], reports: &[LoadReport], from: crate::vocab::Side) -> f64 {
+    let crosses_from = loads.iter().any(|l| {
+        matches!(l, Load::UdpFlood { from: f, to, .. } if f.side() == from && to.side() != from)
+    });
+    if !crosses_from {
+        return 0.0;
+    }
+    let per_frame = (FLOOD_DATAGRAM + FLOOD_FRAME_EXTRA) as f64 / FLOOD_DATAGRAM as f64;
+    reports
+        .iter()
+        .map(|r| match r {
+            LoadReport::Flood { arrived_gbps, .. } => arrived_gbps * 1e9 * per_frame,
+            _ => 0.0,
+        })
+        .sum()
+}
+
 /// A paced UDP_STREAM of 1472-byte datagrams from `from` to `to`, on agents of its own.
 fn flood(
     rec: &LabRecord,
@@ -285,7 +310,7 @@ fn flood(
 ) -> Result<JoinHandle<Result<TestResult, Error>>, Error> {
     let spec = Spec {
         test: TestKind::UdpStream,
-        msg: 1472,
+        msg: FLOOD_DATAGRAM as usize,
         rate: Some(bps),
         duration: secs,
         warmup: 0.0,
@@ -490,6 +515,27 @@ pub fn burn(pct: f64, seconds: f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_flood_across_the_wire_the_same_way_takes_its_frames_of_the_wire() {
+        use crate::vocab::Side;
+        let loads: Vec<Load> = vec!["udp-flood@client:g1,300mbit".parse().unwrap()];
+        let arrived = |g: f64| LoadReport::Flood {
+            load: "f".into(),
+            offered_gbps: 0.3,
+            arrived_gbps: g,
+            loss_pct: None,
+        };
+        // 0.3 Gb/s of 1472-byte datagrams is 0.3 * 1514 / 1472 Gb/s of frames on the wire.
+        let taken = wire_taken_bps(&loads, &[arrived(0.3)], Side::Client);
+        assert!((taken - 0.3e9 * 1514.0 / 1472.0).abs() < 1.0, "{taken}");
+        // A stream the other way, or no flood, has the whole wire.
+        assert_eq!(wire_taken_bps(&loads, &[arrived(0.3)], Side::Host), 0.0);
+        assert_eq!(wire_taken_bps(&[], &[], Side::Client), 0.0);
+        // A flood between two guests never meets the wire.
+        let inside: Vec<Load> = vec!["udp-flood@g2:g1,300mbit".parse().unwrap()];
+        assert_eq!(wire_taken_bps(&inside, &[arrived(0.3)], Side::Host), 0.0);
+    }
 
     #[test]
     fn loads_parse_and_errors_name_the_form() {

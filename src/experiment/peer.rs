@@ -225,7 +225,7 @@ pub fn measured_run(target: &Target, spec: &Spec, peer: &Peer) -> Result<Measure
             _ => Error::Failed(format!("iperf3 failed: {}", hostcmd::one_line(&out.stderr))),
         })?;
     let result = result_of(spec, *from, *to, gbps, intervals, loss, retrans);
-    let (cpu, cpu_error) = measure::cpu_of(target, spec, 1, &data, &result);
+    let (cpu, cpu_error) = measure::cpu_of(target, spec, 1, &data, &result, 0.0);
     Ok(Measured {
         result,
         cpus: target.cpus().cloned(),
