@@ -277,8 +277,8 @@ fn burner(rec: &LabRecord, at: Role, pct: f64, l: &Load, secs: f64) -> Result<Bu
 
 /// The flood's datagram: a full 1500-byte IPv4 packet.
 const FLOOD_DATAGRAM: u64 = 1472;
-/// What a flood datagram adds on the wire, which a shaper counts: UDP 8, IPv4 20, Ethernet 14.
-const FLOOD_FRAME_EXTRA: u64 = 42;
+/// What a UDP datagram adds on the wire, which a shaper counts: UDP 8, IPv4 20, Ethernet 14.
+pub const UDP_FRAME_EXTRA: u64 = 42;
 
 /// The wire's rate (bits/s of frames) that the loads' UDP flood took in one direction: a flood
 /// across the wire from the `from` side leaves a test sent the same way only the rest of the
@@ -290,7 +290,7 @@ pub fn wire_taken_bps(loads: &[Load], reports: &[LoadReport], from: crate::vocab
     if !crosses_from {
         return 0.0;
     }
-    let per_frame = (FLOOD_DATAGRAM + FLOOD_FRAME_EXTRA) as f64 / FLOOD_DATAGRAM as f64;
+    let per_frame = (FLOOD_DATAGRAM + UDP_FRAME_EXTRA) as f64 / FLOOD_DATAGRAM as f64;
     reports
         .iter()
         .map(|r| match r {

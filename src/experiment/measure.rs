@@ -377,8 +377,10 @@ pub(super) fn bound_by(
 fn payload_share(test: crate::vocab::TestKind, mtu: u32, msg: u64) -> f64 {
     let mtu = mtu.max(576) as f64;
     if test.is_udp() {
-        let d = (msg as f64).clamp(1.0, mtu - 28.0);
-        d / (d + 42.0)
+        // The frame's extra less Ethernet's 14 is what the datagram's IP packet adds.
+        let extra = super::load::UDP_FRAME_EXTRA as f64;
+        let d = (msg as f64).clamp(1.0, mtu - (extra - 14.0));
+        d / (d + extra)
     } else {
         (mtu - 52.0) / (mtu + 14.0)
     }
