@@ -19,19 +19,24 @@ fn plan_of(t: &Topology) -> Plan {
     plan(t, &cg, &unplaced(), HostOffers::default()).unwrap()
 }
 
-/// A placed plan against a fake cpuset root holding 2 CPUs.
-fn placed_plan_of(t: &Topology) -> Plan {
-    let root = std::env::temp_dir().join(format!("vnetlab-cpuset-{}", std::process::id()));
+/// A placed plan against a fake cpuset root holding 2 CPUs, and that root's path (its folder is
+/// removed once planned: the plan only names paths under it).
+fn placed_plan_of(t: &Topology) -> (Plan, std::path::PathBuf) {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let root = std::env::temp_dir().join(format!("vnetlab-cpuset-{}-{k}", std::process::id()));
     std::fs::create_dir_all(&root).unwrap();
     std::fs::write(root.join("cpuset.cpus"), "0-1\n").unwrap();
     std::fs::write(root.join("cpuset.mems"), "0\n").unwrap();
     let cg = Hierarchy::V1 {
         cpuacct: "/nonexistent/cpuacct".into(),
-        cpuset: Some(root),
+        cpuset: Some(root.clone()),
     };
     let mut cpus = crate::lab::cpus::plan(&[0, 1], None, None, t.pin, None).unwrap();
     cpus.steering = Steering::ThreadedNapiRps;
-    plan(t, &cg, &cpus, HostOffers::default()).unwrap()
+    let p = plan(t, &cg, &cpus, HostOffers::default());
+    std::fs::remove_dir_all(&root).unwrap();
+    (p.unwrap(), root)
 }
 
 fn topo(mode: Mode, guests: u32) -> Topology {
@@ -120,9 +125,8 @@ fn a_placed_lab_confines_each_side_and_steers_both_wire_ends() {
         tso: false,
         ..topo(Mode::Paravirt, 2)
     };
-    let p = placed_plan_of(&t);
+    let (p, root) = placed_plan_of(&t);
     // The client's folder holds CPU 1, the host's parts CPU 0.
-    let root = std::env::temp_dir().join(format!("vnetlab-cpuset-{}", std::process::id()));
     for (part, cpu) in [
         ("client", "1"),
         ("host", "0"),
@@ -167,7 +171,7 @@ fn a_placed_lab_confines_each_side_and_steers_both_wire_ends() {
         .collect();
     assert_eq!(napi, [("vllabc", "1".to_string())]);
     // By default the host's NIC does TSO, so only the host's end receives frames to merge.
-    let d = placed_plan_of(&Topology::default());
+    let (d, _) = placed_plan_of(&Topology::default());
     let napi: Vec<_> = d
         .steps
         .iter()
