@@ -143,6 +143,7 @@ pub const PAPERS: [BuiltIn; 4] = [
         ],
         full: &[
             include_str!("../../experiments/xen-passthrough.toml"),
+            include_str!("../../experiments/papers/xen-passthrough-rr.toml"),
             include_str!("../../experiments/papers/xen-passthrough-wire.toml"),
         ],
     },
