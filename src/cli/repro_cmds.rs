@@ -18,7 +18,7 @@ pub struct ReproduceArgs {
     /// The paper: icsnc2013, xen-lro, xen-passthrough, vmware-esx35, or all
     #[arg(default_value = "all")]
     paper: String,
-    /// Run the reduced grids (all four within 15 minutes on a 2-core host: about 14.5 here)
+    /// Run the reduced grids (all four within 15 minutes on a 2-core host: about 14 here)
     #[arg(long)]
     quick: bool,
     /// The results store (SQLite); made if missing
