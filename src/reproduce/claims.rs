@@ -583,7 +583,7 @@ impl Claim {
 
 /// The least difference a comparison must show to hold: the medians must differ by more than
 /// this share, the bar beyond which a point's own repeats read unstable. Smaller differences
-/// (paper 1's send offloads at 8 KB: 2 to 8 % over three runs) move from run to run on one host,
+/// (paper 1's send offloads at 8 KB: 2 to 9 % over nine runs) move from run to run on one host,
 /// and a verdict that rests on one would flip with the day.
 pub const EFFECT_FLOOR: f64 = crate::experiment::measure::UNSTABLE;
 
