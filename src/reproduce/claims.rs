@@ -412,9 +412,7 @@ impl Claim {
 
     /// Whether the comparison holds in one reading of the figures: medians, or the repeats'
     /// ranges read against the claim (its first series' worst against the others' best) or for it.
-    /// `margin` (1 or more) is how far apart the figures must be: a greater figure must exceed the
-    /// other times the margin.
-    fn compare(&self, f: &[Figure], read: Read, margin: f64) -> bool {
+    fn compare(&self, f: &[Figure], read: Read) -> bool {
         let (first, rest) = (&f[0], &f[1..]);
         // `high`: the end of a figure's range that favours the claim when it stands first.
         let at = |x: &Figure, high: bool| match read {
@@ -435,9 +433,9 @@ impl Claim {
             }
         };
         match self.kind {
-            Kind::Lowest => rest.iter().all(|x| at(first, true) * margin < at(x, false)),
-            Kind::Highest => rest.iter().all(|x| at(first, false) > margin * at(x, true)),
-            Kind::Greater => at(first, false) > self.by * margin * at(&f[1], true),
+            Kind::Lowest => rest.iter().all(|x| at(first, true) < at(x, false)),
+            Kind::Highest => rest.iter().all(|x| at(first, false) > at(x, true)),
+            Kind::Greater => at(first, false) > self.by * at(&f[1], true),
             Kind::Above => at(first, false) > self.value.unwrap_or(f64::INFINITY),
             Kind::Near => {
                 let (a, b) = (first, &f[1]);
@@ -497,7 +495,7 @@ impl Claim {
     /// this host's minute, moves them alike and cancels). Rounds decide by count: enough of them
     /// one way that chance alone would rarely give as many (see `rounds_needed`).
     fn verdict(&self, f: &[Figure]) -> (Verdict, String) {
-        let medians = self.compare(f, Read::Medians, 1.0);
+        let medians = self.compare(f, Read::Medians);
         let (against, for_it, held) = match by_round(f) {
             Some(rounds) => {
                 // A round whose throughputs the wire bound on both sides is a tie: it counts
@@ -508,7 +506,7 @@ impl Claim {
                     .collect();
                 let held = untied
                     .iter()
-                    .filter(|r| self.compare(r, Read::Medians, 1.0))
+                    .filter(|r| self.compare(r, Read::Medians))
                     .count();
                 let n = untied.len();
                 let need = rounds_needed(n);
@@ -519,12 +517,12 @@ impl Claim {
                 )
             }
             None => (
-                self.compare(f, Read::Against, 1.0),
-                self.compare(f, Read::For, 1.0),
+                self.compare(f, Read::Against),
+                self.compare(f, Read::For),
                 None,
             ),
         };
-        let beyond = self.compare(f, Read::Medians, 1.0 + EFFECT_FLOOR);
+        let beyond = self.effect(f) > 1.0 + EFFECT_FLOOR;
         let compare = if medians { "compare" } else { "do not compare" };
         match (medians, against, for_it) {
             (true, true, _) if beyond => (Verdict::Holds, String::new()),
@@ -544,15 +542,23 @@ impl Claim {
         }
     }
 
+    /// How far the medians go the claim's way, as a ratio (above 1 where they compare as it says):
+    /// the nearest other series against the first, or the first against the second times `by`.
+    /// A threshold claim (above a value, near another) has no effect to size: infinite.
+    fn effect(&self, f: &[Figure]) -> f64 {
+        let (first, rest) = (f[0].value, f[1..].iter().map(|x| x.value));
+        match self.kind {
+            Kind::Lowest => rest.fold(f64::INFINITY, f64::min) / first,
+            Kind::Highest => first / rest.fold(0.0, f64::max),
+            Kind::Greater => first / (self.by * f[1].value),
+            Kind::Above | Kind::Near => f64::INFINITY,
+        }
+    }
+
     /// Why medians that compare as the claim says, in a spread that agrees, are still no verdict:
     /// they differ by less than the effect floor.
     fn small_effect(&self, f: &[Figure]) -> String {
-        let (first, rest) = (f[0].value, f[1..].iter().map(|x| x.value));
-        let ratio = match self.kind {
-            Kind::Lowest => rest.fold(f64::INFINITY, f64::min) / first,
-            Kind::Highest => first / rest.fold(0.0, f64::max),
-            _ => first / (self.by * f[1].value),
-        };
+        let ratio = self.effect(f);
         format!(
             "the medians compare as the paper says and so does the spread, but they differ by {:.1} %, less than the {:.0} % floor: a difference this small moves from run to run on this host (the bar beyond which a point's own repeats read unstable), so it is no verdict either way",
             (ratio - 1.0) * 100.0,
@@ -699,9 +705,13 @@ pub const TAIL_BEYOND: f64 = 5.0;
 /// `TAIL_BEYOND` beyond the quantile (5,000 for the 99.9th percentile, 500 for the 99th).
 fn sampled(p: &PointRecord, q: f64, name: &str) -> Result<(), String> {
     let need = TAIL_BEYOND / (1.0 - q);
-    let rates = p.repeats.iter().map(|r| r.transactions_per_s);
-    let fewest = std::iter::once(p.transactions_per_s)
-        .chain(rates)
+    // Each repeat's window, or the point's where it keeps no repeats.
+    let rates: Vec<_> = match p.repeats.as_slice() {
+        [] => vec![p.transactions_per_s],
+        each => each.iter().map(|r| r.transactions_per_s).collect(),
+    };
+    let fewest = rates
+        .iter()
         .map(|t| t.unwrap_or(0.0) * p.duration_s)
         .fold(f64::INFINITY, f64::min);
     if fewest + 0.5 >= need {
