@@ -250,6 +250,67 @@ impl fmt::Display for Pacing {
     }
 }
 
+/// The TCP congestion control every data connection of a test uses (README, "Congestion
+/// control"), set on each socket (TCP_CONGESTION) rather than taken from the machine's default: a
+/// lab's guest stands for its own OS, whose TCP is not the host's (a host defaulting to bbr paced
+/// every guest's segments apart and cost the host up to 5x per Gb/s at 1 KB). Default: cubic,
+/// Linux's own default and what a stock guest kernel runs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Congestion(String);
+
+/// The kernel's limit on an algorithm's name (TCP_CA_NAME_MAX less its NUL).
+pub const CONGESTION_NAME_MAX: usize = 15;
+
+impl Congestion {
+    pub fn name(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for Congestion {
+    fn default() -> Self {
+        Congestion("cubic".into())
+    }
+}
+
+impl FromStr for Congestion {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let ok = (1..=CONGESTION_NAME_MAX).contains(&s.len())
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if ok {
+            Ok(Congestion(s.to_string()))
+        } else {
+            Err(unknown(
+                "congestion control",
+                s,
+                "a name the kernel lists in net.ipv4.tcp_available_congestion_control, e.g. cubic, reno or bbr",
+            ))
+        }
+    }
+}
+
+impl TryFrom<String> for Congestion {
+    type Error = Error;
+    fn try_from(s: String) -> Result<Self, Error> {
+        s.parse()
+    }
+}
+
+impl From<Congestion> for String {
+    fn from(c: Congestion) -> String {
+        c.0
+    }
+}
+
+impl fmt::Display for Congestion {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// Which program moved a test's bytes: vnetlab's own engine, or a stock iperf3 (`--peer`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -622,5 +683,24 @@ mod tests {
             .to_string()
             .contains("TCP_STREAM"));
         assert!(!TestKind::TcpMaerts.initiator_sends());
+    }
+
+    #[test]
+    fn congestion_names_are_checked_before_they_reach_a_socket() {
+        assert_eq!(Congestion::default().name(), "cubic");
+        assert_eq!("bbr".parse::<Congestion>().unwrap().to_string(), "bbr");
+        for bad in [
+            "",
+            "Cubic",
+            "cu bic",
+            "cubic\0",
+            "a_very_long_name16",
+            "../x",
+        ] {
+            assert!(bad.parse::<Congestion>().is_err(), "{bad:?}");
+        }
+        assert!(serde_json::from_str::<Congestion>("\"x;y\"").is_err());
+        let c: Congestion = serde_json::from_str("\"reno\"").unwrap();
+        assert_eq!(serde_json::to_string(&c).unwrap(), "\"reno\"");
     }
 }

@@ -376,7 +376,61 @@ fn paced_streams_arrive_at_their_rate_in_each_pacing_mode() {
         at_rate(&r, mbit, &format!("app pacing {args:?}"));
         assert_eq!(r["pacing"]["mode"], "app", "{r}");
         assert!(r.get("kernel_pacing").is_none());
+        // TCP runs cubic unless told otherwise, whatever this machine's default; UDP has none.
+        let tcp = !args.contains(&"UDP_STREAM");
+        assert_eq!(r.get("congestion").is_some(), tcp, "{r}");
+        if tcp {
+            assert_eq!(r["congestion"], "cubic", "{r}");
+        }
     }
+    // The data connection runs the algorithm asked for, as the kernel itself reports while the
+    // test runs; one the kernel cannot give is refused before anything starts.
+    let reno = [
+        "test",
+        "--lab",
+        "tpace",
+        "--from",
+        "g1",
+        "--to",
+        "client",
+        "-l",
+        "3",
+        "--json",
+        "-m",
+        "8K",
+        "--rate",
+        "100mbit",
+        "--congestion",
+        "reno",
+    ];
+    let child = c
+        .cmd(&reno)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    let ss = sh("ip netns exec vltpace-g1 ss -tin state established");
+    let out = child.wait_with_output().unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["congestion"], "reno", "{r}");
+    assert!(
+        ss.contains(" reno "),
+        "no reno connection in g1 while the test ran: {ss}"
+    );
+    c.refused(
+        &[
+            "test",
+            "--lab",
+            "tpace",
+            "--from",
+            "g1",
+            "--to",
+            "client",
+            "--congestion",
+            "nosuchcc",
+        ],
+        "congestion control 'nosuchcc' is not available",
+    );
     let r = run(&["-m", "8K", "--rate", "200mbit", "--pacing", "kernel"]);
     at_rate(&r, 200.0, "kernel pacing, TCP");
     assert_eq!(r["pacing"]["mode"], "kernel");

@@ -244,11 +244,26 @@ fn iperf3(path: &Path, size: &str, secs: f64) -> Result<Measure, Error> {
     )?;
     let t = format!("{}", (secs + WARMUP_S).round() as u64);
     let o = format!("{}", WARMUP_S as u64);
+    // The congestion control vnetlab's engine sets on its own sockets by default.
+    let cc = crate::vocab::Congestion::default();
     let (out, cores) = measured(
         path.cmd(
             false,
             &sv(&[
-                "iperf3", "-c", &ip, "-p", &port, "-t", &t, "-O", &o, "-l", size, "-J",
+                "iperf3",
+                "-c",
+                &ip,
+                "-p",
+                &port,
+                "-t",
+                &t,
+                "-O",
+                &o,
+                "-l",
+                size,
+                "-J",
+                "-C",
+                cc.name(),
             ]),
         )?,
         secs,

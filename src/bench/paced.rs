@@ -48,7 +48,7 @@ pub struct PacedRow {
     pub message: String,
     pub rate_bps: u64,
     pub pacing: Pacing,
-    /// The peer's command line, e.g. `iperf3 -l 8K -b 500M`.
+    /// The peer's command line, e.g. `iperf3 -l 8K -b 500000000 -C cubic`.
     pub peer: String,
     pub vnetlab: Side,
     pub iperf3: Side,
@@ -109,11 +109,14 @@ fn ours(rec: &LabRecord, msg: usize, rate: u64, pacing: Pacing, secs: f64) -> Re
     run_of(m.result.throughput_gbps, &c)
 }
 
-/// iperf3's pacing flags for `pacing`: its 1 ms timer (-b) or SO_MAX_PACING_RATE (--fq-rate).
+/// iperf3's pacing flags for `pacing`: its 1 ms timer (-b) or SO_MAX_PACING_RATE (--fq-rate),
+/// and the congestion control vnetlab's engine sets by default (-C), so both tools' TCP is the
+/// same algorithm in the same kind of state.
 fn iperf_pacing(pacing: Pacing, rate: u64) -> Vec<String> {
+    let cc = crate::vocab::Congestion::default().to_string();
     match pacing {
-        Pacing::App => vec!["-b".into(), rate.to_string()],
-        Pacing::Kernel => vec!["--fq-rate".into(), rate.to_string()],
+        Pacing::App => vec!["-b".into(), rate.to_string(), "-C".into(), cc],
+        Pacing::Kernel => vec!["--fq-rate".into(), rate.to_string(), "-C".into(), cc],
     }
 }
 
@@ -264,7 +267,7 @@ mod tests {
         let x = row("bridge", "8K", 500_000_000, Pacing::App, &ours, &peer);
         assert!((x.ratio - 30.0 / 40.0).abs() < 1e-9);
         assert!(x.within_target);
-        assert_eq!(x.peer, "iperf3 -l 8K -b 500000000");
+        assert_eq!(x.peer, "iperf3 -l 8K -b 500000000 -C cubic");
         // Cheaper, but short of the rate: not the same load, so not within the target.
         let short = [r(0.45, 20.0), r(0.5, 20.0), r(0.5, 20.0)];
         let x = row("bridge", "8K", 500_000_000, Pacing::App, &short, &peer);

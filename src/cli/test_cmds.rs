@@ -75,6 +75,12 @@ pub struct TestArgs {
     /// spaces the packets: a server that sets a pacing rate)
     #[arg(long, default_value = "app")]
     pacing: crate::vocab::Pacing,
+    /// TCP congestion control of every data connection, set on each socket: cubic (Linux's
+    /// default, what a stock guest kernel runs), reno, bbr, or any the kernel lists in
+    /// net.ipv4.tcp_available_congestion_control. Not the machine's default: a lab's guest
+    /// stands for its own OS (README, "Congestion control")
+    #[arg(long, default_value = "cubic")]
+    congestion: crate::vocab::Congestion,
     /// TCP_NODELAY on every connection
     #[arg(long)]
     nodelay: bool,
@@ -178,6 +184,7 @@ impl TestArgs {
                 None => self.rate.as_deref().map(units::parse_rate).transpose()?,
             },
             pacing: self.pacing,
+            congestion: self.congestion.clone(),
             nodelay: self.nodelay,
             zerocopy: self.zerocopy,
             interval: self.interval,
@@ -210,6 +217,9 @@ impl TestArgs {
             None => s,
         };
         s.validate()?;
+        if !s.test.is_udp() {
+            crate::engine::sockets::check_congestion(&s.congestion)?;
+        }
         Ok(s)
     }
 
@@ -831,9 +841,14 @@ pub fn print_result(r: &TestResult) {
     if let Some(v) = &r.vdi {
         return print_vdi(v, r.duration_s);
     }
+    let cc = r
+        .congestion
+        .as_ref()
+        .map(|c| format!(", TCP {c}"))
+        .unwrap_or_default();
     if r.transfer.is_some() && !r.intervals.is_empty() || r.transfer.is_none() {
         crate::outln!(
-            "{} {} → {}: {} B messages, {} stream(s), {:.1} s measured after a {:.1} s warm-up",
+            "{} {} → {}: {} B messages, {} stream(s){cc}, {:.1} s measured after a {:.1} s warm-up",
             r.test,
             r.from,
             r.to,
@@ -844,7 +859,7 @@ pub fn print_result(r: &TestResult) {
         );
     } else {
         crate::outln!(
-            "{} {} → {}: {} B messages, {} stream(s), a fixed transfer",
+            "{} {} → {}: {} B messages, {} stream(s){cc}, a fixed transfer",
             r.test,
             r.from,
             r.to,

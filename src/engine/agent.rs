@@ -228,7 +228,7 @@ impl Agent {
                 Ok(Reply::Listening { ports: got })
             }
             TestKind::TcpCrr => {
-                let (l, port) = sockets::tcp_listen(bind, ports, buf)?;
+                let (l, port) = sockets::tcp_listen(bind, ports, buf, &spec.congestion)?;
                 l.set_nonblocking(true)
                     .map_err(|e| Error::Failed(e.to_string()))?;
                 self.prepared.push(Prepared::CrrServer {
@@ -241,7 +241,7 @@ impl Agent {
             _ => {
                 // The initiator's connections wait in the listener's backlog until the run
                 // accepts them: no thread per listen.
-                let (l, port) = sockets::tcp_listen(bind, ports, buf)?;
+                let (l, port) = sockets::tcp_listen(bind, ports, buf, &spec.congestion)?;
                 self.prepared.push(Prepared::TcpServer {
                     spec,
                     listener: l,
@@ -296,6 +296,7 @@ impl Agent {
                     let mut s = sockets::tcp_connect(
                         addr(k)?,
                         spec.local_buf,
+                        &spec.congestion,
                         spec.nodelay,
                         spec.zerocopy && spec.test.initiator_sends(),
                     )?;

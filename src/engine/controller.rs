@@ -359,6 +359,10 @@ pub struct TestResult {
     /// Paced streams (`--rate`): each stream's rate, bits/s, and how it was met.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub pacing: Option<PacedStreams>,
+    /// TCP tests: the congestion control every data connection ran (set and read back on each
+    /// socket).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub congestion: Option<crate::vocab::Congestion>,
     pub throughput_gbps: f64,
     pub streams: Vec<StreamResult>,
     /// Per sender (e.g. per guest with --from guests): summed Gb/s.
@@ -664,6 +668,7 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
                 rate_bps,
                 mode: spec.pacing,
             }),
+        congestion: (!spec.test.is_udp()).then(|| spec.congestion.clone()),
         throughput_gbps: throughput,
         streams,
         per_source_gbps: per_source.into_iter().collect(),

@@ -500,16 +500,16 @@ pub fn tcp_crr_initiate(to: SocketAddr, id: u32, spec: &Spec, clock: Clock) -> P
     while clock.now() < clock.window_end() {
         let t = Instant::now();
         let started = clock.now();
-        let r = super::sockets::tcp_connect(to, spec.local_buf, spec.nodelay, false).and_then(
-            |mut s| {
-                s.set_read_timeout(Some(TICK)).ok();
-                s.write_all(&req)
-                    .map_err(|e| Error::Failed(e.to_string()))?;
-                read_full(&mut s, &mut resp, &clock, clock.hard_end())
-                    .map_err(|e| Error::Failed(e.to_string()))?;
-                Ok(())
-            },
-        );
+        let r =
+            super::sockets::tcp_connect(to, spec.local_buf, &spec.congestion, spec.nodelay, false)
+                .and_then(|mut s| {
+                    s.set_read_timeout(Some(TICK)).ok();
+                    s.write_all(&req)
+                        .map_err(|e| Error::Failed(e.to_string()))?;
+                    read_full(&mut s, &mut resp, &clock, clock.hard_end())
+                        .map_err(|e| Error::Failed(e.to_string()))?;
+                    Ok(())
+                });
         if let Err(e) = r {
             p.error = Some(format!("connection {id}: {e}"));
             break;

@@ -1,7 +1,8 @@
-//! Socket set-up for data connections: buffers, TCP_NODELAY, SO_ZEROCOPY set before
+//! Socket set-up for data connections: buffers, congestion control, TCP_NODELAY, SO_ZEROCOPY set before
 //! listen/connect (so window scaling sees them), bounded connects, port ranges.
 
 use super::Error;
+use crate::vocab::Congestion;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::time::Duration;
@@ -16,13 +17,50 @@ fn new_socket(
 ) -> Result<Socket, Error> {
     let s = Socket::new(Domain::for_address(*addr), ty, Some(proto))
         .map_err(|e| Error::Failed(format!("socket: {e}")))?;
+    set_buffers(&s, buf)?;
+    Ok(s)
+}
+
+/// A TCP socket with `cc` as its congestion control, read back so a result names what ran.
+/// Accepted connections inherit the listener's.
+fn tcp_socket(addr: &SocketAddr, buf: Option<usize>, cc: &Congestion) -> Result<Socket, Error> {
+    let s = new_socket(addr, Type::STREAM, Protocol::TCP, buf)?;
+    let set = s.set_tcp_congestion(cc.name().as_bytes());
+    let got = s.tcp_congestion().ok().map(|n| {
+        let n = n.split(|b| *b == 0).next().unwrap_or(&[]);
+        String::from_utf8_lossy(n).into_owned()
+    });
+    match (set, got) {
+        (Ok(()), Some(g)) if g == cc.name() => Ok(s),
+        (r, _) => Err(Error::Input(format!(
+            "congestion control '{cc}' is not available here ({}; this kernel offers: {}): use one of those",
+            r.err().map(|e| e.to_string()).unwrap_or_else(|| "it did not take".into()),
+            available_congestion()
+        ))),
+    }
+}
+
+/// Refuses, before anything is built, a congestion control this machine's kernel cannot give a
+/// socket (a throwaway one, so a module the kernel can load still counts).
+pub fn check_congestion(cc: &Congestion) -> Result<(), Error> {
+    tcp_socket(&SocketAddr::from(([127, 0, 0, 1], 0)), None, cc).map(|_| ())
+}
+
+/// The kernel's list of congestion controls (loaded modules and built-ins).
+fn available_congestion() -> String {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .map(|s| crate::text::clip(s.trim()))
+        .unwrap_or_else(|_| "unreadable".into())
+}
+
+fn set_buffers(s: &Socket, buf: Option<usize>) -> Result<(), Error> {
     if let Some(b) = buf {
         s.set_send_buffer_size(b)
             .map_err(|e| Error::Failed(format!("SO_SNDBUF {b}: {e}")))?;
         s.set_recv_buffer_size(b)
             .map_err(|e| Error::Failed(format!("SO_RCVBUF {b}: {e}")))?;
     }
-    Ok(s)
+    Ok(())
 }
 
 /// Binds within `ports` (inclusive), or to an ephemeral port.
@@ -51,8 +89,9 @@ pub fn tcp_listen(
     ip: IpAddr,
     ports: Option<[u16; 2]>,
     buf: Option<usize>,
+    cc: &Congestion,
 ) -> Result<(TcpListener, u16), Error> {
-    let s = new_socket(&SocketAddr::new(ip, 0), Type::STREAM, Protocol::TCP, buf)?;
+    let s = tcp_socket(&SocketAddr::new(ip, 0), buf, cc)?;
     s.set_reuse_address(true).ok();
     let port = bind_in(&s, ip, ports)?;
     s.listen(1024)
@@ -63,10 +102,11 @@ pub fn tcp_listen(
 pub fn tcp_connect(
     to: SocketAddr,
     buf: Option<usize>,
+    cc: &Congestion,
     nodelay: bool,
     zerocopy: bool,
 ) -> Result<TcpStream, Error> {
-    let s = new_socket(&to, Type::STREAM, Protocol::TCP, buf)?;
+    let s = tcp_socket(&to, buf, cc)?;
     if zerocopy {
         crate::sys::sock::set_zerocopy(std::os::fd::AsRawFd::as_raw_fd(&s))
             .map_err(|e| Error::Failed(format!("SO_ZEROCOPY: {e}")))?;

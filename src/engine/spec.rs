@@ -4,7 +4,7 @@
 use super::Error;
 use serde::{Deserialize, Serialize};
 
-use crate::vocab::{Pacing, TestKind};
+use crate::vocab::{Congestion, Pacing, TestKind};
 
 /// The largest message, request or response: a buffer of it is allocated per stream.
 pub const MAX_MSG: usize = 64 << 20;
@@ -40,6 +40,9 @@ pub struct Spec {
     /// How a paced stream meets its rate: the application's 1 ms ticks, or the kernel's pacing.
     #[serde(default)]
     pub pacing: Pacing,
+    /// TCP congestion control of every data connection (set per socket; default cubic).
+    #[serde(default)]
+    pub congestion: Congestion,
     pub nodelay: bool,
     pub zerocopy: bool,
     /// Length of a reported interval, seconds.
@@ -77,6 +80,7 @@ impl Default for Spec {
             parallel: 1,
             rate: None,
             pacing: Pacing::App,
+            congestion: Congestion::default(),
             nodelay: false,
             zerocopy: false,
             interval: 1.0,

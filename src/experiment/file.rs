@@ -280,6 +280,10 @@ pub struct PointSettings {
     /// (SO_MAX_PACING_RATE).
     #[serde(default)]
     pub pacing: crate::vocab::Pacing,
+    /// TCP congestion control of every data connection (default "cubic"; README, "Congestion
+    /// control").
+    #[serde(default)]
+    pub congestion: crate::vocab::Congestion,
     /// The movie's time scale (1: the paper's 253 s; rates stay, sizes shrink).
     #[serde(default = "scale_default")]
     pub time_scale: f64,
@@ -317,6 +321,7 @@ impl Default for PointSettings {
             rr: "1,1".into(),
             nodelay: false,
             pacing: crate::vocab::Pacing::App,
+            congestion: Default::default(),
             time_scale: 0.1,
         }
     }
@@ -454,6 +459,8 @@ pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, Error> {
     s.validate()
         .map_err(|m| Error::Input(format!("{}: {m}", at("duration"))))?;
     units::parse_rr(&p.rr).map_err(|m| Error::Input(format!("{}: {m}", at("rr"))))?;
+    crate::engine::sockets::check_congestion(&p.congestion)
+        .map_err(|m| Error::Input(format!("{}: {m}", at("congestion"))))?;
     if e.matrix.loads.is_some() && p.rate.is_some() {
         return Err(Error::Input(format!(
             "{}: give the offered load either as [point] rate or as [matrix] loads, not both",

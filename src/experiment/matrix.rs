@@ -129,6 +129,7 @@ pub fn expand(e: &ExperimentFile) -> Vec<Point> {
                                                             ) => p.pacing,
                                                             _ => Default::default(),
                                                         },
+                                                        congestion: p.congestion.clone(),
                                                         nodelay: p.nodelay,
                                                         zerocopy: false,
                                                         interval: (p.duration / 10.0)

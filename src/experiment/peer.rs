@@ -106,6 +106,9 @@ fn client_args(spec: &Spec, addr: IpAddr, port: u16, reverse: bool) -> Vec<Strin
     if let Some(b) = spec.local_buf {
         a.extend(["-w".into(), b.to_string()]);
     }
+    if !spec.test.is_udp() {
+        a.extend(["-C".into(), spec.congestion.to_string()]);
+    }
     a
 }
 
@@ -268,6 +271,7 @@ fn result_of(
                 rate_bps,
                 mode: spec.pacing,
             }),
+        congestion: (!spec.test.is_udp()).then(|| spec.congestion.clone()),
         throughput_gbps: gbps,
         streams: vec![],
         per_source_gbps: [(sender, gbps)].into_iter().collect(),
@@ -354,13 +358,19 @@ mod tests {
             a.starts_with("iperf3 -c 10.213.0.2 -p 5201 -J -l 65536 -t 4 -O 1 -P 1"),
             "{a}"
         );
-        assert!(a.ends_with("-b 500000000"), "{a}");
+        assert!(a.ends_with("-b 500000000 -C cubic"), "{a}");
+        let reno = Spec {
+            congestion: "reno".parse().unwrap(),
+            ..spec
+        };
+        let a = client_args(&reno, "10.213.0.2".parse().unwrap(), 5201, false).join(" ");
+        assert!(a.ends_with("-C reno"), "{a}");
         let udp = Spec {
             test: TestKind::UdpStream,
             msg: 1400,
             ..Default::default()
         };
         let a = client_args(&udp, "10.213.0.2".parse().unwrap(), 5201, true).join(" ");
-        assert!(a.contains(" -R -u -b 0"), "{a}");
+        assert!(a.contains(" -R -u -b 0") && !a.contains("-C"), "{a}");
     }
 }
