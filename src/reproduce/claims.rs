@@ -522,12 +522,16 @@ impl Claim {
                 None,
             ),
         };
-        let beyond = self.effect(f) > 1.0 + EFFECT_FLOOR;
+        let effect = self.effect(f);
+        let beyond = effect > 1.0 + EFFECT_FLOOR;
+        // The floor holds both ways: the other way by less than it is no verdict either.
+        let reversed = effect.is_infinite() || effect < 1.0 / (1.0 + EFFECT_FLOOR);
         let compare = if medians { "compare" } else { "do not compare" };
         match (medians, against, for_it) {
             (true, true, _) if beyond => (Verdict::Holds, String::new()),
             (true, true, _) => (Verdict::WithinSpread, self.small_effect(f)),
-            (_, _, false) => (Verdict::DoesNotHold, self.note.clone()),
+            (_, _, false) if reversed => (Verdict::DoesNotHold, self.note.clone()),
+            (_, _, false) => (Verdict::WithinSpread, self.small_effect(f)),
             _ => (
                 Verdict::WithinSpread,
                 match held {
@@ -555,13 +559,24 @@ impl Claim {
         }
     }
 
-    /// Why medians that compare as the claim says, in a spread that agrees, are still no verdict:
+    /// Why medians whose spread agrees with them, one way or the other, are still no verdict:
     /// they differ by less than the effect floor.
     fn small_effect(&self, f: &[Figure]) -> String {
         let ratio = self.effect(f);
+        let (way, by) = if ratio >= 1.0 {
+            (
+                "compare as the paper says and so does the spread",
+                ratio - 1.0,
+            )
+        } else {
+            (
+                "compare the other way and so does the spread",
+                1.0 / ratio - 1.0,
+            )
+        };
         format!(
-            "the medians compare as the paper says and so does the spread, but they differ by {:.1} %, less than the {:.0} % floor: a difference this small moves from run to run on this host (the bar beyond which a point's own repeats read unstable), so it is no verdict either way",
-            (ratio - 1.0) * 100.0,
+            "the medians {way}, but they differ by {:.1} %, less than the {:.0} % floor: a difference this small moves from run to run on this host (the bar beyond which a point's own repeats read unstable), so it is no verdict either way",
+            by * 100.0,
             EFFECT_FLOOR * 100.0
         )
     }
@@ -1030,12 +1045,21 @@ mod tests {
         let r = c.evaluate(&mixed);
         assert_eq!(r.verdict, Verdict::WithinSpread);
         assert!(r.why.contains("holds in 2 of 3 rounds"), "{}", r.why);
-        // Dearer in every round: does not hold.
+        // Dearer by a fifth in every round: does not hold.
         let wrong = [
-            rounds(Mode::Macvlan, &[36.0, 46.0, 56.0], 7),
+            rounds(Mode::Macvlan, &[42.0, 54.0, 66.0], 7),
             rounds(Mode::Bridge, &[35.0, 45.0, 55.0], 7),
         ];
         assert_eq!(c.evaluate(&wrong).verdict, Verdict::DoesNotHold);
+        // Dearer in every round by 2 %, under the floor: no verdict either way, saying so.
+        let close = [
+            rounds(Mode::Macvlan, &[36.0, 46.0, 56.0], 7),
+            rounds(Mode::Bridge, &[35.0, 45.0, 55.0], 7),
+        ];
+        let r = c.evaluate(&close);
+        assert_eq!(r.verdict, Verdict::WithinSpread);
+        assert!(r.why.contains("compare the other way"), "{}", r.why);
+        assert!(r.why.contains("differ by 2.2 %"), "{}", r.why);
     }
 
     #[test]
@@ -1065,9 +1089,9 @@ mod tests {
         assert_eq!(r.verdict, Verdict::WithinSpread);
         assert!(r.why.contains("holds in 4 of 6 rounds"), "{}", r.why);
         assert!(r.why.contains("needs 5 of 6"), "{}", r.why);
-        // One of six holds: five the other way, the claim does not hold.
+        // One of six holds: five the other way (by more than the floor), the claim does not hold.
         let against = [
-            rounds(Mode::Macvlan, &[30.0, 46.0, 56.0, 41.0, 52.0, 46.0], 7),
+            rounds(Mode::Macvlan, &[30.0, 55.0, 66.0, 49.0, 60.0, 54.0], 7),
             rounds(Mode::Bridge, &bridge, 7),
         ];
         assert_eq!(c.evaluate(&against).verdict, Verdict::DoesNotHold);
@@ -1317,8 +1341,12 @@ mod tests {
             "{}",
             r.why
         );
-        // Reversed by as little, it does not hold: the floor guards only "holds".
-        assert_eq!(c.evaluate(&at(46.0)).verdict, Verdict::DoesNotHold);
+        // Reversed by as little, no verdict either: the floor holds both ways. Reversed by 12 %,
+        // it does not hold.
+        let r = c.evaluate(&at(46.0));
+        assert_eq!(r.verdict, Verdict::WithinSpread, "{}", r.why);
+        assert!(r.why.contains("the other way"), "{}", r.why);
+        assert_eq!(c.evaluate(&at(44.0)).verdict, Verdict::DoesNotHold);
         // A greater-by claim needs its factor and the floor on top.
         let g = Claim {
             by: 2.0,
