@@ -350,13 +350,14 @@ fn paced_streams_arrive_at_their_rate_in_each_pacing_mode() {
     c.ok(&["up", "--name", "tpace", "--guests", "1"]);
     let qdiscs = || sh("tc -n vltpace-g1 qdisc show; tc -n vltpace-host qdisc show");
     let q0 = qdiscs();
-    let run = |args: &[&str]| -> serde_json::Value {
-        let mut a = vec![
-            "test", "--lab", "tpace", "--from", "g1", "--to", "client", "-l", "2", "--json",
-        ];
-        a.extend_from_slice(args);
-        c.json(&a)
+    // `vnetlab test` g1 → client in the lab, with more arguments (split at spaces).
+    let g1 = |more: &'static str| -> Vec<&'static str> {
+        let lab = "test --lab tpace --from g1 --to client ";
+        lab.split_whitespace()
+            .chain(more.split_whitespace())
+            .collect()
     };
+    let run = |args: &[&'static str]| c.json(&[g1("-l 2 --json"), args.to_vec()].concat());
     let at_rate = |r: &serde_json::Value, mbit: f64, what: &str| {
         let got = r["throughput_gbps"].as_f64().unwrap() * 1000.0;
         assert!(
@@ -385,24 +386,7 @@ fn paced_streams_arrive_at_their_rate_in_each_pacing_mode() {
     }
     // The data connection runs the algorithm asked for, as the kernel itself reports while the
     // test runs; one the kernel cannot give is refused before anything starts.
-    let reno = [
-        "test",
-        "--lab",
-        "tpace",
-        "--from",
-        "g1",
-        "--to",
-        "client",
-        "-l",
-        "3",
-        "--json",
-        "-m",
-        "8K",
-        "--rate",
-        "100mbit",
-        "--congestion",
-        "reno",
-    ];
+    let reno = g1("-l 3 --json -m 8K --rate 100mbit --congestion reno");
     let child = c
         .cmd(&reno)
         .stdout(std::process::Stdio::piped())
@@ -418,17 +402,7 @@ fn paced_streams_arrive_at_their_rate_in_each_pacing_mode() {
         "no reno connection in g1 while the test ran: {ss}"
     );
     c.refused(
-        &[
-            "test",
-            "--lab",
-            "tpace",
-            "--from",
-            "g1",
-            "--to",
-            "client",
-            "--congestion",
-            "nosuchcc",
-        ],
+        &g1("--congestion nosuchcc"),
         "congestion control 'nosuchcc' is not available",
     );
     let r = run(&["-m", "8K", "--rate", "200mbit", "--pacing", "kernel"]);
@@ -446,26 +420,7 @@ fn paced_streams_arrive_at_their_rate_in_each_pacing_mode() {
     );
     // The sending device has its own qdisc back after the test.
     assert_eq!(q0, qdiscs());
-    let udp = [
-        "test",
-        "--lab",
-        "tpace",
-        "--from",
-        "g1",
-        "--to",
-        "client",
-        "-l",
-        "2",
-        "--json",
-        "-t",
-        "UDP_STREAM",
-        "-m",
-        "1K",
-        "--rate",
-        "100mbit",
-        "--pacing",
-        "kernel",
-    ];
+    let udp = g1("-l 2 --json -t UDP_STREAM -m 1K --rate 100mbit --pacing kernel");
     if with_fq {
         at_rate(&c.json(&udp), 100.0, "kernel pacing, UDP through fq");
     } else {
@@ -479,10 +434,7 @@ fn paced_streams_arrive_at_their_rate_in_each_pacing_mode() {
     }
     assert_eq!(q0, qdiscs());
     // Kernel pacing paces streams only.
-    let o = c.run(&[
-        "test", "--lab", "tpace", "--from", "g1", "--to", "client", "-t", "TCP_RR", "--tps", "100",
-        "--pacing", "kernel",
-    ]);
+    let o = c.run(&g1("-t TCP_RR --tps 100 --pacing kernel"));
     assert_eq!(o.status.code(), Some(2));
     c.ok(&["down", "tpace"]);
     assert_eq!(before, host_snapshot());
