@@ -215,9 +215,11 @@ struct EngineArgs {
     /// Measured seconds per run
     #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
     seconds: f64,
-    /// Runs per tool and test; the median is compared
-    #[arg(long, default_value_t = 3, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=50))]
-    repeat: u32,
+    /// Runs per tool and test; the median is compared [default: 3; paced: 5, so that a median
+    /// outvotes two runs a disturbed spell of the host moved: runs alternate A B B A, and two
+    /// neighbours of one tool share a spell]
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=50))]
+    repeat: Option<u32>,
     /// Paths: loopback, veth (the wire between the host's and the client's namespaces), bridge
     /// (a guest through a bridge lab to the client); in a lab both tools run placed the same way.
     /// With --paced: bridge and macvlan [default: loopback,veth,bridge; paced: bridge,macvlan]
@@ -245,11 +247,12 @@ pub fn bench(a: BenchArgs) -> CmdResult {
 }
 
 fn bench_engine(a: EngineArgs) -> CmdResult {
-    if !(1.0..=600.0).contains(&a.seconds) || !(1..=50).contains(&a.repeat) {
+    let repeat = a.repeat.unwrap_or(if a.paced { 5 } else { 3 });
+    if !(1.0..=600.0).contains(&a.seconds) || !(1..=50).contains(&repeat) {
         return Err(Fail::Input("--seconds 1…600 and --repeat 1…50".into()));
     }
     if a.paced {
-        return bench_paced(a);
+        return bench_paced(a, repeat);
     }
     let paths = a.paths.as_deref().unwrap_or("loopback,veth,bridge");
     let paths: Vec<&str> = paths.split(',').map(str::trim).collect();
@@ -275,7 +278,7 @@ fn bench_engine(a: EngineArgs) -> CmdResult {
         rows.extend(engine::compare(
             &Path::Loopback,
             a.seconds,
-            a.repeat,
+            repeat,
             &mut progress,
         )?);
     }
@@ -304,7 +307,7 @@ fn bench_engine(a: EngineArgs) -> CmdResult {
                 from,
             },
             a.seconds,
-            a.repeat,
+            repeat,
             &mut progress,
         );
         let down = build::teardown("bench");
@@ -355,7 +358,7 @@ fn need_tool(tool: &str) -> Result<(), Fail> {
 }
 
 /// `bench engine --paced`: a lab per path, the paced points on each, then the table.
-fn bench_paced(a: EngineArgs) -> CmdResult {
+fn bench_paced(a: EngineArgs, repeat: u32) -> CmdResult {
     use crate::bench::paced;
     let paths = a.paths.as_deref().unwrap_or("bridge,macvlan");
     let mut labs = Vec::new();
@@ -396,7 +399,7 @@ fn bench_paced(a: EngineArgs) -> CmdResult {
             &plan.record,
             &pacings,
             a.seconds,
-            a.repeat,
+            repeat,
             &mut progress,
         );
         let down = build::teardown("bench");
@@ -407,7 +410,7 @@ fn bench_paced(a: EngineArgs) -> CmdResult {
         print_json(&rows);
         return Ok(());
     }
-    print_paced(&rows, a.repeat);
+    print_paced(&rows, repeat);
     Ok(())
 }
 
@@ -415,7 +418,7 @@ fn print_paced(rows: &[crate::bench::paced::PacedRow], repeat: u32) {
     use crate::stats::Spread;
     let s = |x: &Spread, p: usize| format!("{:.p$} ({:.p$}–{:.p$})", x.median, x.min, x.max);
     crate::outln!(
-        "{:<8} {:>4} {:>8} {:<7} {:>22} {:>22} {:>7}  {:>16}  {:>15}",
+        "{:<8} {:>4} {:>8} {:<7} {:>22} {:>22} {:>7}  {:>16}  {:>17}  {:>15}",
         "path",
         "msg",
         "rate",
@@ -424,11 +427,12 @@ fn print_paced(rows: &[crate::bench::paced::PacedRow], repeat: u32) {
         "iperf3 %/Gb/s",
         "ratio",
         "NAPI % ours/iperf3",
+        "sender % ours/iperf3",
         "Gb/s ours/iperf3"
     );
     for r in rows {
         crate::outln!(
-            "{:<8} {:>4} {:>8} {:<7} {:>22} {:>22} {:>6.2}×{}  {:>7.1} / {:<7.1}  {:>6.3} / {:<6.3}{}",
+            "{:<8} {:>4} {:>8} {:<7} {:>22} {:>22} {:>6.2}×{}  {:>7.1} / {:<7.1}  {:>8.1} / {:<7.1}  {:>6.3} / {:<6.3}{}",
             r.path,
             r.message,
             crate::units::Rate(r.rate_bps).to_string(),
@@ -439,6 +443,8 @@ fn print_paced(rows: &[crate::bench::paced::PacedRow], repeat: u32) {
             if r.within_target { " " } else { "!" },
             r.vnetlab.napi_pct.median,
             r.iperf3.napi_pct.median,
+            r.vnetlab.sender_pct.median,
+            r.iperf3.sender_pct.median,
             r.vnetlab.gbps.median,
             r.iperf3.gbps.median,
             match (r.vnetlab.at_rate, r.iperf3.at_rate) {
@@ -454,5 +460,5 @@ fn print_paced(rows: &[crate::bench::paced::PacedRow], repeat: u32) {
         crate::bench::paced::TARGET_RATIO,
         rows.len()
     );
-    crate::outln!("both tools: sender in g1's cgroup on the host's cores, receiver in the client's; NAPI = the host end of the wire (the client's ACKs arriving)");
+    crate::outln!("both tools: sender in g1's cgroup on the host's cores, receiver in the client's; NAPI = the host end of the wire (the client's ACKs arriving); sender = g1's cgroup (the sending process and its system calls)");
 }
