@@ -32,25 +32,26 @@ fn two_office_desktops_get_their_frames_with_finite_latencies() {
             d["fps"].as_f64().unwrap(),
             d["target_fps"].as_f64().unwrap(),
         );
-        assert_eq!(target, 5.0, "{d}");
+        // The office desktop changes its screen 6 times a second (1 of its own, 4 keys, 1
+        // click); changes inside one 1/30 s cap interval share an update.
+        assert!((4.5..=6.05).contains(&target), "{d}");
         assert!((fps - target).abs() <= 0.05 * target, "{d}");
         for k in ["frame_delay_us", "input_latency_us"] {
             let p99 = d[k]["p99"].as_f64().unwrap();
             assert!(p99.is_finite() && p99 > 0.0, "{k}: {d}");
         }
-        // Input is answered by the next frame: within one frame interval and the frame's delay.
-        assert!(
-            d["input_latency_us"]["p50"].as_f64().unwrap() < 200_000.0 + 50_000.0,
-            "{d}"
-        );
+        // Input is answered by the next update, which leaves at once unless the 30 fps cap
+        // holds it: input-to-screen measures the path and the cap, far below the average
+        // interval between updates (a frame clock at the average rate put p99 near it).
+        let p99_us = d["input_latency_us"]["p99"].as_f64().unwrap();
+        let mean_interval_us = 1e6 / target;
+        assert!(p99_us < mean_interval_us / 3.0, "p99 {p99_us} µs: {d}");
         assert!(d["bytes_screen"].as_u64().unwrap() > 0 && d["bytes_input"].as_u64().unwrap() > 0);
     }
     let t = &v["total"];
     assert_eq!(t["desktops"], 2);
-    assert!(
-        (t["target_fps"].as_f64().unwrap() - 10.0).abs() < 1e-9,
-        "{t}"
-    );
+    let total = t["target_fps"].as_f64().unwrap();
+    assert!((9.0..=12.1).contains(&total), "{t}");
     // The office profile is ~0.2 Mb/s per desktop.
     let mbps = t["screen_gbps"].as_f64().unwrap() * 1e3;
     assert!((0.2..=0.8).contains(&mbps), "{t}");

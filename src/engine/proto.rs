@@ -103,8 +103,12 @@ pub struct VdiReport {
     pub target_fps: f64,
     /// Frames sent (engine) or arrived whole (client).
     pub frames: u64,
-    /// Engine: ticks without a frame (back-pressure, or passed while it was busy).
+    /// Engine: changes of the desktop's own that got no update of their own (one was due and held
+    /// back by acknowledgements, or the engine was busy sending).
     pub skipped: u64,
+    /// Engine: updates the session asked for in the window (those sent and those skipped).
+    #[serde(default)]
+    pub due: u64,
     /// Client: frames whose delay exceeded one frame interval.
     pub late: u64,
     pub bytes_screen: u64,

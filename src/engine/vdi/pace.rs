@@ -1,5 +1,6 @@
-//! The session's arithmetic, apart from its sockets: when each frame is due, how big it is, when
-//! the engine must hold back (too many frames unacknowledged), and which input events a frame
+//! The session's arithmetic, apart from its sockets: when the desktop's own screen changes, when
+//! an update may leave (a change is pending and the frame-rate cap allows), how big it is, when
+//! the engine must hold back (too many updates unacknowledged), and which input events an update
 //! answers (input-to-screen latency).
 
 use std::collections::VecDeque;
@@ -31,6 +32,140 @@ impl Ticks {
     /// The first tick due at or after `t`.
     pub fn first_at_or_after(&self, t: f64) -> u64 {
         ((t - self.phase) * self.fps).ceil().max(0.0) as u64
+    }
+}
+
+/// A share of the cap's interval an update may come early by: a desktop whose own activity runs
+/// at the cap (a 30 fps video at a 30 fps cap) would otherwise lose a frame whenever the last
+/// one left a scheduler's hiccup after its tick.
+const CAP_SLACK: f64 = 0.05;
+
+/// When screen updates leave: as soon as the screen has changed, but never less than
+/// `1 / max_fps` (less `CAP_SLACK`) after the last one; changes that come while one waits leave
+/// with it.
+#[derive(Clone, Copy, Debug)]
+pub struct Updates {
+    min_interval: f64,
+    last_sent: Option<f64>,
+    /// When the oldest change not yet sent happened.
+    pending_since: Option<f64>,
+}
+
+impl Updates {
+    pub fn new(max_fps: f64) -> Updates {
+        Updates {
+            min_interval: 1.0 / max_fps,
+            last_sent: None,
+            pending_since: None,
+        }
+    }
+    /// The screen changed at `t`. Returns whether the change joins one already waiting.
+    pub fn change(&mut self, t: f64) -> bool {
+        let joined = self.pending_since.is_some();
+        self.pending_since.get_or_insert(t);
+        joined
+    }
+    /// Whether a change waits for its update.
+    pub fn pending(&self) -> bool {
+        self.pending_since.is_some()
+    }
+    /// When the waiting change's update may leave (None: nothing waits).
+    pub fn due_at(&self) -> Option<f64> {
+        let since = self.pending_since?;
+        Some(match self.last_sent {
+            Some(l) => since.max(l + self.min_interval * (1.0 - CAP_SLACK)),
+            None => since,
+        })
+    }
+    /// An update left at `t`, carrying every change so far.
+    pub fn sent(&mut self, t: f64) {
+        self.last_sent = Some(t);
+        self.pending_since = None;
+    }
+}
+
+/// Input event kinds, as the client marks them in the event's first data byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputKind {
+    Key,
+    /// A pointer move: the client draws the pointer, the screen does not change.
+    Move,
+    Click,
+}
+
+impl InputKind {
+    pub fn byte(self) -> u8 {
+        match self {
+            InputKind::Key => 0,
+            InputKind::Move => 1,
+            InputKind::Click => 2,
+        }
+    }
+    pub fn of_byte(b: u8) -> InputKind {
+        match b {
+            1 => InputKind::Move,
+            2 => InputKind::Click,
+            _ => InputKind::Key,
+        }
+    }
+    /// Whether the event changes the screen (and so waits for an update that answers it).
+    pub fn changes_screen(self) -> bool {
+        self != InputKind::Move
+    }
+}
+
+/// The client's input events in the order they go: keys, pointer moves and clicks, each kind
+/// arriving at random at its rate (exponential gaps, as a person's input does: evenly spaced
+/// schedules would put a key and a click at the same instant every second), drawn reproducibly
+/// per desktop.
+pub struct Inputs {
+    kinds: [(InputKind, f64); 3],
+    next_at: [f64; 3],
+    x: u64,
+}
+
+impl Inputs {
+    pub fn new(keys: f64, moves: f64, clicks: f64, seed: u32) -> Inputs {
+        let mut i = Inputs {
+            kinds: [
+                (InputKind::Key, keys),
+                (InputKind::Move, moves),
+                (InputKind::Click, clicks),
+            ],
+            next_at: [f64::INFINITY; 3],
+            x: 0x2545_f491_4f6c_dd1d ^ u64::from(seed).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+        };
+        for k in 0..3 {
+            i.next_at[k] = i.gap(k);
+        }
+        i
+    }
+    /// A gap before kind `k`'s next event, seconds (never, at rate 0).
+    fn gap(&mut self, k: usize) -> f64 {
+        let rate = self.kinds[k].1;
+        if rate <= 0.0 {
+            return f64::INFINITY;
+        }
+        self.x ^= self.x << 13;
+        self.x ^= self.x >> 7;
+        self.x ^= self.x << 17;
+        // u in (0, 1]: never ln(0).
+        let u = ((self.x >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+        -u.ln() / rate
+    }
+    /// The next event: when it is due and its kind (None: no input at all).
+    pub fn peek(&self) -> Option<(f64, InputKind)> {
+        (0..3)
+            .filter(|&k| self.next_at[k].is_finite())
+            .min_by(|&a, &b| self.next_at[a].total_cmp(&self.next_at[b]))
+            .map(|k| (self.next_at[k], self.kinds[k].0))
+    }
+    /// Takes the event `peek` named.
+    pub fn take(&mut self) {
+        if let Some((t, kind)) = self.peek() {
+            let k = self.kinds.iter().position(|x| x.0 == kind).unwrap_or(0);
+            self.next_at[k] = t + self.gap(k);
+        }
     }
 }
 
@@ -146,6 +281,67 @@ mod tests {
         assert_eq!(sorted.len(), 8);
         assert_eq!(Every { per_s: 0.0 }.at(3), None);
         assert_eq!(Every { per_s: 4.0 }.at(2), Some(0.5));
+    }
+
+    #[test]
+    fn an_update_leaves_at_the_change_unless_the_cap_holds_it_and_changes_share_it() {
+        let mut u = Updates::new(30.0);
+        assert_eq!(u.due_at(), None);
+        assert!(!u.change(1.0));
+        assert_eq!(u.due_at(), Some(1.0));
+        u.sent(1.0);
+        assert!(!u.pending());
+        // A change 10 ms later waits for the cap (1/30 s after the last update); a second one
+        // joins it.
+        assert!(!u.change(1.010));
+        assert!(u.change(1.020));
+        let cap = 1.0 + (1.0 - CAP_SLACK) / 30.0;
+        assert!((u.due_at().unwrap() - cap).abs() < 1e-12);
+        u.sent(1.04);
+        // A change long after the last update leaves at once.
+        u.change(2.0);
+        assert_eq!(u.due_at(), Some(2.0));
+    }
+
+    #[test]
+    fn inputs_arrive_at_their_rates_and_only_moves_leave_the_screen_alone() {
+        let mut i = Inputs::new(4.0, 20.0, 1.0, 7);
+        let (mut seen, mut last) = (Vec::new(), 0.0);
+        while let Some((t, k)) = i.peek() {
+            if t >= 200.0 {
+                break;
+            }
+            assert!(t >= last, "in order");
+            last = t;
+            seen.push(k);
+            i.take();
+        }
+        let n = |k| seen.iter().filter(|x| **x == k).count() as f64 / 200.0;
+        assert!(
+            (3.6..4.4).contains(&n(InputKind::Key)),
+            "{}",
+            n(InputKind::Key)
+        );
+        assert!(
+            (18.0..22.0).contains(&n(InputKind::Move)),
+            "{}",
+            n(InputKind::Move)
+        );
+        assert!(
+            (0.8..1.2).contains(&n(InputKind::Click)),
+            "{}",
+            n(InputKind::Click)
+        );
+        // Reproducible per desktop, different across desktops.
+        let first = |seed| Inputs::new(4.0, 0.0, 0.0, seed).peek().unwrap().0;
+        assert_eq!(first(3), first(3));
+        assert_ne!(first(3), first(4));
+        assert!(Inputs::new(0.0, 0.0, 0.0, 1).peek().is_none());
+        assert!(!InputKind::Move.changes_screen());
+        assert!(InputKind::Key.changes_screen() && InputKind::Click.changes_screen());
+        for k in [InputKind::Key, InputKind::Move, InputKind::Click] {
+            assert_eq!(InputKind::of_byte(k.byte()), k);
+        }
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub struct Desktop {
     pub input_latency_us: Option<Percentiles>,
     /// Frames later than one frame interval.
     pub late_frames: u64,
-    /// Ticks the engine sent no frame on (back-pressure, or passed while it was busy).
+    /// Changes that got no update of their own (back-pressure, or the engine was busy).
     pub skipped_frames: u64,
     pub bytes_screen: u64,
     pub bytes_input: u64,
@@ -91,7 +91,13 @@ fn percentiles(h: &Histogram<u64>) -> Option<Percentiles> {
 fn desktop(k: usize, client: &VdiReport, engine: &VdiReport, secs: f64) -> Desktop {
     Desktop {
         name: format!("desktop{}", k + 1),
-        target_fps: client.target_fps,
+        // The updates the session asked for (its changes, capped), where the engine counted
+        // them; else the profile's mean.
+        target_fps: if engine.due > 0 && secs > 0.0 {
+            engine.due as f64 / secs
+        } else {
+            client.target_fps
+        },
         fps: client.frames as f64 / secs,
         frame_delay_us: percentiles(&hist(&client.frame_delay_ns)),
         input_latency_us: percentiles(&hist(&client.input_latency_ns)),

@@ -1,19 +1,21 @@
 //! One desktop's session on its TCP connection, both ends. The engine (the protocol engine in
-//! the hypervisor: the lab's host) sends frames at the profile's ticks, each answering the input
-//! it has seen, holding back while too many are unacknowledged, and USB chunks between them; its
-//! reader thread takes the client's inputs, acknowledgements and USB. The client reads frames
-//! (frame delay, input-to-screen latency, late frames) and acknowledges each; its writer thread
-//! sends input events and USB at their rates and the acknowledgements as they come.
+//! the hypervisor: the lab's host) sends a screen update when the screen changes — the desktop's
+//! own activity, or input that changes it — at most at the profile's frame-rate cap, each
+//! answering the input it has seen, holding back while too many are unacknowledged, and USB
+//! chunks between them; its reader thread takes the client's inputs, acknowledgements and USB
+//! and wakes it. The client reads updates (frame delay, input-to-screen latency, late frames)
+//! and acknowledges each; its writer thread sends input events and USB at their rates and the
+//! acknowledgements as they come.
 
 use hdrhistogram::Histogram;
 use std::io::{ErrorKind, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::pace::{may_send, Every, InputLog, Sizes, Ticks};
+use super::pace::{may_send, Every, InputKind, InputLog, Inputs, Sizes, Ticks, Updates};
 use super::profile::VdiSpec;
 use super::wire::{Msg, Reader};
 use crate::engine::flows::{Clock, Piece};
@@ -32,7 +34,7 @@ fn usb_chunks(v: &VdiSpec) -> Every {
 
 /// How long a side waits for the next byte before it calls the peer stalled.
 fn stall(v: &VdiSpec) -> Duration {
-    Duration::from_secs_f64(10.0 + 2.0 / v.fps)
+    Duration::from_secs_f64(10.0 + 2.0 / v.activity_fps)
 }
 
 fn hist() -> Histogram<u64> {
@@ -90,7 +92,9 @@ fn sleep_until(clock: &Clock, t: f64) {
 #[derive(Default)]
 struct FromClient {
     acked: AtomicU32,
+    /// The latest input event of any kind, and the latest that changed the screen.
     inputs: AtomicU32,
+    changed: AtomicU32,
     usb_in: AtomicU64,
     input_bytes: AtomicU64,
     error: Mutex<Option<String>>,
@@ -105,12 +109,14 @@ pub fn engine(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
     let mut p = piece(id, false, &v);
     let (cpu0, t0) = (crate::sys::thread_user_sys_s(), clock.now());
     let heard = Arc::new(FromClient::default());
+    // One pending word is enough: the loop reads what changed from `heard`.
+    let (wake_tx, wake) = mpsc::sync_channel(1);
     let reader = match s.try_clone() {
         Ok(r) => {
             let (h, v2) = (heard.clone(), v.clone());
             std::thread::spawn(move || {
                 let c0 = crate::sys::thread_user_sys_s();
-                engine_reader(r, &v2, &h, clock);
+                engine_reader(r, &v2, &h, clock, &wake_tx);
                 let c1 = crate::sys::thread_user_sys_s();
                 let us = |x: f64| (x * 1e6) as u64;
                 h.user_us.store(us(c1.0 - c0.0), Ordering::Relaxed);
@@ -129,6 +135,7 @@ pub fn engine(mut s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
         &v,
         clock,
         &heard,
+        &wake,
         p.report.vdi.as_mut().unwrap(),
     ) {
         p.error = Some(format!("desktop {id}: the client went away ({e})"));
@@ -156,7 +163,7 @@ fn piece(id: u32, receiver: bool, v: &VdiSpec) -> Piece {
             id,
             receiver,
             vdi: Some(VdiReport {
-                target_fps: v.fps,
+                target_fps: v.mean_fps(),
                 ..Default::default()
             }),
             ..Default::default()
@@ -165,65 +172,94 @@ fn piece(id: u32, receiver: bool, v: &VdiSpec) -> Piece {
     }
 }
 
-/// The engine's ticks: a frame per tick unless back-pressure holds it (or the tick has passed
-/// by a whole interval: the engine skips it, as an encoder drops frames it cannot send in time);
-/// USB chunks in between.
+/// Whether a change at `t` comes while an update that was already due waits (held back by the
+/// client's acknowledgements, or passed while the engine was busy sending): the desktop's own
+/// change then gets no update of its own, as an encoder drops a frame it cannot send in time.
+fn overdue(updates: &Updates, t: f64) -> bool {
+    updates.due_at().is_some_and(|d| d <= t)
+}
+
+/// The engine's updates: one leaves as soon as the screen has changed (the desktop's own
+/// activity, or input that changes it) and the frame-rate cap and the acknowledgements allow;
+/// USB chunks in between. Sleeps until the next change, chunk or the cap, or until the reader
+/// says input or an acknowledgement came.
 fn engine_loop(
     s: &mut TcpStream,
     id: u32,
     v: &VdiSpec,
     clock: Clock,
     heard: &FromClient,
+    wake: &Receiver<()>,
     r: &mut VdiReport,
 ) -> std::io::Result<()> {
-    let ticks = Ticks::for_desktop(v.fps, id);
+    let ticks = Ticks::for_desktop(v.activity_fps, id);
     let mut sizes = Sizes::new(&v.frame_bytes, id);
     let usb = usb_chunks(v);
     let filler = vec![0x5au8; 256 << 10];
-    let (mut k, mut u, mut seq) = (0u64, 0u64, 0u32);
+    let mut updates = Updates::new(v.max_fps);
+    let (mut k, mut u, mut seq, mut changed_seen) = (0u64, 0u64, 0u32, 0u32);
+    let counted = |t: f64| in_window(&clock, t) as u64;
     loop {
-        let (tick_t, usb_t) = (ticks.at(k), usb.at(u).unwrap_or(f64::INFINITY));
-        let next = tick_t.min(usb_t);
-        if next >= clock.window_end() {
+        let now = clock.now();
+        if now >= clock.window_end() {
+            r.due = r.frames + r.skipped;
             return Ok(());
         }
-        sleep_until(&clock, next);
-        if usb_t < tick_t {
+        while ticks.at(k) <= now {
+            let t = ticks.at(k);
+            r.skipped += counted(t) * u64::from(overdue(&updates, t));
+            updates.change(t);
+            k += 1;
+        }
+        let changed = heard.changed.load(Ordering::Relaxed);
+        if changed > changed_seen {
+            changed_seen = changed;
+            updates.change(now);
+        }
+        let usb_t = usb.at(u).unwrap_or(f64::INFINITY);
+        if usb_t <= now {
             u += 1;
             let m = Msg::Usb { len: USB_CHUNK };
             send(s, &m, &filler, &clock)?;
-            if in_window(&clock, usb_t) {
-                r.usb_out += m.wire_bytes();
-            }
+            r.usb_out += counted(usb_t) * m.wire_bytes();
             continue;
         }
-        let now = clock.now();
-        let due = ticks.first_at_or_after(now - ticks.interval()).max(k + 1);
-        let counted = |t: f64| in_window(&clock, t) as u64;
-        // Ticks that passed by a whole interval while the engine was busy are skipped.
-        r.skipped += (k + 1..due).map(|j| counted(ticks.at(j))).sum::<u64>();
-        k = due;
-        if !may_send(seq + 1, heard.acked.load(Ordering::Relaxed), v.max_unacked) {
-            r.skipped += counted(tick_t);
+        let due = updates.due_at().unwrap_or(f64::INFINITY);
+        let acked = heard.acked.load(Ordering::Relaxed);
+        if due <= now && may_send(seq + 1, acked, v.max_unacked) {
+            seq += 1;
+            let m = Msg::Frame {
+                seq,
+                answers: heard.inputs.load(Ordering::Relaxed),
+                sent_ns: crate::sys::monotonic_ns(),
+                len: sizes.draw(),
+            };
+            updates.sent(now);
+            send(s, &m, &filler, &clock)?;
+            r.frames += counted(now);
+            r.bytes_screen += counted(now) * m.wire_bytes();
             continue;
         }
-        seq += 1;
-        let m = Msg::Frame {
-            seq,
-            answers: heard.inputs.load(Ordering::Relaxed),
-            sent_ns: crate::sys::monotonic_ns(),
-            len: sizes.draw(),
-        };
-        send(s, &m, &filler, &clock)?;
-        if in_window(&clock, tick_t) {
-            r.frames += 1;
-            r.bytes_screen += m.wire_bytes();
+        // Held back by acknowledgements, the update waits for the reader's word, not a time.
+        let held = if due <= now { f64::INFINITY } else { due };
+        let next = ticks.at(k).min(usb_t).min(held).min(clock.window_end());
+        match wake.recv_timeout(Duration::from_secs_f64((next - now).max(0.0))) {
+            Ok(()) | Err(RecvTimeoutError::Timeout) => {}
+            // The reader is gone: the client closed; the window's end still ends the loop.
+            Err(RecvTimeoutError::Disconnected) => sleep_until(&clock, next),
         }
     }
 }
 
-/// The engine's reader: inputs, acknowledgements and USB from the client, until it closes.
-fn engine_reader(s: TcpStream, v: &VdiSpec, heard: &FromClient, clock: Clock) {
+/// The engine's reader: inputs, acknowledgements and USB from the client, until it closes; it
+/// wakes the engine's loop on an acknowledgement and on input that changes the screen.
+fn engine_reader(
+    s: TcpStream,
+    v: &VdiSpec,
+    heard: &FromClient,
+    clock: Clock,
+    wake: &SyncSender<()>,
+) {
     s.set_read_timeout(Some(stall(v))).ok();
     let mut rd = Reader::new(std::io::BufReader::with_capacity(64 << 10, s));
     let fail = |e: String| *heard.error.lock().unwrap() = Some(e);
@@ -235,11 +271,16 @@ fn engine_reader(s: TcpStream, v: &VdiSpec, heard: &FromClient, clock: Clock) {
         };
         let counted = in_window(&clock, clock.now());
         match m {
-            Msg::Input { seq, .. } => {
+            Msg::Input { seq, data } => {
                 heard.inputs.fetch_max(seq, Ordering::Relaxed);
+                if InputKind::of_byte(data[0]).changes_screen() {
+                    heard.changed.fetch_max(seq, Ordering::Relaxed);
+                    let _ = wake.try_send(());
+                }
             }
             Msg::Ack { seq } => {
                 heard.acked.fetch_max(seq, Ordering::Relaxed);
+                let _ = wake.try_send(());
             }
             Msg::Usb { len } => {
                 if let Err(e) = rd.skip(len) {
@@ -283,7 +324,8 @@ pub fn client(s: TcpStream, id: u32, spec: &Spec, clock: Clock) -> Piece {
     let mut frame_delay = hist();
     let mut input_latency = hist();
     let r = p.report.vdi.as_mut().unwrap();
-    let interval_ns = 1e9 / v.fps;
+    // An update later than the cap's interval delays the next one.
+    let interval_ns = 1e9 / v.max_fps;
     let result = loop {
         let m = match rd.next_msg() {
             Ok(Some(m)) => m,
@@ -354,17 +396,16 @@ fn client_writer(
     acks: Receiver<u32>,
 ) -> (u64, u64) {
     s.set_write_timeout(Some(Duration::from_millis(100))).ok();
-    let inputs = Every {
-        per_s: v.keyboard_per_s + v.mouse_per_s,
-    };
+    let mut inputs = Inputs::new(v.keyboard_per_s, v.mouse_per_s, v.clicks_per_s, id);
     let usb = usb_chunks(v);
     // Inputs start a little after the session does, out of phase across desktops.
-    let offset = Ticks::for_desktop(v.fps, id + 1).phase;
+    let offset = Ticks::for_desktop(v.activity_fps, id + 1).phase;
     let filler = vec![0xa5u8; USB_CHUNK as usize];
-    let (mut i, mut u, mut seq) = (0u64, 0u64, 0u32);
+    let (mut u, mut seq) = (0u64, 0u32);
     let (mut input_bytes, mut usb_bytes) = (0u64, 0u64);
     loop {
-        let in_t = inputs.at(i).map_or(f64::INFINITY, |t| t + offset);
+        let input = inputs.peek().map(|(t, kind)| (t + offset, kind));
+        let in_t = input.map_or(f64::INFINITY, |i| i.0);
         let usb_t = usb.at(u).unwrap_or(f64::INFINITY);
         let next = in_t.min(usb_t);
         let wait = if next < clock.window_end() {
@@ -381,12 +422,16 @@ fn client_writer(
                 Msg::Usb { len: USB_CHUNK }
             }
             Err(RecvTimeoutError::Timeout) => {
-                i += 1;
+                let kind = input.map_or(InputKind::Move, |i| i.1);
+                inputs.take();
                 seq += 1;
-                log.lock().unwrap().sent(seq, clock.now());
+                // Only what changes the screen waits for an update to answer it.
+                if kind.changes_screen() {
+                    log.lock().unwrap().sent(seq, clock.now());
+                }
                 Msg::Input {
                     seq,
-                    data: [0, 1, (seq % 256) as u8, 0],
+                    data: [kind.byte(), 1, (seq % 256) as u8, 0],
                 }
             }
         };
