@@ -381,3 +381,50 @@ fn the_report_renders_in_a_real_browser() {
         "console errors: {console_errors:?}"
     );
 }
+
+/// Paper 3's flood goes to the other guest, in a lab of its own beside the measured one (its own
+/// wire, bridge and device model): the flood arrives there, the measured guest's namespace
+/// counts not one UDP datagram, and both labs are gone after the run.
+#[test]
+fn the_other_guests_flood_reaches_it_and_not_the_measured_guest() {
+    let c = ctx("expother");
+    let before = host_snapshot();
+    let text = "name = \"other\"\n[matrix]\nmodes = [\"macvlan\", \"paravirt\"]\nother = \"paravirt\"\ninterference = [\"udp-flood@other,100mbit\"]\nmessages = [\"16K\"]\ndirections = [\"client-to-guest\"]\n[point]\nduration = 1.0\nwarmup = 0.2\n";
+    let f = write(&c.state, "other.toml", text);
+    let db = c.state.join("other.sqlite");
+    let o = c.run(&[
+        "run",
+        f.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+        "--out",
+        c.state.join("o").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let mut q = conn
+        .prepare("SELECT mode, result FROM points ORDER BY seq")
+        .unwrap();
+    let rows: Vec<(String, String)> = q
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows.len(), 2);
+    for (mode, result) in rows {
+        let r: serde_json::Value = serde_json::from_str(&result).unwrap();
+        let flood = &r["loads"][0];
+        assert_eq!(flood["kind"], "flood", "{mode}: {r}");
+        // Most of the 100 Mb/s arrived at the other guest...
+        let arrived = flood["arrived_gbps"].as_f64().unwrap();
+        assert!(arrived > 0.05, "{mode}: {flood}");
+        // ...and none of it at the measured one.
+        assert_eq!(flood["measured_guest_udp_in"], 0, "{mode}: {flood}");
+        assert!(r["throughput_gbps"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    assert_eq!(
+        before,
+        host_snapshot(),
+        "both labs of every round were removed"
+    );
+}

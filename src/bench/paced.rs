@@ -96,6 +96,7 @@ fn target(rec: &LabRecord) -> Target {
         to: Role::Client,
         loads: vec![],
         peer: None,
+        other: None,
     }
 }
 

@@ -140,6 +140,7 @@ fn run_cases(
                 to,
                 loads: vec![],
                 peer: None,
+                other: None,
             };
             match measure::repeated(&target, &spec, repeat, None, &|_, _| {}) {
                 Ok(m) => rows.push(row(case.label, from, to, &m)),

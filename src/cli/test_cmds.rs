@@ -393,6 +393,7 @@ pub fn test(a: TestArgs) -> CmdResult {
             to,
             loads,
             peer,
+            other: None,
         }
     } else if let Some(h) = &a.host {
         if !a.load.is_empty() || a.desktop_load.is_some() {
@@ -759,11 +760,15 @@ fn print_loads(loads: &[load::LoadReport]) {
                 offered_gbps,
                 arrived_gbps,
                 loss_pct,
+                measured_guest_udp_in,
             } => crate::outln!(
-                "  load {load}: {:.1} of {:.1} Mb/s arrived{}",
+                "  load {load}: {:.1} of {:.1} Mb/s arrived{}{}",
                 arrived_gbps * 1e3,
                 offered_gbps * 1e3,
-                loss_pct.map(|l| format!(" ({l:.2} % lost)")).unwrap_or_default()
+                loss_pct.map(|l| format!(" ({l:.2} % lost)")).unwrap_or_default(),
+                measured_guest_udp_in
+                    .map(|n| format!("; the measured guest received {n} UDP datagrams"))
+                    .unwrap_or_default()
             ),
         }
     }
@@ -1018,6 +1023,7 @@ pub fn meter(a: MeterArgs) -> CmdResult {
         to: Role::Client,
         loads: vec![],
         peer: None,
+        other: None,
     };
     measure::place_driver(target.cpus());
     let m = Meter::start(target.setup()?);

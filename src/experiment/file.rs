@@ -113,11 +113,68 @@ pub struct ExperimentFile {
     pub point: PointSettings,
 }
 
+/// Deserializes a value from its text, as the matrix's lists are read.
+fn de_str<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr,
+    T::Err: std::fmt::Display,
+{
+    String::deserialize(d)?.parse().map_err(de::Error::custom)
+}
+
+fn de_opt_str<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr,
+    T::Err: std::fmt::Display,
+{
+    de_str(d).map(Some)
+}
+
+/// A lab given whole in `[[matrix.labs]]`, instead of the crossing of modes, gro, tso, lro, mtu
+/// and wire rates: a paper's configurations, each a datapath with offloads and a wire of its own
+/// (paper 1's GNIC_Bridge is paravirt on a 1 Gb/s wire, its CHELSIO_SRIOV macvlan on the
+/// unshaped one). A field it leaves out takes the matrix's value, which must then be one.
+#[derive(Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LabEntry {
+    #[serde(deserialize_with = "de_str")]
+    pub mode: Mode,
+    #[serde(default, deserialize_with = "de_opt_str")]
+    pub gro: Option<Gro>,
+    #[serde(default)]
+    pub tso: Option<bool>,
+    #[serde(default)]
+    pub lro: Option<bool>,
+    #[serde(default)]
+    pub mtu: Option<u32>,
+    #[serde(default, deserialize_with = "de_opt_str")]
+    pub wire: Option<WireRate>,
+}
+
+/// One lab's settings, resolved from `labs` or from the crossing.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LabSetting {
+    pub mode: Mode,
+    pub gro: Gro,
+    pub tso: bool,
+    pub lro: bool,
+    pub mtu: u32,
+    pub wire: WireRate,
+}
+
+/// The most labs one experiment's settings may name (crossed or listed).
+pub const MAX_LABS: usize = 4096;
+
 #[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct Matrix {
-    #[serde(deserialize_with = "de_list")]
+    /// The datapaths, crossed with gro, tso, lro, mtu and wire rates (or give `labs`).
+    #[serde(default, deserialize_with = "de_list")]
     pub modes: Vec<Mode>,
+    #[serde(default)]
+    pub labs: Vec<LabEntry>,
     #[serde(default = "one_guest", deserialize_with = "de_nonempty")]
     pub guests: Vec<u32>,
     #[serde(default = "stream", deserialize_with = "de_list")]
@@ -152,6 +209,11 @@ pub struct Matrix {
     /// `udp-flood@client:g1,500mbit` (paper 3).
     #[serde(default = "no_interference", deserialize_with = "de_list")]
     pub interference: Vec<Interference>,
+    /// The other guest's datapath (`paravirt`): a guest of the same host in a lab of its own,
+    /// built beside every lab of the matrix, with a wire of its own; `udp-flood@other,RATE`
+    /// floods it (paper 3's Domain-U(A), always on the virtual driver).
+    #[serde(default, deserialize_with = "de_opt_str")]
+    pub other: Option<Mode>,
     /// Every guest's own load, % of one core (0: none; paper 1's Table III).
     #[serde(default = "no_desktop_load", deserialize_with = "de_nonempty")]
     pub desktop_load: Vec<u32>,
@@ -193,6 +255,113 @@ impl std::fmt::Display for Interference {
         let each: Vec<String> = self.0.iter().map(ToString::to_string).collect();
         f.write_str(&each.join(" + "))
     }
+}
+
+impl Matrix {
+    /// How many labs the settings name, counted without making them.
+    fn labs_count(&self) -> u128 {
+        if !self.labs.is_empty() {
+            return self.labs.len() as u128;
+        }
+        let lros = |m: &Mode| {
+            self.lro
+                .iter()
+                .filter(|&&l| !l || *m == Mode::Paravirt)
+                .count() as u128
+        };
+        let per_mode =
+            (self.gro.len() * self.tso.len() * self.mtu.len() * self.wire_rates.len()) as u128;
+        self.modes.iter().map(|m| lros(m) * per_mode).sum()
+    }
+
+    /// Every lab's settings: the listed labs, or the crossing of modes, gro, tso, lro (paravirt
+    /// only: other modes run without LRO, once), mtu and wire rates. `parse` has checked there
+    /// are at most `MAX_LABS`.
+    pub fn settings(&self) -> Vec<LabSetting> {
+        if !self.labs.is_empty() {
+            return self.labs.iter().map(|l| self.resolve(l)).collect();
+        }
+        let mut out = Vec::new();
+        for &mode in &self.modes {
+            for &gro in &self.gro {
+                for &tso in &self.tso {
+                    for &lro in self.lro.iter().filter(|&&l| !l || mode == Mode::Paravirt) {
+                        for &mtu in &self.mtu {
+                            out.extend(self.wire_rates.iter().map(|&wire| LabSetting {
+                                mode,
+                                gro,
+                                tso,
+                                lro,
+                                mtu,
+                                wire,
+                            }));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// A listed lab with the matrix's (single) values where it gives none.
+    fn resolve(&self, l: &LabEntry) -> LabSetting {
+        LabSetting {
+            mode: l.mode,
+            gro: l.gro.unwrap_or(self.gro[0]),
+            tso: l.tso.unwrap_or(self.tso[0]),
+            lro: l.lro.unwrap_or(self.lro[0]),
+            mtu: l.mtu.unwrap_or(self.mtu[0]),
+            wire: l.wire.unwrap_or(self.wire_rates[0]),
+        }
+    }
+
+    /// The datapaths the labs run, each once, in order.
+    pub fn modes(&self) -> Vec<Mode> {
+        let mut v: Vec<Mode> = Vec::new();
+        for s in self.settings() {
+            if !v.contains(&s.mode) {
+                v.push(s.mode);
+            }
+        }
+        v
+    }
+}
+
+/// `modes` or `labs`, one of them; a field each listed lab leaves out has one value to take.
+fn labs_checks(m: &Matrix, at: &dyn Fn(&str) -> String) -> Result<(), Error> {
+    if m.modes.is_empty() == m.labs.is_empty() {
+        return Err(Error::Input(format!(
+            "{}: give modes (crossed with gro, tso, lro, mtu and wire_rates) or [[matrix.labs]] (each lab whole), one of them",
+            at("[matrix]")
+        )));
+    }
+    if m.labs_count() > MAX_LABS as u128 {
+        return Err(Error::Input(format!(
+            "{}: the matrix names {} labs: at most {MAX_LABS}",
+            at("modes"),
+            m.labs_count()
+        )));
+    }
+    let lists = [
+        ("gro", m.gro.len(), m.labs.iter().any(|l| l.gro.is_none())),
+        ("tso", m.tso.len(), m.labs.iter().any(|l| l.tso.is_none())),
+        ("lro", m.lro.len(), m.labs.iter().any(|l| l.lro.is_none())),
+        ("mtu", m.mtu.len(), m.labs.iter().any(|l| l.mtu.is_none())),
+        (
+            "wire_rates",
+            m.wire_rates.len(),
+            m.labs.iter().any(|l| l.wire.is_none()),
+        ),
+    ];
+    for (key, n, taken) in lists {
+        if !m.labs.is_empty() && n > 1 && taken {
+            return Err(Error::Input(format!(
+                "{}: {key} lists {n} values to cross, but [[matrix.labs]] gives each lab whole: name {key} in every lab, or give one value",
+                at(key)
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn no_interference() -> Vec<Interference> {
@@ -332,6 +501,32 @@ impl Default for PointSettings {
 /// guests in every lab of the matrix.
 fn interference_checks(m: &Matrix, at: &dyn Fn(&str) -> String) -> Result<(), Error> {
     let fewest = m.guests.iter().copied().min().unwrap_or(1);
+    let floods_other = m
+        .interference
+        .iter()
+        .flat_map(|i| &i.0)
+        .any(|l| matches!(l, super::load::Load::OtherFlood { .. }));
+    match (floods_other, m.other) {
+        (true, None) => {
+            return Err(Error::Input(format!(
+                "{}: udp-flood@other floods the other guest: name its datapath, other = \"paravirt\"",
+                at("interference")
+            )))
+        }
+        (false, Some(_)) => {
+            return Err(Error::Input(format!(
+                "{}: other builds the other guest's lab for udp-flood@other, which no interference names",
+                at("other")
+            )))
+        }
+        (_, Some(Mode::Native | Mode::Sriov)) => {
+            return Err(Error::Input(format!(
+                "{}: the other guest is a guest: give it a virtual datapath (paravirt)",
+                at("other")
+            )))
+        }
+        _ => {}
+    }
     for i in &m.interference {
         for l in &i.0 {
             let most = l
@@ -491,23 +686,32 @@ pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, Error> {
             )));
         }
     }
-    for &mtu in &m.mtu {
-        if !(576..=9000).contains(&mtu) {
+    labs_checks(m, &at)?;
+    let settings = m.settings();
+    for s in &settings {
+        if matches!(s.mode, Mode::Sriov) {
+            return Err(Error::Input(format!("{}: mode sriov needs a PF named per host: run it with `vnetlab up --mode sriov --pf …` and `vnetlab test`", at("modes"))));
+        }
+        if !(576..=9000).contains(&s.mtu) {
             return Err(Error::Input(format!(
-                "{}: mtu {mtu}: use 576 to 9000",
-                at("mtu")
+                "{}: mtu {}: use 576 to 9000",
+                at("mtu"),
+                s.mtu
             )));
         }
     }
-    for mode in &m.modes {
-        if matches!(mode, Mode::Sriov) {
-            return Err(Error::Input(format!("{}: mode sriov needs a PF named per host: run it with `vnetlab up --mode sriov --pf …` and `vnetlab test`", at("modes"))));
-        }
-    }
-    if m.lro.contains(&true) && !m.modes.contains(&Mode::Paravirt) {
+    let lro_wanted = m.lro.contains(&true) || m.labs.iter().any(|l| l.lro == Some(true));
+    if lro_wanted && !settings.iter().any(|s| s.lro) {
         return Err(Error::Input(format!(
             "{}: lro = true is software LRO in the paravirt backend: add mode paravirt",
             at("lro")
+        )));
+    }
+    if let Some(s) = settings.iter().find(|s| s.lro && s.mode != Mode::Paravirt) {
+        return Err(Error::Input(format!(
+            "{}: a {} lab with lro = true: software LRO lives in the paravirt backend",
+            at("labs"),
+            s.mode
         )));
     }
     vdi_checks(m, e.point.time_scale, &at)?;

@@ -23,6 +23,11 @@ pub enum Load {
     Cpu { at: Role },
     /// UDP from `from` to `to` at `bps` (`udp-flood@client:g1,500mbit`).
     UdpFlood { from: Role, to: Role, bps: u64 },
+    /// UDP at `bps` from the other guest's client to the other guest, a guest of the same host
+    /// in a lab of its own beside the measured one — its own NIC (wire), bridge and device
+    /// model, the measured guest's untouched (`udp-flood@other,300mbit`; paper 3's load PC
+    /// flooding Domain-U(A) through eth0 while Domain-U(B) is measured on eth1).
+    OtherFlood { bps: u64 },
     /// Every guest burns `pct` % of one core (`--desktop-load PCT`).
     Desktops { pct: f64 },
     /// The movie scenario's VM network: the client sends `bytes` to each of the first `guests`
@@ -36,7 +41,7 @@ impl Load {
         match *self {
             Load::Cpu { at } => vec![at],
             Load::UdpFlood { from, to, .. } => vec![from, to],
-            Load::Desktops { .. } => vec![],
+            Load::Desktops { .. } | Load::OtherFlood { .. } => vec![],
             Load::Download { guests, .. } => (1..=guests).map(Role::Guest).collect(),
         }
     }
@@ -60,6 +65,7 @@ impl fmt::Display for Load {
             Load::UdpFlood { from, to, bps } => {
                 write!(f, "udp-flood@{from}:{to},{}", crate::units::Rate(*bps))
             }
+            Load::OtherFlood { bps } => write!(f, "udp-flood@other,{}", crate::units::Rate(*bps)),
             Load::Desktops { pct } => write!(f, "desktop-load {pct} %"),
             Load::Download { guests, bps, bytes } => write!(
                 f,
@@ -78,7 +84,7 @@ impl Serialize for Load {
     }
 }
 
-const FORMS: &str = "cpu@ENDPOINT (e.g. cpu@host, cpu@g2) or udp-flood@FROM:TO,RATE (e.g. udp-flood@client:g1,500mbit)";
+const FORMS: &str = "cpu@ENDPOINT (e.g. cpu@host, cpu@g2), udp-flood@FROM:TO,RATE (e.g. udp-flood@client:g1,500mbit) or udp-flood@other,RATE (the other guest, in a lab of its own)";
 
 impl FromStr for Load {
     type Err = Error;
@@ -94,6 +100,10 @@ impl FromStr for Load {
                 let (ends, rate) = rest.split_once(',').ok_or_else(|| {
                     bad("give the rate after a comma: udp-flood@client:g1,500mbit".into())
                 })?;
+                if ends == "other" {
+                    let bps = crate::units::parse_rate(rate).map_err(|e| bad(e.to_string()))?;
+                    return Ok(Load::OtherFlood { bps });
+                }
                 let (from, to) = ends
                     .split_once(':')
                     .ok_or_else(|| bad("name both ends: udp-flood@FROM:TO,RATE".into()))?;
@@ -138,6 +148,10 @@ pub enum LoadReport {
         offered_gbps: f64,
         arrived_gbps: f64,
         loss_pct: Option<f64>,
+        /// A flood of the other guest: the UDP datagrams the measured lab's first guest received
+        /// meanwhile (its namespace's counter), which proves where the flood went.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        measured_guest_udp_in: Option<u64>,
     },
 }
 
@@ -167,6 +181,9 @@ struct Flood {
     load: String,
     bps: u64,
     driver: JoinHandle<Result<TestResult, Error>>,
+    /// A flood of the other guest: the measured guest's namespace and its UDP datagrams
+    /// received before the flood began.
+    measured: Option<(String, u64)>,
 }
 
 /// Started downloads, one driver per guest.
@@ -185,8 +202,13 @@ pub struct Running {
 }
 
 /// Starts every load for a test lasting `secs` (warm-up included); each ends by itself shortly
-/// after, and with the driver if it dies.
-pub fn start(rec: &LabRecord, loads: &[Load], secs: f64) -> Result<Running, Error> {
+/// after, and with the driver if it dies. `other` is the other guest's lab, for its flood.
+pub fn start(
+    rec: &LabRecord,
+    other: Option<&LabRecord>,
+    loads: &[Load],
+    secs: f64,
+) -> Result<Running, Error> {
     let mut r = Running {
         burners: vec![],
         flood: None,
@@ -225,11 +247,54 @@ pub fn start(rec: &LabRecord, loads: &[Load], secs: f64) -> Result<Running, Erro
                     load: l.to_string(),
                     bps,
                     driver: flood(rec, from, to, bps, secs)?,
+                    measured: None,
+                });
+            }
+            Load::OtherFlood { bps } => {
+                let other = other.ok_or_else(|| {
+                    Error::Input(format!(
+                        "{l}: the other guest has no lab here: an experiment names its datapath in [matrix] other"
+                    ))
+                })?;
+                let ns = rec.endpoint(Role::Guest(1))?.netns.clone();
+                let before = udp_in(&ns)?;
+                r.flood = Some(Flood {
+                    load: l.to_string(),
+                    bps,
+                    driver: flood(other, Role::Client, Role::Guest(1), bps, secs)?,
+                    measured: Some((ns, before)),
                 });
             }
         }
     }
     Ok(r)
+}
+
+/// The UDP datagrams namespace `ns` has received (`Udp: InDatagrams` of its /proc/net/snmp),
+/// read from a thread that enters it.
+fn udp_in(ns: &str) -> Result<u64, Error> {
+    let ns = ns.to_string();
+    let read = std::thread::spawn(move || -> Result<String, String> {
+        crate::sys::enter_netns(&ns).map_err(|e| e.to_string())?;
+        crate::text::read_capped(std::path::Path::new("/proc/thread-self/net/snmp"), 64 << 10)
+            .map_err(|e| e.to_string())
+    });
+    let text = read
+        .join()
+        .map_err(|_| Error::Failed("reading a namespace's UDP counter panicked".into()))?
+        .map_err(|e| Error::Failed(format!("the measured guest's UDP counter: {e}")))?;
+    udp_in_datagrams(&text).ok_or_else(|| {
+        Error::Failed("the measured guest's /proc/net/snmp has no Udp InDatagrams".into())
+    })
+}
+
+/// `Udp: InDatagrams` from the text of /proc/net/snmp (a header line of names, then one of
+/// values, per protocol).
+pub fn udp_in_datagrams(snmp: &str) -> Option<u64> {
+    let mut udp = snmp.lines().filter(|l| l.starts_with("Udp: "));
+    let (names, values) = (udp.next()?, udp.next()?);
+    let at = names.split_whitespace().position(|n| n == "InDatagrams")?;
+    values.split_whitespace().nth(at)?.parse().ok()
 }
 
 fn ticks() -> f64 {
@@ -357,16 +422,22 @@ pub fn stop(r: Running) -> Result<Vec<LoadReport>, Error> {
     if let Some(d) = r.downloads {
         out.push(downloaded(d)?);
     }
-    if let Some(Flood { load, bps, driver }) = r.flood {
-        let res = driver
+    if let Some(f) = r.flood {
+        let res = f
+            .driver
             .join()
             .map_err(|_| Error::Failed("the UDP flood's driver panicked".into()))?
-            .map_err(|e| Error::Failed(format!("{load}: {e}")))?;
+            .map_err(|e| Error::Failed(format!("{}: {e}", f.load)))?;
+        let measured_guest_udp_in = match f.measured {
+            Some((ns, before)) => Some(udp_in(&ns)?.saturating_sub(before)),
+            None => None,
+        };
         out.push(LoadReport::Flood {
-            load,
-            offered_gbps: bps as f64 / 1e9,
+            load: f.load,
+            offered_gbps: f.bps as f64 / 1e9,
             arrived_gbps: res.throughput_gbps,
             loss_pct: res.udp_loss_pct,
+            measured_guest_udp_in,
         });
     }
     Ok(out)
@@ -517,6 +588,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn udp_datagrams_are_read_from_snmp_by_their_column() {
+        let snmp = "Ip: Forwarding DefaultTTL\nIp: 1 64\nUdp: InDatagrams NoPorts InErrors\nUdp: 417 3 0\nUdpLite: InDatagrams NoPorts\nUdpLite: 9 9\n";
+        assert_eq!(udp_in_datagrams(snmp), Some(417));
+        assert_eq!(udp_in_datagrams("Udp: NoPorts\nUdp: 1\n"), None);
+        assert_eq!(udp_in_datagrams("Udp: InDatagrams\n"), None);
+        assert_eq!(udp_in_datagrams("Udp: InDatagrams\nUdp: x\n"), None);
+        assert_eq!(udp_in_datagrams(""), None);
+    }
+
+    #[test]
+    fn the_other_guests_flood_is_a_load_of_its_own_text() {
+        let l: Load = "udp-flood@other,300mbit".parse().unwrap();
+        assert_eq!(l, Load::OtherFlood { bps: 300_000_000 });
+        assert_eq!(l.to_string(), "udp-flood@other,300mbit");
+        assert!(l.endpoints().is_empty());
+        assert!("udp-flood@other".parse::<Load>().is_err());
+        assert!("udp-flood@other,fast".parse::<Load>().is_err());
+    }
+
+    #[test]
     fn a_flood_across_the_wire_the_same_way_takes_its_frames_of_the_wire() {
         use crate::vocab::Side;
         let loads: Vec<Load> = vec!["udp-flood@client:g1,300mbit".parse().unwrap()];
@@ -525,6 +616,7 @@ mod tests {
             offered_gbps: 0.3,
             arrived_gbps: g,
             loss_pct: None,
+            measured_guest_udp_in: None,
         };
         // 0.3 Gb/s of 1472-byte datagrams is 0.3 * 1514 / 1472 Gb/s of frames on the wire.
         let taken = wire_taken_bps(&loads, &[arrived(0.3)], Side::Client);
@@ -532,6 +624,9 @@ mod tests {
         // A stream the other way, or no flood, has the whole wire.
         assert_eq!(wire_taken_bps(&loads, &[arrived(0.3)], Side::Host), 0.0);
         assert_eq!(wire_taken_bps(&[], &[], Side::Client), 0.0);
+        // The other guest's flood crosses a wire of its own.
+        let other: Vec<Load> = vec!["udp-flood@other,300mbit".parse().unwrap()];
+        assert_eq!(wire_taken_bps(&other, &[arrived(0.3)], Side::Client), 0.0);
         // A flood between two guests never meets the wire.
         let inside: Vec<Load> = vec!["udp-flood@g2:g1,300mbit".parse().unwrap()];
         assert_eq!(wire_taken_bps(&inside, &[arrived(0.3)], Side::Host), 0.0);

@@ -8,8 +8,7 @@ use super::load::{Load, Movie};
 use crate::engine::spec::Spec;
 use crate::engine::vdi::profile::VdiSpec;
 use crate::lab::topology::{Topology, Wire};
-use crate::vocab::{Direction, TestKind};
-use crate::vocab::{Gro, Mode};
+use crate::vocab::{Direction, Gro, Mode, TestKind};
 
 /// One lab the run builds.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -22,6 +21,8 @@ pub struct LabConfig {
     pub mtu: u32,
     /// bits/s, None = unshaped.
     pub wire_rate: Option<u64>,
+    /// The other guest's datapath, in a lab of its own beside this one (`udp-flood@other`).
+    pub other: Option<Mode>,
 }
 
 impl LabConfig {
@@ -41,6 +42,18 @@ impl LabConfig {
             ..Default::default()
         }
     }
+
+    /// The other guest's lab beside this one: one guest on the other datapath, a wire of its
+    /// own at the same rate, the same offloads and MTU.
+    pub fn other_topology(&self, lab_name: &str) -> Option<Topology> {
+        let mode = self.other?;
+        Some(Topology {
+            mode,
+            guests: 1,
+            lro: false,
+            ..self.topology(lab_name)
+        })
+    }
 }
 
 /// One measured point.
@@ -59,113 +72,117 @@ pub struct Point {
     pub loads: Vec<super::load::Load>,
 }
 
+/// Every point of an experiment, grouped by lab: each lab's settings (listed, or crossed) with
+/// each guest count, and in each lab every direction, test, message size, offered load and
+/// socket buffer; then each VDI point per profile and desktop count, and every point per load.
 pub fn expand(e: &ExperimentFile) -> Vec<Point> {
     let m = &e.matrix;
-    let p = &e.point;
-    let (req, resp) = crate::units::parse_rr(&p.rr).unwrap_or((1, 1));
-    let rate = p
-        .rate
-        .as_deref()
-        .and_then(|r| crate::units::parse_rate(r).ok());
-    let loads: Vec<Option<u64>> = match &m.loads {
-        Some(l) => l.iter().map(|x| x.0).collect(),
-        None => vec![rate],
-    };
     let mut out = Vec::new();
-    for &mode in &m.modes {
+    for s in m.settings() {
         for &guests in &m.guests {
-            for &gro in &m.gro {
-                for &tso in &m.tso {
-                    for &lro in &m.lro {
-                        // LRO lives in the paravirt backend: other modes run without it, once.
-                        if lro && mode != Mode::Paravirt {
-                            continue;
-                        }
-                        for &mtu in &m.mtu {
-                            for w in &m.wire_rates {
-                                let lab = LabConfig {
-                                    mode,
-                                    guests,
-                                    gro,
-                                    tso,
-                                    lro,
-                                    mtu,
-                                    wire_rate: w.0.map(|r| r.0),
-                                };
-                                for &direction in &m.directions {
-                                    if direction == Direction::GuestToGuest && guests < 2 {
-                                        continue;
-                                    }
-                                    for &test in &m.tests {
-                                        // RR tests use the request/response sizes: one point, not one per message size.
-                                        let sizes: Vec<usize> =
-                                            if test.is_rr() || test == TestKind::Vdi {
-                                                vec![req]
-                                            } else {
-                                                m.messages.iter().map(|s| s.0).collect()
-                                            };
-                                        for msg in sizes {
-                                            for &rate in &loads {
-                                                for b in &m.socket_buffers {
-                                                    let spec = Spec {
-                                                        test,
-                                                        msg,
-                                                        req,
-                                                        resp,
-                                                        local_buf: b.0,
-                                                        remote_buf: b.0,
-                                                        duration: p.duration,
-                                                        warmup: p.warmup,
-                                                        parallel: p.parallel,
-                                                        rate,
-                                                        // Kernel pacing paces streams; RR and
-                                                        // unpaced points have nothing to pace.
-                                                        pacing: match (rate, test) {
-                                                            (
-                                                                Some(_),
-                                                                TestKind::TcpStream
-                                                                | TestKind::TcpMaerts
-                                                                | TestKind::UdpStream,
-                                                            ) => p.pacing,
-                                                            _ => Default::default(),
-                                                        },
-                                                        congestion: p.congestion.clone(),
-                                                        nodelay: p.nodelay,
-                                                        zerocopy: false,
-                                                        interval: (p.duration / 10.0)
-                                                            .clamp(0.1, 1.0),
-                                                        bytes: None,
-                                                        verify: false,
-                                                        vdi: None,
-                                                        report_cpu: false,
-                                                        clock_offset_ns: 0,
-                                                    };
-                                                    out.push(Point {
-                                                        seq: 0,
-                                                        lab: lab.clone(),
-                                                        direction,
-                                                        spec,
-                                                        repeat: p.repeat,
-                                                        rounds: p.rounds,
-                                                        loads: vec![],
-                                                    });
-                                                }
-                                            }
-                                        }
-                                    }
-                                }
-                            }
-                        }
+            let lab = LabConfig {
+                mode: s.mode,
+                guests,
+                gro: s.gro,
+                tso: s.tso,
+                lro: s.lro,
+                mtu: s.mtu,
+                wire_rate: s.wire.0.map(|r| r.0),
+                other: m.other,
+            };
+            out.extend(in_lab(e, &lab));
+        }
+    }
+    let mut out = widen(out, m, e.point.time_scale);
+    for (i, pt) in out.iter_mut().enumerate() {
+        pt.seq = i as u32 + 1;
+    }
+    out
+}
+
+/// The offered loads per stream: the matrix's, else `[point] rate` (None: as fast as it goes).
+fn offered(e: &ExperimentFile) -> Vec<Option<u64>> {
+    match &e.matrix.loads {
+        Some(l) => l.iter().map(|x| x.0).collect(),
+        None => vec![e
+            .point
+            .rate
+            .as_deref()
+            .and_then(|r| crate::units::parse_rate(r).ok())],
+    }
+}
+
+/// One lab's points: directions (guest-to-guest where it has two guests) × tests × message sizes
+/// (one request/response size for RR and VDI) × offered loads × socket buffers.
+fn in_lab(e: &ExperimentFile, lab: &LabConfig) -> Vec<Point> {
+    let (m, p) = (&e.matrix, &e.point);
+    let (req, resp) = crate::units::parse_rr(&p.rr).unwrap_or((1, 1));
+    let mut out = Vec::new();
+    for &direction in &m.directions {
+        if direction == Direction::GuestToGuest && lab.guests < 2 {
+            continue;
+        }
+        for &test in &m.tests {
+            let sizes: Vec<usize> = if test.is_rr() || test == TestKind::Vdi {
+                vec![req]
+            } else {
+                m.messages.iter().map(|s| s.0).collect()
+            };
+            for msg in sizes {
+                for rate in offered(e) {
+                    for b in &m.socket_buffers {
+                        out.push(Point {
+                            seq: 0,
+                            lab: lab.clone(),
+                            direction,
+                            spec: spec_of(p, test, msg, (req, resp), rate, b.0),
+                            repeat: p.repeat,
+                            rounds: p.rounds,
+                            loads: vec![],
+                        });
                     }
                 }
             }
         }
     }
-    let mut out = widen(out, m, p.time_scale);
-    for (i, pt) in out.iter_mut().enumerate() {
-        pt.seq = i as u32 + 1;
-    }
     out
+}
+
+/// A point's test as the engine runs it.
+fn spec_of(
+    p: &super::file::PointSettings,
+    test: TestKind,
+    msg: usize,
+    (req, resp): (usize, usize),
+    rate: Option<u64>,
+    buf: Option<usize>,
+) -> Spec {
+    Spec {
+        test,
+        msg,
+        req,
+        resp,
+        local_buf: buf,
+        remote_buf: buf,
+        duration: p.duration,
+        warmup: p.warmup,
+        parallel: p.parallel,
+        rate,
+        // Kernel pacing paces streams; RR and unpaced points have nothing to pace.
+        pacing: match (rate, test) {
+            (Some(_), TestKind::TcpStream | TestKind::TcpMaerts | TestKind::UdpStream) => p.pacing,
+            _ => Default::default(),
+        },
+        congestion: p.congestion.clone(),
+        nodelay: p.nodelay,
+        zerocopy: false,
+        interval: (p.duration / 10.0).clamp(0.1, 1.0),
+        bytes: None,
+        verify: false,
+        vdi: None,
+        report_cpu: false,
+        clock_offset_ns: 0,
+    }
 }
 
 /// Each VDI point once per profile and desktop count (host-to-client only), then every point once
@@ -248,26 +265,18 @@ pub fn count(e: &ExperimentFile) -> u128 {
         _ => n(m.messages.len()),
     };
     let widen = n(m.interference.len()) * n(m.desktop_load.len());
-    let per_lab = n(m.gro.len()) * n(m.tso.len()) * n(m.mtu.len()) * n(m.wire_rates.len());
+    let per_lab = loads * n(m.socket_buffers.len()) * widen;
     let mut total: u128 = 0;
-    for &mode in &m.modes {
-        let lros = m
-            .lro
+    for &g in &m.guests {
+        let tests: u128 = m
+            .directions
             .iter()
-            .filter(|&&l| !l || mode == Mode::Paravirt)
-            .count();
-        for &g in &m.guests {
-            let tests: u128 = m
-                .directions
-                .iter()
-                .filter(|&&d| d != Direction::GuestToGuest || g >= 2)
-                .map(|&d| m.tests.iter().map(|t| per_test(t, d)).sum::<u128>())
-                .sum();
-            let here = n(lros) * tests * per_lab * loads * n(m.socket_buffers.len()) * widen;
-            total = total.saturating_add(here);
-        }
+            .filter(|&&d| d != Direction::GuestToGuest || g >= 2)
+            .map(|&d| m.tests.iter().map(|t| per_test(t, d)).sum::<u128>())
+            .sum();
+        total = total.saturating_add(tests * per_lab);
     }
-    total
+    total.saturating_mul(m.settings().len() as u128)
 }
 
 /// Seconds a point takes in one lab, roughly (for the ETA before any point has run).
@@ -360,6 +369,94 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("paravirt"));
+    }
+
+    #[test]
+    fn labs_given_whole_each_keep_their_own_wire_and_offloads() {
+        let text = r#"
+name = "p1"
+[matrix]
+labs = [
+  { mode = "macvlan", wire = "unshaped" },
+  { mode = "emulated" },
+  { mode = "paravirt", wire = "1gbit", tso = false, gro = "off", lro = true },
+]
+messages = ["64", "8K"]
+"#;
+        let e = super::super::file::parse(text, "p1.toml").unwrap();
+        let pts = expand(&e);
+        assert_eq!(pts.len(), 6);
+        assert_eq!(count(&e), 6);
+        let labs: Vec<&LabConfig> = pts.iter().step_by(2).map(|p| &p.lab).collect();
+        assert_eq!(
+            labs.iter().map(|l| l.mode).collect::<Vec<_>>(),
+            [Mode::Macvlan, Mode::Emulated, Mode::Paravirt]
+        );
+        // Not crossed: the 1 Gb/s wire and the offloads belong to the paravirt lab alone.
+        assert_eq!(labs[0].wire_rate, None);
+        assert_eq!(labs[1].wire_rate, None);
+        assert_eq!(labs[2].wire_rate, Some(1_000_000_000));
+        assert!(labs[0].tso && !labs[2].tso && labs[2].lro);
+        assert_eq!((labs[1].gro, labs[2].gro), (Gro::Both, Gro::Off));
+        assert_eq!(
+            e.matrix.modes(),
+            [Mode::Macvlan, Mode::Emulated, Mode::Paravirt]
+        );
+        let refused = |extra: &str, says: &str| {
+            let t = text.replace("messages", &format!("{extra}\nmessages"));
+            let err = super::super::file::parse(&t, "p1.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(says), "{extra}: {err}");
+        };
+        refused("modes = [\"bridge\"]", "one of them");
+        // A list to cross beside labs that leave the field out: which value would they take?
+        refused("gro = [\"off\", \"host\"]", "name gro in every lab");
+        let lro_macvlan = text.replace("mode = \"emulated\"", "mode = \"emulated\", lro = true");
+        let err = super::super::file::parse(&lro_macvlan, "p1.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("software LRO lives in the paravirt backend"),
+            "{err}"
+        );
+        let none = "name = \"n\"\n[matrix]\nmessages = [\"64\"]\n";
+        assert!(super::super::file::parse(none, "n.toml").is_err());
+    }
+
+    #[test]
+    fn the_other_guests_flood_builds_its_lab_beside_every_lab() {
+        let text = "name = \"p3\"\n[matrix]\nmodes = [\"macvlan\", \"paravirt\"]\nother = \"paravirt\"\ninterference = [\"none\", \"udp-flood@other,300mbit\"]\nwire_rates = [\"1gbit\"]\n";
+        let e = super::super::file::parse(text, "p3.toml").unwrap();
+        let pts = expand(&e);
+        assert_eq!(pts.len(), 4);
+        // The load-free point runs in the same labs as the flooded one.
+        assert!(pts.iter().all(|p| p.lab.other == Some(Mode::Paravirt)));
+        let t = pts[0].lab.other_topology("x1o").unwrap();
+        assert_eq!(
+            (t.mode, t.guests, t.name.as_str()),
+            (Mode::Paravirt, 1, "x1o")
+        );
+        assert_eq!(t.wire.rate, Some(crate::units::Rate(1_000_000_000)));
+        assert_eq!(pts[1].loads[0].to_string(), "udp-flood@other,300mbit");
+        let bad = |t: &str, says: &str| {
+            let err = super::super::file::parse(t, "p3.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(says), "{err}");
+        };
+        bad(
+            &text.replace("other = \"paravirt\"\n", ""),
+            "name its datapath",
+        );
+        bad(
+            &text.replace(", \"udp-flood@other,300mbit\"", ""),
+            "which no interference names",
+        );
+        bad(
+            &text.replace("other = \"paravirt\"", "other = \"native\""),
+            "a virtual datapath",
+        );
     }
 
     #[test]

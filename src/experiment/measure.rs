@@ -80,6 +80,8 @@ pub enum Target {
         loads: Vec<super::load::Load>,
         /// `--peer iperf3[:PORT]`: a stock iperf3 server at the client moves the bytes.
         peer: Option<super::peer::Peer>,
+        /// The other guest's lab, beside this one (`udp-flood@other`).
+        other: Option<Box<LabRecord>>,
     },
     Remote {
         host: String,
@@ -480,8 +482,11 @@ pub fn measured_run(target: &Target, spec: &Spec) -> Result<Measured, Error> {
         meter.window(a, a + std::time::Duration::from_secs_f64(spec.duration));
     };
     let loads = match target {
-        Target::Lab { rec, loads, .. } if !loads.is_empty() => Some(super::load::start(
+        Target::Lab {
+            rec, loads, other, ..
+        } if !loads.is_empty() => Some(super::load::start(
             rec,
+            other.as_deref(),
             loads,
             spec.warmup + spec.duration + 0.5,
         )?),

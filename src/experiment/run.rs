@@ -134,6 +134,51 @@ fn failed_record(p: &Point, error: &str) -> PointRecord {
 /// The most names a run tries before giving up on finding a free one.
 const NAME_TRIES: u32 = 999;
 
+/// A lab a round built, and the other guest's lab beside it where the matrix names one.
+struct Built {
+    name: String,
+    plan: crate::lab::plan::Plan,
+    other: Option<(String, crate::lab::plan::Plan)>,
+}
+
+impl Built {
+    /// Removes both labs (the other guest's first), naming what could not be removed.
+    fn teardown(&self) -> Result<(), Error> {
+        let names = self.other.iter().map(|o| &o.0).chain([&self.name]);
+        for name in names {
+            build::teardown(name).map_err(|e| {
+                Error::Failed(format!("removing lab {name}: {e} (run `vnetlab cleanup`)"))
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Builds the lab for `cfg` and, where it names one, the other guest's lab beside it (named as
+/// the lab with `o` after it); if the second fails the first is removed.
+fn build_labs(cfg: &matrix::LabConfig, site: Option<&Site>) -> Result<Built, crate::lab::Error> {
+    let (name, plan) = build_lab(cfg, site)?;
+    let Some(t) = cfg.other_topology(&format!("{name}o")) else {
+        return Ok(Built {
+            name,
+            plan,
+            other: None,
+        });
+    };
+    let other = build::prepare(&t).and_then(|p| build::build(&p, false, false).map(|()| p));
+    match other {
+        Ok(p) => Ok(Built {
+            name,
+            plan,
+            other: Some((t.name, p)),
+        }),
+        Err(e) => {
+            let _ = build::teardown(&name);
+            Err(e)
+        }
+    }
+}
+
 /// Builds the lab for `cfg` under the first free name `x1`, `x2`, …: the journal made with
 /// `create_new` is the reservation, so two runs at once never take the same name.
 fn build_lab(
@@ -405,7 +450,7 @@ impl LabRound<'_> {
             pace.left(),
             &format!("building {} lab", cfg.mode),
         );
-        let (name, plan) = match build_lab(cfg, self.exp.site.as_ref()) {
+        let built = match build_labs(cfg, self.exp.site.as_ref()) {
             Ok(x) => x,
             Err(crate::lab::Error::Interrupted(_)) => return Ok(false),
             // The build removed what it made: its points fail with its reason, the rest go on
@@ -419,24 +464,19 @@ impl LabRound<'_> {
                 return Ok(true);
             }
         };
-        let went_on = self.measure(&name, &plan, pace, progress, total);
-        if let Err(e) = build::teardown(&name) {
-            return Err(Error::Failed(format!(
-                "removing lab {name}: {e} (run `vnetlab cleanup`)"
-            )));
-        }
+        let went_on = self.measure(&built, pace, progress, total);
+        built.teardown()?;
         went_on
     }
 
     fn measure(
         &mut self,
-        name: &str,
-        plan: &crate::lab::plan::Plan,
+        built: &Built,
         pace: &mut Pace,
         progress: &mut dyn FnMut(usize, usize, f64, &str),
         total: usize,
     ) -> Result<bool, Error> {
-        let lab_facts = facts::lab(name);
+        let lab_facts = facts::lab(&built.name);
         for (p, g) in self.points.iter().zip(self.got.iter_mut()) {
             if crate::sys::signals::stop_requested() {
                 return Ok(false);
@@ -448,11 +488,12 @@ impl LabRound<'_> {
             progress(pace.done, total, pace.left(), &matrix::describe(p));
             let (from, to) = p.direction.endpoints();
             let target = Target::Lab {
-                rec: Box::new(plan.record.clone()),
+                rec: Box::new(built.plan.record.clone()),
                 from,
                 to,
                 loads: p.loads.clone(),
                 peer: None,
+                other: built.other.as_ref().map(|o| Box::new(o.1.record.clone())),
             };
             let t0 = std::time::Instant::now();
             match measure::repeats(&target, &p.spec, p.repeat, None, &|_, _| {}) {
