@@ -24,9 +24,13 @@ fn the_smallest_paper_reproduces_end_to_end_and_re_renders_from_its_run() {
     ]);
     let p = &r["papers"][0];
     assert_eq!(p["paper"], "xen-lro", "{r}");
-    assert_eq!(p["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        p["runs"].as_array().unwrap().len(),
+        2,
+        "the throughput and cost suites"
+    );
     let claims = p["claims"].as_array().unwrap();
-    assert_eq!(claims.len(), 3, "{p}");
+    assert_eq!(claims.len(), 10, "{p}");
     for cl in claims {
         let v = cl["verdict"].as_str().unwrap();
         assert!(
@@ -34,6 +38,11 @@ fn the_smallest_paper_reproduces_end_to_end_and_re_renders_from_its_run() {
             "every quick point was measured: {cl}"
         );
         assert!(cl["ours"].as_str().unwrap().contains("Gb/s"), "{cl}");
+        // Beside each verdict its size: ours always, the paper's on the paper's own claims.
+        assert!(cl["size"]["ours"].as_f64().is_some(), "{cl}");
+        let beyond = cl["beyond"].as_bool().unwrap();
+        assert_eq!(cl["size"]["paper"].is_null(), beyond, "{cl}");
+        assert!(!cl["stand_in"].as_str().unwrap().is_empty(), "{cl}");
     }
     let page = std::fs::read_to_string(p["page"].as_str().unwrap()).unwrap();
     assert!(
@@ -45,7 +54,8 @@ fn the_smallest_paper_reproduces_end_to_end_and_re_renders_from_its_run() {
     for fig in [
         "Table 2: receive throughput",
         "Table 2: LRO ratio",
-        "Fig. 6: the receiver",
+        "Table 3: host CPU per Gb/s",
+        "Fig. 2: the receiver",
     ] {
         assert!(page.contains(&format!("data-chart=\"{fig}")), "{fig}");
     }
@@ -62,12 +72,15 @@ fn the_smallest_paper_reproduces_end_to_end_and_re_renders_from_its_run() {
         .as_str()
         .unwrap()
         .contains("LRO"));
-    // The page renders in a real browser: three figures and a chart per measured claim, no
+    // The claims beyond the paper have a section of their own; the coverage table names the
+    // paper's items.
+    assert!(page.contains("Beyond the paper") && page.contains("Coverage: the paper"));
+    // The page renders in a real browser: four figures and a chart per measured claim, no
     // console errors.
     let (charts, rendered, errors) =
         in_browser(std::path::Path::new(p["page"].as_str().unwrap()), &c.state);
     assert!(
-        charts == 6 && rendered == charts,
+        charts == 14 && rendered == charts,
         "{rendered} of {charts} charts rendered"
     );
     assert!(errors.is_empty(), "console errors: {errors:?}");

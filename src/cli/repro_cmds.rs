@@ -383,8 +383,16 @@ fn one(
 fn print_claims(title: &str, checked: &[Checked]) {
     crate::outln!("{title}");
     for c in checked {
-        crate::outln!("  [{}] {} ({})", c.verdict.text(), c.claim, c.source);
+        let beyond = if c.beyond { " (beyond the paper)" } else { "" };
+        crate::outln!(
+            "  [{}] {}{beyond} ({})",
+            c.verdict.text(),
+            c.claim,
+            c.source
+        );
+        crate::outln!("      size: {}", c.size.text());
         crate::outln!("      ours: {}; the paper's: {}", c.ours, c.paper);
+        crate::outln!("      here: {}", c.stand_in);
         if !c.why.is_empty() {
             crate::outln!("      why: {}", c.why);
         }

@@ -285,8 +285,11 @@ pub struct Claim {
     #[serde(default, rename = "where")]
     pub common: Selector,
     pub series: Vec<Selector>,
-    #[serde(default = "one")]
-    pub by: f64,
+    /// How far the first series must go: a factor (greater, lowest, highest) or a fraction
+    /// (near). Left out, a claim that gives the paper's size asks for it (`paper_ratio` less the
+    /// effect floor, so it holds where ours reaches the paper's), else 1.
+    #[serde(default, rename = "by")]
+    pub by_given: Option<f64>,
     pub value: Option<f64>,
     /// Why a verdict may differ here (hardware of 2026, TCG, one host), shown beside it.
     #[serde(default)]
@@ -296,10 +299,17 @@ pub struct Claim {
     /// not the path's latency the paper compared.
     #[serde(default)]
     pub unsaturated: bool,
-}
-
-fn one() -> f64 {
-    1.0
+    /// The paper's size of the effect, as the claim compares its series: the first over the
+    /// second (greater, near), the nearest other over the first (lowest), the first over the
+    /// largest other (highest); for `above`, the paper's own figure. Shown beside ours.
+    #[serde(default)]
+    pub paper_ratio: Option<f64>,
+    /// A claim of vnetlab's own, beyond what the paper says: shown in its own section.
+    #[serde(default)]
+    pub beyond: bool,
+    /// Which stand-ins ran and how the setup differs from the paper's, shown on the claim's row.
+    #[serde(default)]
+    pub stand_in: String,
 }
 
 /// A claim's verdict, written as the page and `--json` say it.
@@ -327,12 +337,66 @@ impl Verdict {
     }
 }
 
+/// How big a claim's effect is: the paper's and ours, as the claim compares its series (see
+/// `Claim::paper_ratio`), ours with its spread.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct EffectSize {
+    pub paper: Option<f64>,
+    /// Ours from the medians, and its least and greatest over the rounds (each compared within
+    /// its round) or, where the points ran no rounds, over the repeats' ranges.
+    pub ours: Option<f64>,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+    /// The wire bound both sides: the ratio is the wire's, not what the claim compares.
+    pub wire_tie: bool,
+    /// "×" for a ratio; for an `above` claim, the figure's unit.
+    pub unit: String,
+}
+
+impl EffectSize {
+    /// "paper 3.9×; here 1.3× [1.2–1.4]", as the claims table and the index show it.
+    pub fn text(&self) -> String {
+        let num = |x: f64| match x.abs() {
+            a if a >= 100.0 => format!("{x:.0}"),
+            a if a >= 10.0 => format!("{x:.1}"),
+            _ => format!("{x:.2}"),
+        };
+        let times = if self.unit == "×" {
+            "×".to_string()
+        } else {
+            format!(" {}", self.unit)
+        };
+        let paper = self.paper.map_or("paper: no size".to_string(), |p| {
+            format!("paper {}{times}", num(p))
+        });
+        let ours = match (self.ours, self.low, self.high) {
+            (None, ..) => "here: not measured".to_string(),
+            (Some(o), Some(l), Some(h)) if h > l => {
+                format!("here {}{times} [{}–{}]", num(o), num(l), num(h))
+            }
+            (Some(o), ..) => format!("here {}{times}", num(o)),
+        };
+        let tie = if self.wire_tie {
+            " (both bound by the wire)"
+        } else {
+            ""
+        };
+        format!("{paper}; {ours}{tie}")
+    }
+}
+
 /// A claim checked against a run.
 #[derive(Clone, Debug, Serialize)]
 pub struct Checked {
     pub claim: String,
     pub source: String,
     pub verdict: Verdict,
+    /// The paper's size and ours, with its spread.
+    pub size: EffectSize,
+    /// Which stand-ins ran and how the setup differs from the paper's.
+    pub stand_in: String,
+    /// vnetlab's own claim, beyond the paper's.
+    pub beyond: bool,
     /// Our figures, each series named.
     pub ours: String,
     pub paper: String,
@@ -343,6 +407,18 @@ pub struct Checked {
 }
 
 impl Claim {
+    /// The factor (or, for `near`, the fraction) the check asks for: as given, else the paper's
+    /// size less the effect floor, else 1.
+    pub fn by(&self) -> f64 {
+        match (self.by_given, self.paper_ratio, self.kind) {
+            (Some(b), ..) => b,
+            (None, Some(r), Kind::Greater | Kind::Lowest | Kind::Highest) => {
+                r / (1.0 + EFFECT_FLOOR)
+            }
+            _ => 1.0,
+        }
+    }
+
     pub fn check(&self) -> Result<(), Error> {
         let need = match self.kind {
             Kind::Lowest | Kind::Highest => 2..=16,
@@ -358,13 +434,27 @@ impl Claim {
         if self.kind == Kind::Above && self.value.is_none() {
             return Err(Error::Input(format!("claim '{}': give value", self.text)));
         }
-        if !(self.by.is_finite() && self.by > 0.0) {
+        if !(self.by().is_finite() && self.by() > 0.0) {
             return Err(Error::Input(format!(
                 "claim '{}': by must be above 0",
                 self.text
             )));
         }
-        if self.kind == Kind::Near && self.by >= 1.0 {
+        if let Some(r) = self.paper_ratio {
+            if !(r.is_finite() && r > 0.0) || self.beyond {
+                return Err(Error::Input(format!(
+                    "claim '{}': paper_ratio is the paper's size, a number above 0, and a claim beyond the paper has none",
+                    self.text
+                )));
+            }
+        }
+        if self.stand_in.trim().is_empty() {
+            return Err(Error::Input(format!(
+                "claim '{}': say in stand_in which stand-ins ran and how the setup differs from the paper's",
+                self.text
+            )));
+        }
+        if self.kind == Kind::Near && !(self.by_given.is_some() && self.by() < 1.0) {
             return Err(Error::Input(format!(
                 "claim '{}': a near check's by is a fraction below 1 (0.1 is 10 %)",
                 self.text
@@ -436,11 +526,11 @@ impl Claim {
         match self.kind {
             Kind::Lowest => rest
                 .iter()
-                .all(|x| self.by * at(first, true) < at(x, false)),
+                .all(|x| self.by() * at(first, true) < at(x, false)),
             Kind::Highest => rest
                 .iter()
-                .all(|x| at(first, false) > self.by * at(x, true)),
-            Kind::Greater => at(first, false) > self.by * at(&f[1], true),
+                .all(|x| at(first, false) > self.by() * at(x, true)),
+            Kind::Greater => at(first, false) > self.by() * at(&f[1], true),
             Kind::Above => at(first, false) > self.value.unwrap_or(f64::INFINITY),
             Kind::Near => {
                 let (a, b) = (first, &f[1]);
@@ -451,12 +541,12 @@ impl Claim {
                 let off = ratios.iter().map(|r| (r - 1.0).abs());
                 match read {
                     // Against: every ratio the ranges allow is near; for: the nearest one is.
-                    Read::Against => off.fold(0.0, f64::max) <= self.by,
+                    Read::Against => off.fold(0.0, f64::max) <= self.by(),
                     Read::For => {
                         let straddles = ratios[0] <= 1.0 && ratios[ratios.len() - 1] >= 1.0;
-                        straddles || off.fold(f64::INFINITY, f64::min) <= self.by
+                        straddles || off.fold(f64::INFINITY, f64::min) <= self.by()
                     }
-                    Read::Medians => off.fold(0.0, f64::max) <= self.by,
+                    Read::Medians => off.fold(0.0, f64::max) <= self.by(),
                 }
             }
         }
@@ -467,6 +557,14 @@ impl Claim {
     /// do not; in between, the difference is within the spread of the repeats.
     pub fn evaluate(&self, points: &[PointRecord]) -> Checked {
         let figures = self.figures(points);
+        let size = match &figures {
+            Ok(f) => self.size(f),
+            Err(_) => EffectSize {
+                paper: self.paper_ratio,
+                unit: self.size_unit(),
+                ..EffectSize::default()
+            },
+        };
         let (verdict, ours, why) = match &figures {
             Err(why) => (Verdict::NotMeasurable, "-".into(), why.clone()),
             Ok(f) => {
@@ -482,6 +580,9 @@ impl Claim {
             claim: self.text.clone(),
             source: self.source.clone(),
             verdict,
+            size,
+            stand_in: self.stand_in.clone(),
+            beyond: self.beyond,
             ours,
             paper: self.paper.clone(),
             why,
@@ -585,11 +686,73 @@ impl Claim {
     fn effect(&self, f: &[Figure]) -> f64 {
         let (first, rest) = (f[0].value, f[1..].iter().map(|x| x.value));
         match self.kind {
-            Kind::Lowest => rest.fold(f64::INFINITY, f64::min) / (self.by * first),
-            Kind::Highest => first / (self.by * rest.fold(0.0, f64::max)),
-            Kind::Greater => first / (self.by * f[1].value),
+            Kind::Lowest => rest.fold(f64::INFINITY, f64::min) / (self.by() * first),
+            Kind::Highest => first / (self.by() * rest.fold(0.0, f64::max)),
+            Kind::Greater => first / (self.by() * f[1].value),
             Kind::Above | Kind::Near => f64::INFINITY,
         }
+    }
+
+    /// The claim's ratio over one set of values, one per series, without `by`: see
+    /// `paper_ratio`. For `above`, the first series' figure itself.
+    fn ratio(&self, v: &[f64]) -> f64 {
+        let (first, rest) = (v[0], v[1..].iter().copied());
+        match self.kind {
+            Kind::Lowest => rest.fold(f64::INFINITY, f64::min) / first,
+            Kind::Highest => first / rest.fold(0.0, f64::max),
+            Kind::Greater | Kind::Near => first / v[1],
+            Kind::Above => first,
+        }
+    }
+
+    /// "×", or an `above` claim's unit.
+    fn size_unit(&self) -> String {
+        match self.kind {
+            Kind::Above => self.metric.unit().to_string(),
+            _ => "×".to_string(),
+        }
+    }
+
+    /// The size of the effect: the paper's, ours from the medians, and ours round by round (or
+    /// from the ends of the repeats' ranges, each end the one that gives the least and the
+    /// greatest ratio).
+    fn size(&self, f: &[Figure]) -> EffectSize {
+        let medians: Vec<f64> = f.iter().map(|x| x.value).collect();
+        let (low, high) = match by_round(f) {
+            Some(rounds) => rounds
+                .iter()
+                .map(|r| self.ratio(&r.iter().map(|x| x.value).collect::<Vec<_>>()))
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), x| {
+                    (l.min(x), h.max(x))
+                }),
+            None => self.ratio_range(f),
+        };
+        let finite = |x: f64| x.is_finite().then_some(x);
+        EffectSize {
+            paper: self.paper_ratio,
+            ours: finite(self.ratio(&medians)),
+            low: finite(low),
+            high: finite(high),
+            wire_tie: self.wire_tie(f).is_some(),
+            unit: self.size_unit(),
+        }
+    }
+
+    /// The least and greatest ratio the repeats' ranges allow.
+    fn ratio_range(&self, f: &[Figure]) -> (f64, f64) {
+        let ends = |first_high: bool| -> Vec<f64> {
+            // The ratio rises with the first series' figure for every kind but lowest.
+            let up = self.kind != Kind::Lowest;
+            f.iter()
+                .enumerate()
+                .map(|(i, x)| match (i == 0, first_high == up) {
+                    (true, true) | (false, false) => x.high,
+                    _ => x.low,
+                })
+                .collect()
+        };
+        let (a, b) = (self.ratio(&ends(false)), self.ratio(&ends(true)));
+        (a.min(b), a.max(b))
     }
 
     /// Why medians whose spread agrees with them, one way or the other, are still no verdict:
@@ -887,10 +1050,13 @@ mod tests {
                 ..Default::default()
             },
             series,
-            by: 1.0,
+            by_given: None,
             value,
             note: "why not".into(),
             unsaturated: false,
+            paper_ratio: None,
+            beyond: false,
+            stand_in: "s".into(),
         }
     }
 
@@ -1048,6 +1214,97 @@ mod tests {
     }
 
     #[test]
+    fn a_claims_size_is_ours_beside_the_papers_with_its_spread() {
+        let mut c = claim(
+            Kind::Lowest,
+            Metric::NormalizedPctPerGbps,
+            vec![sel("macvlan"), sel("emulated"), sel("paravirt")],
+            None,
+        );
+        c.paper_ratio = Some(3.91);
+        // Round by round: emulated is the nearest other, 1.2-1.5x macvlan's cost in its rounds.
+        let pts = [
+            rounds(Mode::Macvlan, &[10.0, 20.0, 30.0], 7),
+            rounds(Mode::Emulated, &[15.0, 24.0, 36.0], 7),
+            rounds(Mode::Paravirt, &[30.0, 40.0, 50.0], 7),
+        ];
+        let r = c.evaluate(&pts);
+        assert_eq!(r.size.paper, Some(3.91));
+        assert!((r.size.ours.unwrap() - 1.2).abs() < 1e-9, "{:?}", r.size);
+        assert!((r.size.low.unwrap() - 1.2).abs() < 1e-9, "{:?}", r.size);
+        assert!((r.size.high.unwrap() - 1.5).abs() < 1e-9, "{:?}", r.size);
+        assert_eq!(r.size.text(), "paper 3.91×; here 1.20× [1.20–1.50]");
+        // Without rounds the ratio's range comes from the repeats' ranges, each end taken the
+        // way that moves the ratio most.
+        let mut g = claim(
+            Kind::Greater,
+            Metric::NormalizedPctPerGbps,
+            vec![sel("emulated"), sel("macvlan")],
+            None,
+        );
+        g.paper_ratio = Some(2.0);
+        let mut e = point(Mode::Emulated, 8192, 4.0, 0.2);
+        e.repeats = [3.0, 4.0, 6.0]
+            .iter()
+            .map(|&v| crate::records::Repeat {
+                normalized_pct_per_gbps: Some(v),
+                ..Default::default()
+            })
+            .collect();
+        let mut m = point(Mode::Macvlan, 8192, 2.0, 0.2);
+        m.repeats = [1.5, 2.0, 3.0]
+            .iter()
+            .map(|&v| crate::records::Repeat {
+                normalized_pct_per_gbps: Some(v),
+                ..Default::default()
+            })
+            .collect();
+        let r = g.evaluate(&[e, m]);
+        assert_eq!(
+            (r.size.ours, r.size.low, r.size.high),
+            (Some(2.0), Some(1.0), Some(4.0))
+        );
+        // Not measured: the paper's size and nothing of ours.
+        let none = g.evaluate(&[]);
+        assert_eq!(none.size.text(), "paper 2.00×; here: not measured");
+        // An `above` claim's size is the figure itself, in its unit.
+        let mut a = claim(
+            Kind::Above,
+            Metric::ThroughputGbps,
+            vec![sel("paravirt")],
+            Some(2.5),
+        );
+        a.common = Selector::default();
+        a.paper_ratio = Some(2.5);
+        let r = a.evaluate(&[point(Mode::Paravirt, 0, 1.0, 3.1)]);
+        assert_eq!(r.size.text(), "paper 2.50 Gb/s; here 3.10 Gb/s");
+    }
+
+    #[test]
+    fn a_wire_bound_tie_shows_its_size_and_says_the_wire_bound_it() {
+        let mut c = claim(
+            Kind::Greater,
+            Metric::ThroughputGbps,
+            vec![sel("macvlan"), sel("paravirt")],
+            None,
+        );
+        c.paper_ratio = Some(1.06);
+        let wired = |m: Mode, gbps: f64| PointRecord {
+            bound_by: Some(Bound::Wire),
+            ..point(m, 8192, 1.0, gbps)
+        };
+        let r = c.evaluate(&[wired(Mode::Macvlan, 0.951), wired(Mode::Paravirt, 0.950)]);
+        assert_eq!(r.verdict, Verdict::WithinSpread);
+        assert!(r.size.wire_tie);
+        assert!(
+            r.size.text().ends_with("(both bound by the wire)"),
+            "{}",
+            r.size.text()
+        );
+        assert!((r.size.ours.unwrap() - 0.951 / 0.950).abs() < 1e-9);
+    }
+
+    #[test]
     fn points_of_one_run_in_rounds_compare_round_by_round() {
         let c = claim(
             Kind::Lowest,
@@ -1135,7 +1392,10 @@ mod tests {
         assert_eq!(c.evaluate(&beyond).verdict, Verdict::Holds);
         // A factor: at most half the bridge's cost. 42-48 against 50 is nowhere near: every round
         // goes the other way beyond the floor, and the claim does not hold.
-        let half = Claim { by: 2.0, ..c };
+        let half = Claim {
+            by_given: Some(2.0),
+            ..c
+        };
         assert_eq!(half.evaluate(&beyond).verdict, Verdict::DoesNotHold);
         let quarter = [
             rounds(Mode::Macvlan, &[20.0; 9], 7),
@@ -1431,7 +1691,7 @@ mod tests {
         assert_eq!(c.evaluate(&at(44.0)).verdict, Verdict::DoesNotHold);
         // A greater-by claim needs its factor and the floor on top.
         let g = Claim {
-            by: 2.0,
+            by_given: Some(2.0),
             ..claim(
                 Kind::Greater,
                 Metric::NormalizedPctPerGbps,
@@ -1493,7 +1753,7 @@ mod tests {
     #[test]
     fn a_near_check_fails_above_as_well_as_below_and_names_what_bound_the_points() {
         let c = Claim {
-            by: 0.1,
+            by_given: Some(0.1),
             ..claim(
                 Kind::Near,
                 Metric::ThroughputGbps,
@@ -1519,7 +1779,10 @@ mod tests {
         );
         assert_eq!(pair(4.4).verdict, Verdict::DoesNotHold, "below by 12 %");
         assert_eq!(pair(5.6).verdict, Verdict::DoesNotHold, "above by 12 %");
-        let wide = Claim { by: 1.0, ..c };
+        let wide = Claim {
+            by_given: Some(1.0),
+            ..c
+        };
         assert!(wide.check().is_err(), "a near check's by is a fraction");
     }
 

@@ -2,6 +2,7 @@
 //! (`experiments/papers/*.toml`), the suites that run what it ran (quick and full), the claims
 //! checked against the stored runs, and one page per paper.
 
+pub mod cite;
 pub mod claims;
 pub mod figures;
 pub mod page;
@@ -41,18 +42,61 @@ pub struct Value {
     pub ours: Option<Selector>,
 }
 
+/// A figure, table, section or equation the paper's text prints: what `source`s cite.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Item {
+    /// How the paper file cites it: "Fig. 4(c)", "Table IV", "Sec. IV-B", "Eq. (5)".
+    pub id: String,
+    /// Its caption or heading exactly as the text prints it.
+    pub printed: String,
+    /// The line of the paper's text that prints it.
+    pub line: u32,
+}
+
+/// Something the paper leaves out of a reproduction, or a reproduction leaves out of the paper.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeftOut {
+    /// What is left out: one of the paper's items (cited) or a part of its setup.
+    pub item: String,
+    pub why: String,
+}
+
+/// A slip of the paper's own that matters to a claim: a figure that contradicts a table, a rate
+/// above its own NIC's.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Slip {
+    /// Where in the paper (cited).
+    pub at: String,
+    pub text: String,
+}
+
 /// A paper file.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Paper {
     pub paper: String,
     pub title: String,
+    /// The paper's full citation: authors, title, venue, year.
     pub citation: String,
+    /// Its plain text's file name among the papers' texts, and that text's SHA-256: the items
+    /// below are checked against it.
+    pub text: String,
+    pub text_sha256: String,
+    /// One line on the system the paper describes and how it measured.
+    pub setup: String,
+    #[serde(default, rename = "item")]
+    pub items: Vec<Item>,
     #[serde(default)]
     pub mapping: Vec<Mapping>,
-    /// What the reproduction leaves out, and why.
+    /// What the reproduction leaves out, and why: every figure and table of the paper is
+    /// covered by a value, claim or figure, or listed here.
     #[serde(default)]
-    pub out_of_scope: Vec<String>,
+    pub left_out: Vec<LeftOut>,
+    #[serde(default, rename = "slip")]
+    pub slips: Vec<Slip>,
     #[serde(default, rename = "value")]
     pub values: Vec<Value>,
     #[serde(default, rename = "claim")]
@@ -112,39 +156,50 @@ pub const PAPERS: [BuiltIn; 4] = [
             include_str!("../../experiments/papers/icsnc2013-costs.toml"),
             include_str!("../../experiments/papers/icsnc2013-costs-8k.toml"),
             include_str!("../../experiments/papers/icsnc2013-vdi.toml"),
-            include_str!("../../experiments/papers/icsnc2013-vdi-costs.toml"),
             include_str!("../../experiments/papers/icsnc2013-vdi-costs-8k.toml"),
             include_str!("../../experiments/papers/icsnc2013-fig5.toml"),
-            include_str!("../../experiments/papers/icsnc2013-desktops.toml"),
             include_str!("../../experiments/papers/icsnc2013-tableiv.toml"),
+            include_str!("../../experiments/papers/icsnc2013-desktops.toml"),
+            include_str!("../../experiments/papers/icsnc2013-desktops-2.toml"),
             include_str!("../../experiments/papers/icsnc2013-movie-quick.toml"),
         ],
         full: &[
             include_str!("../../experiments/icsnc2013.toml"),
-            include_str!("../../experiments/papers/icsnc2013-fig5.toml"),
+            include_str!("../../experiments/papers/icsnc2013-bw.toml"),
+            include_str!("../../experiments/papers/icsnc2013-vdi-full.toml"),
+            include_str!("../../experiments/papers/icsnc2013-vdi-costs-full.toml"),
+            include_str!("../../experiments/papers/icsnc2013-fig5-full.toml"),
+            include_str!("../../experiments/papers/icsnc2013-tableiv-full.toml"),
             include_str!("../../experiments/papers/icsnc2013-desktops.toml"),
-            include_str!("../../experiments/papers/icsnc2013-tableiv.toml"),
+            include_str!("../../experiments/papers/icsnc2013-desktops-2.toml"),
             include_str!("../../experiments/papers/icsnc2013-movie.toml"),
         ],
     },
     BuiltIn {
         id: "xen-lro",
         file: include_str!("../../experiments/papers/xen-lro.toml"),
-        quick: &[include_str!("../../experiments/papers/xen-lro-quick.toml")],
-        full: &[include_str!("../../experiments/xen-lro.toml")],
+        quick: &[
+            include_str!("../../experiments/papers/xen-lro-quick.toml"),
+            include_str!("../../experiments/papers/xen-lro-costs.toml"),
+        ],
+        full: &[
+            include_str!("../../experiments/xen-lro.toml"),
+            include_str!("../../experiments/papers/xen-lro-costs-full.toml"),
+            include_str!("../../experiments/papers/xen-lro-wire.toml"),
+        ],
     },
     BuiltIn {
         id: "xen-passthrough",
         file: include_str!("../../experiments/papers/xen-passthrough.toml"),
         quick: &[
             include_str!("../../experiments/papers/xen-passthrough-quick.toml"),
+            include_str!("../../experiments/papers/xen-passthrough-beyond-quick.toml"),
             include_str!("../../experiments/papers/xen-passthrough-quick-rr.toml"),
-            include_str!("../../experiments/papers/xen-passthrough-wire.toml"),
         ],
         full: &[
             include_str!("../../experiments/xen-passthrough.toml"),
+            include_str!("../../experiments/papers/xen-passthrough-beyond.toml"),
             include_str!("../../experiments/papers/xen-passthrough-rr.toml"),
-            include_str!("../../experiments/papers/xen-passthrough-wire.toml"),
         ],
     },
     BuiltIn {
@@ -153,9 +208,13 @@ pub const PAPERS: [BuiltIn; 4] = [
         quick: &[
             include_str!("../../experiments/papers/vmware-esx35-quick.toml"),
             include_str!("../../experiments/papers/vmware-esx35-grid.toml"),
-            include_str!("../../experiments/papers/vmware-esx35-buffers.toml"),
+            include_str!("../../experiments/papers/vmware-esx35-e1000.toml"),
         ],
-        full: &[include_str!("../../experiments/vmware-esx35.toml")],
+        full: &[
+            include_str!("../../experiments/vmware-esx35.toml"),
+            include_str!("../../experiments/papers/vmware-esx35-rr.toml"),
+            include_str!("../../experiments/papers/vmware-esx35-e1000.toml"),
+        ],
     },
 ];
 
@@ -185,6 +244,9 @@ impl Guests {
     /// A suite with its datapaths swapped for QEMU's.
     pub fn suite(&self, mut e: ExperimentFile) -> ExperimentFile {
         e.matrix.modes = e.matrix.modes.iter().map(|&m| self.mode(m)).collect();
+        for l in &mut e.matrix.labs {
+            l.mode = self.mode(l.mode);
+        }
         e
     }
 
@@ -243,15 +305,14 @@ impl Guests {
 
 /// Why a suite cannot run in QEMU guests (what it measures is vnetlab's own backend's), if so.
 pub fn needs_netns(e: &ExperimentFile) -> Option<&'static str> {
-    let swapped = e
-        .matrix
-        .modes
+    let settings = e.matrix.settings();
+    let swapped = settings
         .iter()
-        .any(|m| matches!(m, Mode::Emulated | Mode::Paravirt | Mode::Macvlan));
+        .any(|s| matches!(s.mode, Mode::Emulated | Mode::Paravirt | Mode::Macvlan));
     if !swapped {
         return None;
     }
-    if e.matrix.lro.contains(&true) {
+    if settings.iter().any(|s| s.lro) {
         return Some("its software LRO lives in vnetlab's paravirt backend, which QEMU's virtio-net does not have");
     }
     if e.matrix.tests.contains(&TestKind::Vdi) {
@@ -323,6 +384,7 @@ pub fn parse(text: &str, file: &str) -> Result<Paper, Error> {
         t.check()
             .map_err(|e| Error::Input(format!("{file}: {e}")))?;
     }
+    cite::check(&p).map_err(|e| Error::Input(format!("{file}: {e}")))?;
     Ok(p)
 }
 
@@ -373,8 +435,8 @@ mod tests {
         let b = &PAPERS[3];
         let suite = crate::experiment::file::parse(b.quick[0], b.id).unwrap();
         assert_eq!(needs_netns(&suite), None);
-        let modes = g.suite(suite).matrix.modes;
-        assert_eq!(modes, [Mode::QemuE1000, Mode::QemuVirtio]);
+        let modes = g.suite(suite).matrix.modes();
+        assert_eq!(modes, [Mode::Native, Mode::QemuVirtio]);
         let p = g.paper(parse(b.file, b.id).unwrap());
         assert!(p
             .claims
@@ -419,7 +481,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("x.toml:2:"), "{e}");
-        let no_source = "paper = \"x\"\ntitle = \"t\"\ncitation = \"c\"\n[[value]]\nsource = \" \"\nseries = \"s\"\nquantity = \"q\"\nvalue = 1.0\nunit = \"u\"\n";
+        let no_source = "paper = \"x\"\ntitle = \"t\"\ncitation = \"c\"\ntext = \"x.txt\"\ntext_sha256 = \"0\"\nsetup = \"s\"\n[[value]]\nsource = \" \"\nseries = \"s\"\nquantity = \"q\"\nvalue = 1.0\nunit = \"u\"\n";
         assert!(parse(no_source, "x.toml")
             .unwrap_err()
             .to_string()

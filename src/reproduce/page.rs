@@ -16,16 +16,18 @@ fn verdict_cell(v: Verdict) -> String {
     format!("<td class=\"l {class}\">{}</td>", v.text())
 }
 
-fn claims_table(checked: &[Checked]) -> String {
-    let mut h = String::from("<table><tr><th class=\"l\">claim</th><th class=\"l\">source</th><th class=\"l\">verdict</th><th class=\"l\">ours</th><th class=\"l\">the paper's</th><th class=\"l\">why</th></tr>");
+fn claims_table(checked: &[&Checked]) -> String {
+    let mut h = String::from("<table><tr><th class=\"l\">claim</th><th class=\"l\">source</th><th class=\"l\">verdict</th><th class=\"l\">size</th><th class=\"l\">ours</th><th class=\"l\">the paper's</th><th class=\"l\">what ran here</th><th class=\"l\">why</th></tr>");
     for c in checked {
         h += &format!(
-            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td>{}<td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td>{}<td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
             esc(&c.claim),
             esc(&c.source),
             verdict_cell(c.verdict),
+            esc(&c.size.text()),
             esc(&c.ours),
             esc(&c.paper),
+            esc(&c.stand_in),
             esc(&c.why)
         );
     }
@@ -33,7 +35,7 @@ fn claims_table(checked: &[Checked]) -> String {
 }
 
 /// Each measured claim's series as bars: our side of every comparison, redrawn from this host.
-fn claim_figures(checked: &[Checked]) -> String {
+fn claim_figures(checked: &[&Checked]) -> String {
     let mut h = String::from("<div class=\"figs\">");
     for c in checked.iter().filter(|c| !c.figures.is_empty()) {
         let names: Vec<String> = c.figures.iter().map(|f| f.0.clone()).collect();
@@ -92,9 +94,10 @@ pub fn render(
 ) -> String {
     let mut h = head(&format!("vnetlab reproduces {}", p.title));
     h += &format!(
-        "<h1>{}</h1><p class=\"muted\">{}</p>",
+        "<h1>{}</h1><p class=\"muted\">{}</p><p>{}</p>",
         esc(&p.title),
-        esc(&p.citation)
+        esc(&p.citation),
+        esc(&p.setup)
     );
     h += "<p>The paper's numbers were measured in 2008–2013 on other hardware: a reproduction shows the same shape (which datapath wins, by roughly how much), not the same absolute figures.</p>";
     for r in runs {
@@ -135,22 +138,135 @@ pub fn render(
     if let Some(t) = &p.plan {
         h += &super::table_v::render(t, points);
     }
-    h += "<h2>Claims</h2>";
-    h += &claims_table(checked);
-    h += &claim_figures(checked);
+    let (paper_claims, beyond): (Vec<&Checked>, Vec<&Checked>) =
+        checked.iter().partition(|c| !c.beyond);
+    h += "<h2>The paper's claims</h2><p>Each as the paper states it, with the paper's size beside ours (ours from the medians, its range over the rounds or the repeats), and what ran here in place of the paper's setup.</p>";
+    h += &claims_table(&paper_claims);
+    h += &claim_figures(&paper_claims);
+    if !beyond.is_empty() {
+        h += "<h2>Beyond the paper: vnetlab's own claims</h2><p>The paper does not make these; they extend it on this host's datapaths.</p>";
+        h += &claims_table(&beyond);
+        h += &claim_figures(&beyond);
+    }
     h += "<h2>The paper's numbers beside ours</h2>";
     h += &values_table(p, points);
-    if !p.out_of_scope.is_empty() {
-        h += "<h2>Left out</h2><ul>";
-        for o in &p.out_of_scope {
-            h += &format!("<li>{}</li>", esc(o));
-        }
-        h += "</ul>";
-    }
+    h += &list(
+        "The paper's own slips",
+        p.slips
+            .iter()
+            .map(|s| format!("<b>{}</b>: {}", esc(&s.at), esc(&s.text))),
+    );
+    h += &list(
+        "Left out",
+        p.left_out
+            .iter()
+            .map(|l| format!("<b>{}</b>: {}", esc(&l.item), esc(&l.why))),
+    );
+    h += &coverage(p, checked);
+    h += &items_table(p);
     h + &tail()
 }
 
-/// The index linking every paper's page, with its verdict counts.
+/// Whether `source` cites `item` or one of its sub-figures.
+fn cites_item(source: &str, item: &str) -> bool {
+    super::cite::cites(source)
+        .unwrap_or_default()
+        .iter()
+        .any(|c| c == item || c.split('(').next() == Some(item))
+}
+
+/// The coverage table: each of the paper's items a value, claim, figure or left-out entry cites,
+/// with what covers it here — its claims with verdict and size, and how the setup differs — or
+/// why it is left out.
+fn coverage(p: &Paper, checked: &[Checked]) -> String {
+    let mut h = String::from("<h2>Coverage: the paper's items and what reproduces them</h2><table><tr><th class=\"l\">the paper's item</th><th class=\"l\">claims here: verdict and size</th><th class=\"l\">figures and values</th><th class=\"l\">how the setup differs, or why it is left out</th></tr>");
+    for i in &p.items {
+        let claims: Vec<&Checked> = checked
+            .iter()
+            .filter(|c| cites_item(&c.source, &i.id))
+            .collect();
+        let figures: Vec<&str> = p
+            .figures
+            .iter()
+            .filter(|f| cites_item(&f.source, &i.id) || cites_item(&f.title, &i.id))
+            .map(|f| f.title.as_str())
+            .collect();
+        let values = p
+            .values
+            .iter()
+            .filter(|v| cites_item(&v.source, &i.id))
+            .count();
+        let left: Vec<&str> = p
+            .left_out
+            .iter()
+            .filter(|l| cites_item(&l.item, &i.id))
+            .map(|l| l.why.as_str())
+            .collect();
+        if claims.is_empty() && figures.is_empty() && values == 0 && left.is_empty() {
+            continue;
+        }
+        let claim_cell: Vec<String> = claims
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} <b>{}</b> ({})",
+                    esc(&c.claim),
+                    c.verdict.text(),
+                    esc(&c.size.text())
+                )
+            })
+            .collect();
+        let mut shown: Vec<String> = figures.iter().map(|f| esc(f)).collect();
+        if values > 0 {
+            shown.push(format!("{values} of its numbers beside ours"));
+        }
+        let mut differs: Vec<String> = Vec::new();
+        for c in &claims {
+            if !c.stand_in.is_empty() && !differs.contains(&esc(&c.stand_in)) {
+                differs.push(esc(&c.stand_in));
+            }
+        }
+        differs.extend(left.iter().map(|w| format!("left out: {}", esc(w))));
+        h += &format!(
+            "<tr><td class=\"l\"><b>{}</b> {}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+            esc(&i.id),
+            esc(&i.printed),
+            claim_cell.join("<br>"),
+            shown.join("<br>"),
+            differs.join("<br>")
+        );
+    }
+    h + "</table>"
+}
+
+/// A titled list (nothing when empty); items are HTML already.
+fn list(title: &str, items: impl Iterator<Item = String>) -> String {
+    let li: String = items.map(|i| format!("<li>{i}</li>")).collect();
+    if li.is_empty() {
+        return String::new();
+    }
+    format!("<h2>{}</h2><ul>{li}</ul>", esc(title))
+}
+
+/// The paper's figures, tables, sections and equations this page cites, as its text prints them.
+fn items_table(p: &Paper) -> String {
+    if p.items.is_empty() {
+        return String::new();
+    }
+    let mut h = String::from("<h2>What this page cites</h2><table><tr><th class=\"l\">item</th><th class=\"l\">as the paper prints it</th><th>line of its text</th></tr>");
+    for i in &p.items {
+        h += &format!(
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td></tr>",
+            esc(&i.id),
+            esc(&i.printed),
+            i.line
+        );
+    }
+    h + "</table>"
+}
+
+/// The index linking every paper's page: every claim of every paper on one screen, its verdict
+/// and size, and each paper's counts.
 pub fn index(papers: &[(String, String, Vec<Checked>)]) -> String {
     let mut h = head("vnetlab: the four papers reproduced");
     h += "<h1>The four papers, reproduced on this host</h1><table><tr><th class=\"l\">paper</th><th>holds</th><th>does not hold</th><th>within the spread</th><th>not measurable</th></tr>";
@@ -165,6 +281,23 @@ pub fn index(papers: &[(String, String, Vec<Checked>)]) -> String {
             n(Verdict::WithinSpread),
             n(Verdict::NotMeasurable)
         );
+    }
+    h += "</table><h2>Every claim</h2><table><tr><th class=\"l\">paper</th><th class=\"l\">claim</th><th class=\"l\">verdict</th><th class=\"l\">size</th></tr>";
+    for (id, _, checked) in papers {
+        for c in checked {
+            let claim = if c.beyond {
+                format!("{} (beyond the paper)", c.claim)
+            } else {
+                c.claim.clone()
+            };
+            h += &format!(
+                "<tr><td class=\"l\"><a href=\"{0}.html\">{0}</a></td><td class=\"l\">{1}</td>{2}<td class=\"l\">{3}</td></tr>",
+                esc(id),
+                esc(&claim),
+                verdict_cell(c.verdict),
+                esc(&c.size.text())
+            );
+        }
     }
     h + "</table>" + &tail()
 }
