@@ -286,8 +286,8 @@ pub struct Claim {
     pub common: Selector,
     pub series: Vec<Selector>,
     /// How far the first series must go: a factor (greater, lowest, highest) or a fraction
-    /// (near). Left out, a claim that gives the paper's size asks for it (`paper_ratio` less the
-    /// effect floor, so it holds where ours reaches the paper's), else 1.
+    /// (near). Left out, a claim that gives the paper's size is read against that size
+    /// (`Claim::sized`), else by 1.
     #[serde(default, rename = "by")]
     pub by_given: Option<f64>,
     pub value: Option<f64>,
@@ -407,16 +407,26 @@ pub struct Checked {
 }
 
 impl Claim {
-    /// The factor (or, for `near`, the fraction) the check asks for: as given, else the paper's
-    /// size less the effect floor, else 1.
+    /// The factor (or, for `near`, the fraction) the check asks for: as given, else 1 (a claim
+    /// read against the paper's size compares with `sized` instead).
     pub fn by(&self) -> f64 {
-        match (self.by_given, self.paper_ratio, self.kind) {
-            (Some(b), ..) => b,
-            (None, Some(r), Kind::Greater | Kind::Lowest | Kind::Highest) => {
-                r / (1.0 + EFFECT_FLOOR)
-            }
-            _ => 1.0,
-        }
+        self.by_given.unwrap_or(1.0)
+    }
+
+    /// A claim that states the paper's size and asks for it (no `by` of its own): the ratio it
+    /// holds above (the paper's size, and at least the effect floor) and the ratio it does not
+    /// hold below (less than two-thirds of the paper's effect, the effect being the ratio's
+    /// logarithm, and short of the paper's size by more than the floor). In between, ours shows
+    /// most of the paper's effect but not all of it: within the spread.
+    pub fn sized(&self) -> Option<(f64, f64)> {
+        let p = self
+            .paper_ratio
+            .filter(|_| self.by_given.is_none() && !self.beyond)?;
+        matches!(self.kind, Kind::Greater | Kind::Lowest | Kind::Highest).then(|| {
+            let hold = p.max(1.0 + EFFECT_FLOOR);
+            let short = p.powf(2.0 / 3.0).min(p / (1.0 + EFFECT_FLOOR));
+            (hold, short)
+        })
     }
 
     pub fn check(&self) -> Result<(), Error> {
@@ -542,9 +552,12 @@ impl Claim {
                 match read {
                     // Against: every ratio the ranges allow is near; for: the nearest one is.
                     Read::Against => off.fold(0.0, f64::max) <= self.by(),
+                    // For: the nearest one is, or misses by no more than the effect floor (a
+                    // near claim fails only beyond its bound and the floor, as others fail only
+                    // beyond the floor).
                     Read::For => {
                         let straddles = ratios[0] <= 1.0 && ratios[ratios.len() - 1] >= 1.0;
-                        straddles || off.fold(f64::INFINITY, f64::min) <= self.by()
+                        straddles || off.fold(f64::INFINITY, f64::min) <= self.by() + EFFECT_FLOOR
                     }
                     Read::Medians => off.fold(0.0, f64::max) <= self.by(),
                 }
@@ -610,6 +623,16 @@ impl Claim {
 
     /// The verdict from the medians and the repeats' ranges (points with no rounds to pair).
     fn verdict_by_ranges(&self, f: &[Figure]) -> (Verdict, String) {
+        if let Some((hold, short)) = self.sized() {
+            let (low, high) = self.ratio_range(f);
+            return match () {
+                _ if low > hold && self.way(f) == Some(true) => (Verdict::Holds, String::new()),
+                _ if high < short && self.way(f) == Some(false) => {
+                    (Verdict::DoesNotHold, self.note.clone())
+                }
+                _ => (Verdict::WithinSpread, self.between(hold, short)),
+            };
+        }
         let medians = self.compare(f, Read::Medians);
         let against = self.compare(f, Read::Against);
         let for_it = self.compare(f, Read::For);
@@ -649,6 +672,15 @@ impl Claim {
             }
             _ => {}
         }
+        if let Some((hold, short)) = self.sized() {
+            return (
+                Verdict::WithinSpread,
+                format!(
+                    "{}; it reaches the paper's size in {k_for} of {n} rounds and falls short of two-thirds of it in {k_against}: a verdict needs {need} of {n} one way",
+                    self.between(hold, short)
+                ),
+            );
+        }
         let compare = if self.compare(f, Read::Medians) {
             "compare"
         } else {
@@ -672,6 +704,16 @@ impl Claim {
     /// neither. A threshold claim (above a value, near another) has no effect to size: it goes
     /// the way it compares.
     fn way(&self, f: &[Figure]) -> Option<bool> {
+        if self.kind == Kind::Near {
+            let off = (f[0].value / f[1].value - 1.0).abs();
+            return (off <= self.by())
+                .then_some(true)
+                .or((off > self.by() + EFFECT_FLOOR).then_some(false));
+        }
+        if let Some((hold, short)) = self.sized() {
+            let r = self.ratio(&f.iter().map(|x| x.value).collect::<Vec<_>>());
+            return (r > hold).then_some(true).or((r < short).then_some(false));
+        }
         let effect = self.effect(f);
         if self.compare(f, Read::Medians) {
             (effect > 1.0 + EFFECT_FLOOR).then_some(true)
@@ -753,6 +795,13 @@ impl Claim {
         };
         let (a, b) = (self.ratio(&ends(false)), self.ratio(&ends(true)));
         (a.min(b), a.max(b))
+    }
+
+    /// What "within the spread" means for a claim read against the paper's size.
+    fn between(&self, hold: f64, short: f64) -> String {
+        format!(
+            "read against the paper's size: it holds above {hold:.2}x (the paper's), does not hold below {short:.2}x (two-thirds of the paper's effect), and ours lies between or its rounds disagree"
+        )
     }
 
     /// Why medians whose spread agrees with them, one way or the other, are still no verdict:
@@ -1281,6 +1330,53 @@ mod tests {
     }
 
     #[test]
+    fn a_claim_of_the_papers_size_holds_at_it_and_fails_below_two_thirds_of_its_effect() {
+        let mut c = claim(
+            Kind::Greater,
+            Metric::NormalizedPctPerGbps,
+            vec![sel("emulated"), sel("macvlan")],
+            None,
+        );
+        c.paper_ratio = Some(3.91);
+        let (hold, short) = c.sized().unwrap();
+        assert!((hold - 3.91).abs() < 1e-9);
+        // Two-thirds of the effect: 3.91^(2/3).
+        assert!((short - 3.91f64.powf(2.0 / 3.0)).abs() < 1e-9 && short < 2.49);
+        let run = |c: &Claim, emulated: &[f64]| {
+            c.evaluate(&[
+                rounds(Mode::Emulated, emulated, 7),
+                rounds(Mode::Macvlan, &[10.0; 6], 7),
+            ])
+        };
+        // Ours 4.2-4.9x: at least the paper's size in every round.
+        assert_eq!(
+            run(&c, &[42.0, 45.0, 49.0, 44.0, 46.0, 43.0]).verdict,
+            Verdict::Holds
+        );
+        // Ours 1.5-2.0x: short of two-thirds of the paper's effect in every round.
+        assert_eq!(
+            run(&c, &[15.0, 16.0, 20.0, 17.0, 18.0, 16.0]).verdict,
+            Verdict::DoesNotHold
+        );
+        // Ours about 2.7x with a wide spread: most of the effect, not all: within, saying so.
+        let r = run(&c, &[27.0, 25.0, 30.0, 24.5, 33.0, 43.0]);
+        assert_eq!(r.verdict, Verdict::WithinSpread, "{}", r.why);
+        assert!(
+            r.why.contains("two-thirds of the paper's effect"),
+            "{}",
+            r.why
+        );
+        // A paper effect below the floor (3 %) cannot hold on a tie, nor fail on one.
+        c.paper_ratio = Some(1.03);
+        let (hold, short) = c.sized().unwrap();
+        assert!(hold >= 1.1 && short < 1.0, "{hold} {short}");
+        assert_eq!(run(&c, &[10.0; 6]).verdict, Verdict::WithinSpread);
+        // Asking less than the paper's size (by given) is the plain comparison again.
+        c.by_given = Some(2.0);
+        assert!(c.sized().is_none());
+    }
+
+    #[test]
     fn a_wire_bound_tie_shows_its_size_and_says_the_wire_bound_it() {
         let mut c = claim(
             Kind::Greater,
@@ -1777,8 +1873,11 @@ mod tests {
             near.ours, "macvlan 5.400 [bound by client], native 5.000 Gb/s",
             "a latency bound is no saturation and is not named"
         );
-        assert_eq!(pair(4.4).verdict, Verdict::DoesNotHold, "below by 12 %");
-        assert_eq!(pair(5.6).verdict, Verdict::DoesNotHold, "above by 12 %");
+        // Missing its bound by less than the effect floor is no verdict; beyond it, a failure.
+        assert_eq!(pair(4.4).verdict, Verdict::WithinSpread, "below by 12 %");
+        assert_eq!(pair(5.6).verdict, Verdict::WithinSpread, "above by 12 %");
+        assert_eq!(pair(3.9).verdict, Verdict::DoesNotHold, "below by 22 %");
+        assert_eq!(pair(6.1).verdict, Verdict::DoesNotHold, "above by 22 %");
         let wide = Claim {
             by_given: Some(1.0),
             ..c

@@ -154,7 +154,6 @@ pub const PAPERS: [BuiltIn; 4] = [
         quick: &[
             include_str!("../../experiments/papers/icsnc2013-quick.toml"),
             include_str!("../../experiments/papers/icsnc2013-costs.toml"),
-            include_str!("../../experiments/papers/icsnc2013-costs-8k.toml"),
             include_str!("../../experiments/papers/icsnc2013-vdi.toml"),
             include_str!("../../experiments/papers/icsnc2013-vdi-costs-8k.toml"),
             include_str!("../../experiments/papers/icsnc2013-fig5.toml"),
