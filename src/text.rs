@@ -102,6 +102,12 @@ pub enum Error {
 /// memory, and anything but a regular file (a FIFO that would block the open or the read for
 /// ever, a device as /dev/zero, a socket) before anything is read.
 pub fn read_capped(path: &std::path::Path, max: u64) -> Result<String, Error> {
+    let name = clip(&path.display().to_string());
+    String::from_utf8(read_bytes_capped(path, max)?).map_err(|_| Error::NotUtf8 { name })
+}
+
+/// Reads a regular file of at most `max` bytes, as `read_capped` does, as bytes.
+pub fn read_bytes_capped(path: &std::path::Path, max: u64) -> Result<Vec<u8>, Error> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let name = clip(&path.display().to_string());
@@ -128,7 +134,7 @@ pub fn read_capped(path: &std::path::Path, max: u64) -> Result<String, Error> {
         let kb = max / 1024;
         return Err(Error::TooLarge { name, kb });
     }
-    String::from_utf8(buf).map_err(|_| Error::NotUtf8 { name })
+    Ok(buf)
 }
 
 /// Turns a toml error into one line: `file:line:col: message`.

@@ -392,7 +392,7 @@ fn inputs_outputs_and_the_store_are_checked_first() {
     for (args, says) in [
         (
             vec!["run", es, "--db", dbs, "--out", "/dev/null"],
-            "not a folder",
+            "not a file",
         ),
         (
             vec!["run", es, "--db", dbs, "--out", "/nonexistent/out"],

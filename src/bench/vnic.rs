@@ -124,7 +124,7 @@ fn run_cases(
     let mut rows = Vec::new();
     for case in cases {
         let plan = build::prepare(&case.topology)?;
-        build::build(&plan, false, false)?;
+        let rec = build::build(&plan, false, false)?;
         let (g1, client) = (Role::Guest(1), Role::Client);
         let dirs: &[(Role, Role)] = if case.receive_only {
             &[(client, g1)]
@@ -135,7 +135,7 @@ fn run_cases(
         for &(from, to) in dirs {
             progress(&format!("{} {from} → {to}", case.label));
             let target = Target::Lab {
-                rec: Box::new(plan.record.clone()),
+                rec: Box::new(rec.clone()),
                 from: Senders::One(from),
                 to,
                 loads: vec![],

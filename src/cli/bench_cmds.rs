@@ -298,12 +298,12 @@ fn bench_engine(a: EngineArgs) -> CmdResult {
             ..Default::default()
         };
         let plan = build::prepare(&t)?;
-        build::build(&plan, false, false)?;
-        crate::experiment::measure::place_driver(Some(&plan.record.cpus));
+        let rec = build::build(&plan, false, false)?;
+        crate::experiment::measure::place_driver(Some(&rec.cpus));
         let r = engine::compare(
             &Path::Lab {
                 name,
-                rec: &plan.record,
+                rec: &rec,
                 from,
             },
             a.seconds,
@@ -393,15 +393,8 @@ fn bench_paced(a: EngineArgs, repeat: u32) -> CmdResult {
             ..Default::default()
         };
         let plan = build::prepare(&t)?;
-        build::build(&plan, false, false)?;
-        let r = paced::compare(
-            name,
-            &plan.record,
-            &pacings,
-            a.seconds,
-            repeat,
-            &mut progress,
-        );
+        let rec = build::build(&plan, false, false)?;
+        let r = paced::compare(name, &rec, &pacings, a.seconds, repeat, &mut progress);
         let down = build::teardown("bench");
         rows.extend(r?);
         down?;

@@ -145,9 +145,66 @@ fn load(path: &Path, force: bool) -> Result<erun::Loaded, Fail> {
     })
 }
 
+/// Whether an output path means standard output: `-` or /dev/stdout.
+pub fn is_stdout(path: &Path) -> bool {
+    path == Path::new("-") || path == Path::new("/dev/stdout")
+}
+
+/// File systems whose files are the machine's own controls, not files: proc, sysfs, cgroup,
+/// debugfs, securityfs, tracefs, bpf (statfs f_type, linux/magic.h).
+const CONTROL_FS: [i64; 8] = [
+    0x9fa0,
+    0x6265_6572,
+    crate::sys::CGROUP_MAGIC,
+    crate::sys::CGROUP2_MAGIC,
+    0x6462_6720,
+    0x7363_6673,
+    0x7472_6163,
+    0xcafe_4a11,
+];
+
+/// Refuses an output path that would write into the machine rather than a file: anywhere under
+/// /proc, /sys or /dev (symlinks resolved), on a control file system, or an existing file that is
+/// not a regular one (a device, a FIFO, a socket). Standard output is `-` (or /dev/stdout).
+pub fn refuse_special(path: &Path, flag: &str) -> Result<(), Fail> {
+    let name = crate::text::clip(&path.display().to_string());
+    let bad = |why: &str| {
+        Err(Fail::Input(format!(
+            "{flag} {name}: {why}: give a file or folder of your own (standard output is -)"
+        )))
+    };
+    let parent = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(d) => d.to_path_buf(),
+        None => PathBuf::from("."),
+    };
+    let resolved = std::fs::canonicalize(path).or_else(|_| {
+        std::fs::canonicalize(&parent).map(|d| d.join(path.file_name().unwrap_or_default()))
+    });
+    if let Ok(r) = &resolved {
+        if ["/proc", "/sys", "/dev"].iter().any(|t| r.starts_with(t)) {
+            return bad("that is the machine's own (proc, sys or a device), not a file");
+        }
+    }
+    if let Ok(m) = std::fs::metadata(path) {
+        if !m.is_file() && !m.is_dir() {
+            return bad("it exists and is not a regular file (a device, a FIFO or a socket)");
+        }
+    }
+    let folder = if path.is_dir() {
+        path
+    } else {
+        parent.as_path()
+    };
+    match crate::sys::fs_magic(folder) {
+        Ok(m) if CONTROL_FS.contains(&m) => bad("it is on a control file system of the kernel"),
+        _ => Ok(()),
+    }
+}
+
 /// A folder for the report: made if missing (its parent must exist: vnetlab makes no folder the
 /// user did not name) and checked writable, before the first point runs.
 pub fn output_dir(dir: &Path) -> Result<(), Fail> {
+    refuse_special(dir, "--out")?;
     let name = crate::text::clip(&dir.display().to_string());
     match std::fs::metadata(dir) {
         Ok(m) if !m.is_dir() => {
@@ -176,8 +233,13 @@ pub fn output_dir(dir: &Path) -> Result<(), Fail> {
     Ok(())
 }
 
-/// A file vnetlab will write: its folder must exist, and the path must not be a folder.
+/// A file vnetlab will write: its folder must exist, and the path must not be a folder nor
+/// anything of the machine's own (`refuse_special`). Standard output (`-`) is fine.
 pub fn output_file(path: &Path, flag: &str) -> Result<(), Fail> {
+    if is_stdout(path) {
+        return Ok(());
+    }
+    refuse_special(path, flag)?;
     let name = crate::text::clip(&path.display().to_string());
     if path.is_dir() {
         return Err(Fail::Input(format!(
@@ -342,6 +404,18 @@ pub fn report(a: ReportArgs) -> CmdResult {
     let r = store.find_run(a.run)?;
     let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
     if let Some(h) = &a.html {
+        if is_stdout(h) {
+            if a.json {
+                return Err(Fail::Input(
+                    "--html - and --json both write to standard output: pick one".into(),
+                ));
+            }
+            crate::out!(
+                "{}",
+                crate::report::html::page(&r, &pts, &crate::report::capacity::sections(&r, &pts))?
+            );
+            return Ok(());
+        }
         crate::report::write_page(&r, &pts, h)?;
     }
     if a.json {
@@ -417,9 +491,9 @@ pub fn export(a: ExportArgs) -> CmdResult {
     let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
     let csv = table::csv(&r, &pts);
     match &a.output {
-        Some(p) => std::fs::write(p, csv)
+        Some(p) if !is_stdout(p) => std::fs::write(p, csv)
             .map_err(|e| Fail::Input(format!("cannot write {}: {e}", p.display())))?,
-        None => crate::out!("{csv}"),
+        _ => crate::out!("{csv}"),
     }
     Ok(())
 }

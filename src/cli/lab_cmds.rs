@@ -198,9 +198,9 @@ pub fn up(a: UpArgs) -> CmdResult {
     need_root("vnetlab up")?;
     let plan = build::prepare(&t)?;
     crate::sys::signals::install();
-    build::build(&plan, !a.json, true)?;
+    let built = build::build(&plan, !a.json, true)?;
     // The record on disk has what the build learnt (the VMs' boot times).
-    let r = crate::lab::state::load(&t.name).unwrap_or(plan.record);
+    let r = crate::lab::state::load(&t.name).unwrap_or(built);
     if a.json {
         print_json(&r);
         return Ok(());
@@ -278,7 +278,13 @@ pub fn down(a: DownArgs) -> CmdResult {
     if !state::journal_path(&lab).exists() {
         build::teardown_plan(&lab)?;
     }
-    build::down(&lab)?;
+    let left = build::down(&lab)?;
+    if !left.is_empty() {
+        return Err(Fail::Partial(format!(
+            "lab {lab} removed, but: {}",
+            left.join("; ")
+        )));
+    }
     crate::errln!("lab {lab} removed");
     Ok(())
 }
@@ -528,7 +534,7 @@ pub fn cleanup(a: CleanupArgs) -> CmdResult {
             )));
         }
     }
-    let mut errors = Vec::new();
+    let (mut errors, mut notes) = (Vec::new(), Vec::new());
     let mut removed = 0;
     for lab in &labs {
         let entries = match crate::lab::journal::read(&state::journal_path(lab), lab) {
@@ -559,19 +565,12 @@ pub fn cleanup(a: CleanupArgs) -> CmdResult {
             continue;
         }
         match build::teardown(lab) {
-            Ok(()) => {
+            Ok(left) => {
                 removed += 1;
                 crate::errln!("removed lab {lab}");
+                notes.extend(left.into_iter().map(|l| format!("{lab}: {l}")));
             }
             Err(e) => errors.push(format!("{lab}: {e}")),
-        }
-    }
-    if !a.dry_run && state::labs().is_empty() {
-        for dir in crate::lab::cgroup::shared_folders(&crate::lab::cgroup::detect()) {
-            if std::fs::remove_dir(&dir).is_ok() {
-                removed += 1;
-                crate::errln!("removed the empty shared cgroup folder {}", dir.display());
-            }
         }
     }
     if removed == 0 && errors.is_empty() && !a.dry_run {
@@ -591,6 +590,9 @@ pub fn cleanup(a: CleanupArgs) -> CmdResult {
     }
     if !errors.is_empty() {
         return Err(Fail::Run(errors.join("; ")));
+    }
+    if !notes.is_empty() {
+        return Err(Fail::Partial(format!("removed, but: {}", notes.join("; "))));
     }
     Ok(())
 }

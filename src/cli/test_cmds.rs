@@ -955,9 +955,23 @@ pub struct ServeArgs {
     /// Exit after one authenticated test session
     #[arg(long)]
     once: bool,
+    /// Buffer memory all sessions together may hold (512M to 1G): a listen or connect that
+    /// would exceed it is refused with why
+    #[arg(long, default_value = "512M")]
+    memory: String,
 }
 
 pub fn serve(a: ServeArgs) -> CmdResult {
+    let budget = units::parse_size(&a.memory)
+        .ok()
+        .filter(|&b| b >= crate::engine::spec::MAX_MSG)
+        .ok_or_else(|| {
+            Fail::Input(format!(
+                "--memory {}: give a size of at least {}M (the largest message), e.g. 512M or 1G",
+                crate::text::clip(&a.memory),
+                crate::engine::spec::MAX_MSG >> 20
+            ))
+        })?;
     if let Some(t) = &a.token {
         crate::engine::serve::check_token(t)?;
     }
@@ -982,10 +996,12 @@ pub fn serve(a: ServeArgs) -> CmdResult {
         token: token.clone(),
         once: a.once,
         reach,
+        budget: budget as u64,
     };
     Ok(crate::engine::serve::serve(cfg, |addr| {
         crate::errln!(
-            "vnetlab serve: listening on {addr}; token {token} (pass it to vnetlab test --token)"
+            "vnetlab serve: listening on {addr}; token {token} (pass it to vnetlab test --token); buffers of all sessions within {} MiB",
+            budget >> 20
         );
     })?)
 }

@@ -50,9 +50,59 @@ enum Prepared {
     },
 }
 
+/// One memory budget for every session a `serve` serves: each listen or connect reserves what its
+/// streams' buffers will take (the largest message, request or response, and the socket buffers
+/// it asks for, per stream) until its session runs it or ends; one that would exceed the budget
+/// is refused with why. Per request the engine allows `MAX_BUFFERS`; this bounds the sum.
+#[derive(Debug)]
+pub struct Budget {
+    limit: u64,
+    used: std::sync::atomic::AtomicU64,
+}
+
+/// A `serve`'s memory budget unless told otherwise (`serve --memory`): 512 MiB, two requests of
+/// the largest buffers at once.
+pub const SERVE_BUDGET: u64 = 512 << 20;
+
+impl Budget {
+    pub fn new(limit: u64) -> Budget {
+        Budget {
+            limit,
+            used: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+    /// Reserves `n` bytes if they fit.
+    fn take(&self, n: u64) -> bool {
+        use std::sync::atomic::Ordering;
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
+                (u.saturating_add(n) <= self.limit).then_some(u + n)
+            })
+            .is_ok()
+    }
+    fn give(&self, n: u64) {
+        self.used.fetch_sub(n, std::sync::atomic::Ordering::AcqRel);
+    }
+    /// Bytes reserved now.
+    pub fn used(&self) -> u64 {
+        self.used.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+/// What a request's streams will hold in buffers: the largest message, request or response and
+/// the socket buffers it asks for, per stream.
+pub fn cost(spec: &Spec) -> u64 {
+    let per = spec.msg.max(spec.req).max(spec.resp)
+        + spec.local_buf.unwrap_or(0)
+        + spec.remote_buf.unwrap_or(0);
+    per as u64 * u64::from(spec.parallel.max(1))
+}
+
 pub struct Agent {
     prepared: Vec<Prepared>,
     max_prepared: usize,
+    /// A served session's share of its serve's budget, and what it holds reserved now.
+    budget: Option<(std::sync::Arc<Budget>, u64)>,
     /// Where a served session may aim its traffic (None: the driver's own agents).
     reach: Option<Reach>,
 }
@@ -62,8 +112,9 @@ pub enum SessionMode {
     /// vnetlab's own driver (an agent it started in a lab endpoint, in-process or in a guest).
     Local,
     /// A `vnetlab serve` client that has shown the token: at most `MAX_PREPARED` listens and
-    /// connects before a run, and traffic only where `Reach` allows.
-    Served(Reach),
+    /// connects before a run, their buffers within the serve's one `Budget`, and traffic only
+    /// where `Reach` allows.
+    Served(Reach, std::sync::Arc<Budget>),
 }
 
 /// The most listens and connects one `serve` session may prepare before it runs them (an agent a
@@ -108,11 +159,13 @@ pub fn session(
         SessionMode::Local => Agent {
             prepared: Vec::new(),
             max_prepared: usize::MAX,
+            budget: None,
             reach: None,
         },
-        SessionMode::Served(reach) => Agent {
+        SessionMode::Served(reach, budget) => Agent {
             prepared: Vec::new(),
             max_prepared: MAX_PREPARED,
+            budget: Some((budget, 0)),
             reach: Some(reach),
         },
     };
@@ -144,6 +197,12 @@ pub fn session(
     }
 }
 
+impl Drop for Agent {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
 /// Whether two tokens are equal, in time that does not depend on where they differ.
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
@@ -166,6 +225,32 @@ impl Agent {
                 error: format!("at most {} listens and connects per run", self.max_prepared),
             };
         }
+        // A spec out of bounds is refused for that by the request itself; one within them
+        // reserves its buffers first.
+        if let (Request::Listen { spec, .. } | Request::Connect { spec, .. }, Some((b, held))) =
+            (&req, &mut self.budget)
+        {
+            if spec.validate().is_err() {
+                return self.prepare(req);
+            }
+            let n = cost(spec);
+            if !b.take(n) {
+                return Reply::Error {
+                    error: format!(
+                        "this serve's memory budget is spent ({} of {} MiB reserved by its sessions; this request asks {} MiB): try again later, or ask for smaller messages or fewer streams",
+                        b.used() >> 20,
+                        b.limit >> 20,
+                        n.div_ceil(1 << 20)
+                    ),
+                };
+            }
+            *held += n;
+        }
+        self.prepare(req)
+    }
+
+    /// Carries a request out (its budget, if any, already reserved).
+    fn prepare(&mut self, req: Request) -> Reply {
         let r = match req {
             Request::Hello { .. } => Ok(Reply::Ok),
             Request::Listen {
@@ -176,9 +261,11 @@ impl Agent {
                 first_id,
             } => self.listen(spec, bind, ports, streams, first_id),
             Request::Connect { spec, to, first_id } => self.connect(spec, to, first_id),
-            Request::Run => Ok(Reply::Report {
-                report: self.run_streams(),
-            }),
+            Request::Run => {
+                let report = self.run_streams();
+                self.release();
+                Ok(Reply::Report { report })
+            }
             Request::Time => Ok(Reply::Time {
                 mono_ns: crate::sys::monotonic_ns(),
             }),
@@ -187,6 +274,14 @@ impl Agent {
         r.unwrap_or_else(|e| Reply::Error {
             error: e.to_string(),
         })
+    }
+
+    /// Gives back what this session reserved of its serve's budget.
+    fn release(&mut self) {
+        if let Some((b, held)) = &mut self.budget {
+            b.give(*held);
+            *held = 0;
+        }
     }
 
     fn listen(

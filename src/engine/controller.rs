@@ -101,18 +101,20 @@ impl AgentConn {
         Self::tcp_from(name, addr, token, None)
     }
 
-    /// The same, the connection made from inside network namespace `netns` (a lab's host, whose
-    /// uplink is the only way to the client machine): the socket stays in that namespace.
+    /// The same, the connection made from inside the network namespace open as `netns` (a lab's
+    /// host, whose uplink is the only way to the client machine, checked by the caller): the
+    /// socket stays in that namespace.
     pub fn tcp_from(
         name: &str,
         addr: SocketAddr,
         token: &str,
-        netns: Option<&str>,
+        netns: Option<std::os::fd::OwnedFd>,
     ) -> Result<AgentConn, Error> {
-        let ns = netns.map(str::to_string);
+        let in_ns = netns.is_some();
         let connect = move || -> Result<TcpStream, Error> {
-            if let Some(ns) = &ns {
-                crate::sys::enter_netns(ns).map_err(|e| Error::Failed(e.to_string()))?;
+            if let Some(ns) = &netns {
+                crate::sys::ident::enter_netns_fd(ns)
+                    .map_err(|e| Error::Failed(format!("cannot enter the lab's namespace: {e}")))?;
             }
             TcpStream::connect_timeout(&addr, Duration::from_secs(3)).map_err(|e| {
                 Error::Failed(format!(
@@ -121,11 +123,11 @@ impl AgentConn {
             })
         };
         // A thread of its own enters the namespace, so this one stays where it is.
-        let s = match netns {
-            Some(_) => std::thread::spawn(connect)
+        let s = match in_ns {
+            true => std::thread::spawn(connect)
                 .join()
                 .unwrap_or_else(|_| Err(Error::Failed("the connecting thread panicked".into())))?,
-            None => connect()?,
+            false => connect()?,
         };
         s.set_nodelay(true).ok();
         let rx = reader_thread(

@@ -56,6 +56,8 @@ pub struct Config {
     pub token: String,
     pub once: bool,
     pub reach: Reach,
+    /// The bytes of buffers all its sessions may hold at once (`agent::Budget`).
+    pub budget: u64,
 }
 
 /// A connection that has not shown its token yet.
@@ -103,6 +105,7 @@ pub fn judge(got: &[u8], token: &str) -> Hello {
 /// Serves until killed (or after one authenticated session with `once`).
 pub fn serve(cfg: Config, mut on_ready: impl FnMut(SocketAddr)) -> Result<(), Error> {
     check_token(&cfg.token)?;
+    let cfg_budget = cfg.budget;
     let fail = |what: &str, e: std::io::Error| Error::Failed(format!("{what}: {e}"));
     let l = TcpListener::bind(cfg.addr)
         .map_err(|e| Error::Failed(format!("cannot listen on {}: {e}", cfg.addr)))?;
@@ -116,6 +119,7 @@ pub fn serve(cfg: Config, mut on_ready: impl FnMut(SocketAddr)) -> Result<(), Er
         pending: BTreeMap::new(),
         next: LISTENER + 1,
         live: Arc::new(AtomicUsize::new(0)),
+        budget: Arc::new(agent::Budget::new(cfg_budget)),
     };
     let mut ready = Vec::new();
     loop {
@@ -139,6 +143,7 @@ struct Gate {
     pending: BTreeMap<u64, Pending>,
     next: u64,
     live: Arc<AtomicUsize>,
+    budget: Arc<agent::Budget>,
 }
 
 impl Gate {
@@ -240,15 +245,16 @@ impl Gate {
             return None;
         }
         let reach = self.cfg.reach.clone();
+        let budget = Arc::clone(&self.budget);
         if self.cfg.once {
-            return session(s, rest, reach).ok();
+            return session(s, rest, reach, budget).ok();
         }
         self.live.fetch_add(1, Ordering::SeqCst);
         let live = Arc::clone(&self.live);
         let spawned = std::thread::Builder::new()
             .name("session".into())
             .spawn(move || {
-                let _ = session(s, rest, reach);
+                let _ = session(s, rest, reach, budget);
                 live.fetch_sub(1, Ordering::SeqCst);
             });
         if spawned.is_err() {
@@ -264,7 +270,12 @@ fn refuse(mut s: TcpStream, why: &str) {
 }
 
 /// An authenticated client's session: it is told its hello was good, then served.
-fn session(s: TcpStream, rest: Vec<u8>, reach: Reach) -> Result<SessionEnd, Error> {
+fn session(
+    s: TcpStream,
+    rest: Vec<u8>,
+    reach: Reach,
+    budget: Arc<agent::Budget>,
+) -> Result<SessionEnd, Error> {
     s.set_nonblocking(false).ok();
     s.set_nodelay(true).ok();
     s.set_read_timeout(Some(IDLE)).ok();
@@ -272,7 +283,7 @@ fn session(s: TcpStream, rest: Vec<u8>, reach: Reach) -> Result<SessionEnd, Erro
     let mut w = s.try_clone().map_err(|e| Error::Failed(e.to_string()))?;
     agent::send(&mut w, &Reply::Ok)?;
     let input: Box<dyn BufRead> = Box::new(BufReader::new(std::io::Cursor::new(rest).chain(s)));
-    let r = agent::session(input, w, SessionMode::Served(reach));
+    let r = agent::session(input, w, SessionMode::Served(reach, budget));
     if let Err(e) = &r {
         crate::errln!("vnetlab serve: {e}");
     }

@@ -181,9 +181,9 @@ struct Flood {
     load: String,
     bps: u64,
     driver: JoinHandle<Result<TestResult, Error>>,
-    /// A flood of the other guest: the measured guest's namespace and its UDP datagrams
+    /// A flood of the other guest: the measured guest and the UDP datagrams its namespace had
     /// received before the flood began.
-    measured: Option<(String, u64)>,
+    measured: Option<(crate::lab::state::Endpoint, u64)>,
 }
 
 /// Started downloads, one driver per guest.
@@ -256,13 +256,13 @@ pub fn start(
                         "{l}: the other guest has no lab here: an experiment names its datapath in [matrix] other"
                     ))
                 })?;
-                let ns = rec.endpoint(Role::Guest(1))?.netns.clone();
-                let before = udp_in(&ns)?;
+                let ep = rec.endpoint(Role::Guest(1))?;
+                let before = udp_in(ep)?;
                 r.flood = Some(Flood {
                     load: l.to_string(),
                     bps,
                     driver: flood(other, Role::Client, Role::Guest(1), bps, secs)?,
-                    measured: Some((ns, before)),
+                    measured: Some((ep.clone(), before)),
                 });
             }
         }
@@ -270,12 +270,12 @@ pub fn start(
     Ok(r)
 }
 
-/// The UDP datagrams namespace `ns` has received (`Udp: InDatagrams` of its /proc/net/snmp),
-/// read from a thread that enters it.
-fn udp_in(ns: &str) -> Result<u64, Error> {
-    let ns = ns.to_string();
+/// The UDP datagrams `ep`'s namespace has received (`Udp: InDatagrams` of its /proc/net/snmp),
+/// read from a thread that enters it (the namespace checked by identity).
+fn udp_in(ep: &crate::lab::state::Endpoint) -> Result<u64, Error> {
+    let ns = crate::lab::exec::netns_fd(ep)?;
     let read = std::thread::spawn(move || -> Result<String, String> {
-        crate::sys::enter_netns(&ns).map_err(|e| e.to_string())?;
+        crate::sys::ident::enter_netns_fd(&ns).map_err(|e| e.to_string())?;
         crate::text::read_capped(std::path::Path::new("/proc/thread-self/net/snmp"), 64 << 10)
             .map_err(|e| e.to_string())
     });
@@ -324,7 +324,7 @@ fn burner(rec: &LabRecord, at: Role, pct: f64, l: &Load, secs: f64) -> Result<Bu
         "--seconds".into(),
         format!("{:.1}", secs + 2.0),
     ];
-    let mut cmd = crate::lab::exec::command_in(&ep.netns, &ep.cgroups, &argv)?;
+    let mut cmd = crate::lab::exec::command_in(ep, &argv)?;
     crate::sys::die_with_parent(&mut cmd);
     let child = cmd
         .stdin(std::process::Stdio::null())
@@ -429,7 +429,7 @@ pub fn stop(r: Running) -> Result<Vec<LoadReport>, Error> {
             .map_err(|_| Error::Failed("the UDP flood's driver panicked".into()))?
             .map_err(|e| Error::Failed(format!("{}: {e}", f.load)))?;
         let measured_guest_udp_in = match f.measured {
-            Some((ns, before)) => Some(udp_in(&ns)?.saturating_sub(before)),
+            Some((ep, before)) => Some(udp_in(&ep)?.saturating_sub(before)),
             None => None,
         };
         out.push(LoadReport::Flood {

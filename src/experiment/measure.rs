@@ -654,12 +654,12 @@ fn remote_agent(
     })?;
     let addr = SocketAddr::new(IpAddr::V4(r.address), r.port);
     // The client machine is reached through the lab's uplink, from the lab's host namespace.
-    let host_ns = rec.endpoint(Role::Host)?.netns.clone();
+    let host_ns = crate::lab::exec::netns_fd(rec.endpoint(Role::Host)?)?;
     Ok(AgentConn::tcp_from(
         &role.to_string(),
         addr,
         token,
-        Some(&host_ns),
+        Some(host_ns),
     )?)
 }
 

@@ -134,11 +134,12 @@ fn failed_record(p: &Point, error: &str) -> PointRecord {
 /// The most names a run tries before giving up on finding a free one.
 const NAME_TRIES: u32 = 999;
 
-/// A lab a round built, and the other guest's lab beside it where the matrix names one.
+/// A lab a round built (its record vouched for by its journal), and the other guest's lab beside
+/// it where the matrix names one.
 struct Built {
     name: String,
-    plan: crate::lab::plan::Plan,
-    other: Option<(String, crate::lab::plan::Plan)>,
+    rec: state::LabRecord,
+    other: Option<(String, state::LabRecord)>,
 }
 
 impl Built {
@@ -157,20 +158,20 @@ impl Built {
 /// Builds the lab for `cfg` and, where it names one, the other guest's lab beside it (named as
 /// the lab with `o` after it); if the second fails the first is removed.
 fn build_labs(cfg: &matrix::LabConfig, site: Option<&Site>) -> Result<Built, crate::lab::Error> {
-    let (name, plan) = build_lab(cfg, site)?;
+    let (name, rec) = build_lab(cfg, site)?;
     let Some(t) = cfg.other_topology(&format!("{name}o")) else {
         return Ok(Built {
             name,
-            plan,
+            rec,
             other: None,
         });
     };
-    let other = build::prepare(&t).and_then(|p| build::build(&p, false, false).map(|()| p));
+    let other = build::prepare(&t).and_then(|p| build::build(&p, false, false));
     match other {
-        Ok(p) => Ok(Built {
+        Ok(o) => Ok(Built {
             name,
-            plan,
-            other: Some((t.name, p)),
+            rec,
+            other: Some((t.name, o)),
         }),
         Err(e) => {
             let _ = build::teardown(&name);
@@ -184,7 +185,7 @@ fn build_labs(cfg: &matrix::LabConfig, site: Option<&Site>) -> Result<Built, cra
 fn build_lab(
     cfg: &matrix::LabConfig,
     site: Option<&Site>,
-) -> Result<(String, crate::lab::plan::Plan), crate::lab::Error> {
+) -> Result<(String, state::LabRecord), crate::lab::Error> {
     for i in 1..=NAME_TRIES {
         let name = format!("x{i}");
         let ns = format!("vl{name}-");
@@ -201,7 +202,7 @@ fn build_lab(
         }
         let plan = build::prepare(&t)?;
         match build::build(&plan, false, false) {
-            Ok(()) => return Ok((name, plan)),
+            Ok(rec) => return Ok((name, rec)),
             Err(crate::lab::Error::Taken(_)) => continue,
             Err(e) => return Err(e),
         }
@@ -488,12 +489,12 @@ impl LabRound<'_> {
             progress(pace.done, total, pace.left(), &matrix::describe(p));
             let (from, to) = p.direction.endpoints();
             let target = Target::Lab {
-                rec: Box::new(built.plan.record.clone()),
+                rec: Box::new(built.rec.clone()),
                 from,
                 to,
                 loads: p.loads.clone(),
                 peer: None,
-                other: built.other.as_ref().map(|o| Box::new(o.1.record.clone())),
+                other: built.other.as_ref().map(|o| Box::new(o.1.clone())),
             };
             let t0 = std::time::Instant::now();
             match measure::repeats(&target, &p.spec, p.repeat, None, &|_, _| {}) {

@@ -5,7 +5,6 @@
 use crate::lab::Error;
 use std::collections::HashSet;
 use std::io::Write;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -15,6 +14,7 @@ use super::plan::{self, Plan, SriovPf, Step};
 use super::state;
 use super::topology::Topology;
 use super::{cgroup, names::Names, vfio};
+use crate::sys::ident::{self, FileId};
 use crate::vocab::Mode;
 
 /// Everything `up` checks before it makes anything; errors are one line and leave nothing.
@@ -144,7 +144,8 @@ pub fn netns_list() -> Vec<String> {
 
 /// Builds the plan. `kept`: the lab outlives this process (`up`); otherwise it belongs to it and
 /// `cleanup` may remove it once the process is gone. On failure or a signal, removes what it made.
-pub fn build(p: &Plan, progress: bool, kept: bool) -> Result<(), Error> {
+/// Returns the lab's record vouched for by its journal (with the identities of what it made).
+pub fn build(p: &Plan, progress: bool, kept: bool) -> Result<state::LabRecord, Error> {
     let progress = progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let lab = p.record.topology.name.clone();
     state::ensure_dir()?;
@@ -161,15 +162,18 @@ pub fn build(p: &Plan, progress: bool, kept: bool) -> Result<(), Error> {
         Err(_) if progress => crate::errln!(),
         Err(_) => {}
     }
-    result.map_err(|e| undo_failed_build(&lab, e))
+    result.map_err(|e| undo_failed_build(&lab, e))?;
+    let mut rec = p.record.clone();
+    state::vouch(&mut rec, &journal::read(&state::journal_path(&lab), &lab)?)?;
+    Ok(rec)
 }
 
 /// Removes what a failed or interrupted build made, and says so in the error it returns.
 fn undo_failed_build(lab: &str, e: Error) -> Error {
     let stopped = stopping();
     let msg = match (stopped, teardown(lab)) {
-        (true, Ok(())) => format!("interrupted while building lab {lab}; removed what was made"),
-        (false, Ok(())) => format!("{e}; removed what was made"),
+        (true, Ok(_)) => format!("interrupted while building lab {lab}; removed what was made"),
+        (false, Ok(_)) => format!("{e}; removed what was made"),
         (_, Err(u)) => {
             format!("{e}; removing what was made also failed: {u} (run `vnetlab cleanup`)")
         }
@@ -244,6 +248,8 @@ fn run_step(
     started: &mut Vec<(crate::vocab::Role, Instant)>,
 ) -> Result<(), Error> {
     match step {
+        Step::MakeNetns { names } => names.iter().try_for_each(|n| make_netns(n, j)),
+        Step::MakeCgroup { path, shared } => make_cgroup(path, *shared, j),
         Step::Run { creates, cmd } => {
             j.record(creates)?;
             cmd.run().map_err(|e| match e.failure() {
@@ -301,7 +307,8 @@ fn run_step(
                 dev: name.clone(),
                 netns: netns.clone(),
             };
-            Ok(HostCmd::ip(None, vec![mv]).run()?)
+            HostCmd::ip(None, vec![mv]).run()?;
+            j.record(&[Entry::UplinkMoved { name: name.clone() }])
         }
         Step::MoveVf {
             pf,
@@ -326,6 +333,132 @@ fn run_step(
     }
 }
 
+/// Makes namespace `name`, journaled before and with its identity before it is bound to its name
+/// (a crash between the two leaves only an empty placeholder, which `down` removes). A name
+/// someone else holds (another lab, another state folder, another program) is theirs: the build
+/// stops and the rollback leaves it, since it was never journaled as made.
+fn make_netns(name: &str, j: &mut Journal) -> Result<(), Error> {
+    j.record(&[Entry::Netns { name: name.into() }])?;
+    let made = ident::make_netns(name, |id| {
+        j.record(&[Entry::NetnsMade {
+            name: name.into(),
+            id,
+        }])
+        .map_err(|e| std::io::Error::other(e.to_string()))
+    });
+    match made {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(Error::Taken(format!(
+            "namespace {name} exists and is not this lab's (another lab, another state folder or another program holds the name): pick another --name"
+        ))),
+        Err(e) => Err(Error::Failed(format!("cannot make namespace {name}: {e}"))),
+    }
+}
+
+/// A name for a folder only this build could have made: `.<name>-<random hex>` beside it.
+fn temp_name(path: &Path) -> std::path::PathBuf {
+    use rand::Rng;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("x");
+    path.with_file_name(format!(".{name}-{:016x}", rand::thread_rng().gen::<u64>()))
+}
+
+/// Makes cgroup folder `path` under a unique temporary name, journals what it is, then renames
+/// it into place (a crash at any moment leaves a folder this lab's journal can prove is its own).
+/// A shared folder that exists is used, journaled as made only if a lab of this state folder
+/// made it; a lab's own folder that exists is someone else's. Where the file system cannot rename
+/// folders (cgroup v2), the folder is made in place.
+fn make_cgroup(path: &Path, shared: bool, j: &mut Journal) -> Result<(), Error> {
+    let exists = || std::fs::symlink_metadata(path).is_ok();
+    let taken = || {
+        Error::Taken(format!(
+            "cgroup folder {} exists and is not this lab's: pick another --name",
+            path.display()
+        ))
+    };
+    if exists() {
+        return match (shared, made_here(path)) {
+            (true, Some(id)) => j.record(&[
+                Entry::Cgroup {
+                    path: path.into(),
+                    shared,
+                    temp: None,
+                },
+                Entry::CgroupMade {
+                    path: path.into(),
+                    id,
+                },
+            ]),
+            (true, None) => Ok(()),
+            (false, _) => Err(taken()),
+        };
+    }
+    let temp = temp_name(path);
+    j.record(&[Entry::Cgroup {
+        path: path.into(),
+        shared,
+        temp: Some(temp.clone()),
+    }])?;
+    let failed =
+        |e: std::io::Error| Error::Failed(format!("cannot make cgroup {}: {e}", path.display()));
+    std::fs::create_dir(&temp).map_err(failed)?;
+    let id = ident::id_of(&temp).map_err(failed)?;
+    j.record(&[Entry::CgroupMade {
+        path: temp.clone(),
+        id,
+    }])?;
+    match std::fs::rename(&temp, path) {
+        Ok(()) => j.record(&[Entry::CgroupMade {
+            path: path.into(),
+            id,
+        }]),
+        Err(e) => {
+            let _ = std::fs::remove_dir(&temp);
+            match e.raw_os_error() {
+                Some(libc::EEXIST | libc::ENOTEMPTY) if shared => Ok(()),
+                Some(libc::EEXIST | libc::ENOTEMPTY) => Err(taken()),
+                // No rename here (cgroup v2): made in place, journaled right after.
+                _ => make_in_place(path, shared, j),
+            }
+        }
+    }
+}
+
+/// Makes the folder in place and journals what it is (where folders cannot be renamed).
+fn make_in_place(path: &Path, shared: bool, j: &mut Journal) -> Result<(), Error> {
+    match std::fs::create_dir(path) {
+        Ok(()) => {
+            let id = ident::id_of(path)
+                .map_err(|e| Error::Failed(format!("{}: {e}", path.display())))?;
+            j.record(&[Entry::CgroupMade {
+                path: path.into(),
+                id,
+            }])
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && shared => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(Error::Taken(format!(
+            "cgroup folder {} exists and is not this lab's: pick another --name",
+            path.display()
+        ))),
+        Err(e) => Err(Error::Failed(format!(
+            "cannot make cgroup {}: {e}",
+            path.display()
+        ))),
+    }
+}
+
+/// The identity of shared folder `path` if a lab of this state folder journaled it as made and it
+/// is still that folder.
+fn made_here(path: &Path) -> Option<FileId> {
+    let now = ident::id_of(path).ok()?;
+    state::labs().iter().find_map(|l| {
+        let entries = journal::read(&state::journal_path(l), l).ok()?;
+        entries.iter().find_map(|e| match e {
+            Entry::CgroupMade { path: p, id } if p == path && *id == now => Some(now),
+            _ => None,
+        })
+    })
+}
+
 /// What a build stopped by SIGINT/SIGTERM (or a closed output) says.
 pub const INTERRUPTED: &str = "interrupted";
 
@@ -348,7 +481,7 @@ fn start_backend(
         .map_err(|e| Error::Failed(format!("cannot find vnetlab's own binary: {e}")))?;
     let mut argv = vec![exe.display().to_string()];
     argv.extend(args.iter().cloned());
-    let mut cmd = super::exec::command_in(netns, cgroups, &argv)?;
+    let mut cmd = super::exec::command_while_building(netns, cgroups, &argv)?;
     let out =
         std::fs::File::create(log).map_err(|e| Error::Failed(format!("{}: {e}", log.display())))?;
     let _ = std::fs::remove_file(stats);
@@ -464,9 +597,11 @@ fn vf_ifname(pf: &str, vf: u32) -> Result<String, Error> {
 /// One thing `down` does, derived from a journal entry.
 #[derive(Debug, PartialEq)]
 pub enum Undo {
-    /// Kill the lab's processes (in its cgroups and namespaces).
+    /// Kill the lab's processes (in the cgroups and namespaces it made).
     KillProcesses,
-    DelNetns(Vec<String>),
+    /// Delete the namespaces the lab made, each only while it is the one made (None: the make
+    /// was cut short; only an empty placeholder of that name goes).
+    DelNetns(Vec<(String, Option<FileId>)>),
     ReturnVf {
         netns: String,
         lab_name: String,
@@ -477,9 +612,14 @@ pub enum Undo {
         previous: u32,
         set: u32,
     },
+    /// Remove the folder a make cut short left under its unique temporary name (before its
+    /// identity was journaled): a name only this lab's build could have made, never used.
+    RmTempCgroup(std::path::PathBuf),
+    /// Remove a folder the lab made, only while it is the one made.
     RmCgroup {
         path: std::path::PathBuf,
         shared: bool,
+        id: FileId,
     },
     /// Give a VF's PCI device back from vfio-pci to its own driver.
     GiveBackVf {
@@ -492,6 +632,7 @@ pub enum Undo {
         name: String,
         netns: String,
         before: super::uplink::UplinkState,
+        moved: bool,
     },
 }
 
@@ -503,7 +644,10 @@ impl Undo {
             }
             Undo::DelNetns(v) => v
                 .iter()
-                .map(|n| format!("ip {}", IpCmd::NetnsDel(n.to_string())))
+                .map(|(n, id)| match id {
+                    Some(id) => format!("ip {}  # only while it is {id}", IpCmd::NetnsDel(n.to_string())),
+                    None => format!("rm /run/netns/{n}  # only an empty placeholder"),
+                })
                 .collect::<Vec<_>>()
                 .join("\n"),
             Undo::ReturnVf {
@@ -515,22 +659,25 @@ impl Undo {
                 format!("echo {previous} > /sys/class/net/{pf}/device/sriov_numvfs  # if it still has {set}")
             }
             Undo::RmVmFolder(path) => format!("rm -r {}", path.display()),
-            Undo::ReturnUplink { name, netns, before } => format!(
-                "ip -n {netns} link set dev {name} netns 1  # then mtu {}, addresses {}, offloads and qdisc as they were, {}",
+            Undo::ReturnUplink { name, netns, before, .. } => format!(
+                "ip -n {netns} link set dev {name} netns 1  # if there with {}; then mtu {}, {} addresses, {} routes, qdiscs, offloads, rings and masks as they were, {}",
+                before.mac,
                 before.mtu,
-                if before.addrs.is_empty() { "none".into() } else { before.addrs.join(" ") },
+                before.addrs.len(),
+                before.routes.len(),
                 if before.up { "up" } else { "down" }
             ),
             Undo::GiveBackVf { device: d } => {
                 let dev = format!("/sys/bus/pci/devices/{d}");
                 format!("echo {d} > {dev}/driver/unbind; echo > {dev}/driver_override; echo {d} > /sys/bus/pci/drivers_probe")
             }
-            Undo::RmCgroup { path, shared } => {
+            Undo::RmTempCgroup(path) => format!("rmdir {}  # if it is there", path.display()),
+            Undo::RmCgroup { path, shared, id } => {
                 format!(
-                    "rmdir {}{}",
+                    "rmdir {}  # only while it is {id}{}",
                     path.display(),
                     if *shared {
-                        "  # if no other lab uses it"
+                        ", if no other lab uses it"
                     } else {
                         ""
                     }
@@ -540,22 +687,56 @@ impl Undo {
     }
 }
 
-/// The undo steps for a journal: its entries in reverse; objects inside a lab namespace go with it.
+/// The undo steps for a journal: its entries in reverse; objects inside a lab namespace go with
+/// it. Namespaces and folders are undone only as they were made (their `…Made` identity); one
+/// the lab only meant to make was never its own.
 pub fn undo_steps(entries: &[Entry]) -> Result<Vec<Undo>, Error> {
     let namespaces: HashSet<&String> = entries
         .iter()
-        .filter_map(|e| {
-            if let Entry::Netns { name } = e {
-                Some(name)
-            } else {
-                None
-            }
+        .filter_map(|e| match e {
+            Entry::Netns { name } => Some(name),
+            _ => None,
         })
         .collect();
+    let made_ns = |name: &str| {
+        entries.iter().find_map(|e| match e {
+            Entry::NetnsMade { name: n, id } if n == name => Some(*id),
+            _ => None,
+        })
+    };
+    let moved = |name: &str| {
+        entries
+            .iter()
+            .any(|e| matches!(e, Entry::UplinkMoved { name: n } if n == name))
+    };
+    let made_dir = |p: &Path| {
+        entries.iter().find_map(|e| match e {
+            Entry::CgroupMade { path, id } if path == p => Some(*id),
+            _ => None,
+        })
+    };
     let mut out = vec![Undo::KillProcesses];
     for e in entries.iter().rev() {
         match e {
-            Entry::Complete | Entry::Owner { .. } | Entry::Pf { .. } => {}
+            Entry::Complete
+            | Entry::Owner { .. }
+            | Entry::Pf { .. }
+            | Entry::NetnsMade { .. }
+            | Entry::UplinkMoved { .. } => {}
+            // Renamed into place but not journaled there yet: it is the one made under `temp`.
+            Entry::Cgroup {
+                path,
+                shared,
+                temp: Some(t),
+            } if made_dir(path).is_none() => match made_dir(t) {
+                Some(id) => out.push(Undo::RmCgroup {
+                    path: path.clone(),
+                    shared: *shared,
+                    id,
+                }),
+                None => out.push(Undo::RmTempCgroup(t.clone())),
+            },
+            Entry::Cgroup { .. } => {}
             Entry::InNetns { netns, object } => {
                 if !namespaces.contains(netns) {
                     return Err(Error::Failed(format!(
@@ -563,10 +744,13 @@ pub fn undo_steps(entries: &[Entry]) -> Result<Vec<Undo>, Error> {
                     )));
                 }
             }
-            Entry::Netns { name } => match out.last_mut() {
-                Some(Undo::DelNetns(v)) => v.push(name.clone()),
-                _ => out.push(Undo::DelNetns(vec![name.clone()])),
-            },
+            Entry::Netns { name } => {
+                let n = (name.clone(), made_ns(name));
+                match out.last_mut() {
+                    Some(Undo::DelNetns(v)) => v.push(n),
+                    _ => out.push(Undo::DelNetns(vec![n])),
+                }
+            }
             Entry::Vf {
                 ifname,
                 netns,
@@ -595,13 +779,17 @@ pub fn undo_steps(entries: &[Entry]) -> Result<Vec<Undo>, Error> {
                 name: name.clone(),
                 netns: netns.clone(),
                 before: before.clone(),
+                moved: moved(name),
             }),
             Entry::VfioVf { device, .. } => out.push(Undo::GiveBackVf {
                 device: device.clone(),
             }),
-            Entry::Cgroup { path, shared } => out.push(Undo::RmCgroup {
+            Entry::CgroupMade { path, id } => out.push(Undo::RmCgroup {
                 path: path.clone(),
-                shared: *shared,
+                shared: entries.iter().any(|x| {
+                    matches!(x, Entry::Cgroup { path: p, shared: true, temp } if p == path || temp.as_deref() == Some(path))
+                }),
+                id: *id,
             }),
         }
     }
@@ -631,18 +819,34 @@ fn no_such_lab(lab: &str) -> String {
     }
 }
 
-/// Removes everything the lab's journal names, in reverse, then the journal itself.
-pub fn teardown(lab: &str) -> Result<(), Error> {
+/// Removes everything the lab's journal names, in reverse, then the journal itself. What cannot
+/// be given back because it is gone (an unplugged uplink) is said and does not keep the lab; an
+/// object that is not the one made (another namespace by its name) is left and said, and keeps
+/// the journal, so a person can look.
+pub fn teardown(lab: &str) -> Result<Vec<String>, Error> {
     let jpath = state::journal_path(lab);
-    let entries = if jpath.exists() {
+    let entries = if std::fs::symlink_metadata(&jpath).is_ok() {
         journal::read(&jpath, lab)?
     } else {
         vec![]
     };
+    let own_ns = |name: &str| {
+        entries.iter().find_map(|e| match e {
+            Entry::NetnsMade { name: n, id } if n == name => Some(*id),
+            _ => None,
+        })
+    };
+    let mut said = Vec::new();
     let errors: Vec<String> = undo_steps(&entries)?
         .iter()
-        .filter_map(|u| undo(lab, u, &entries).err())
-        .map(|e| e.to_string())
+        .filter_map(|u| match undo(lab, u, &entries, &own_ns) {
+            Ok(Some(note)) => {
+                said.push(note);
+                None
+            }
+            Ok(None) => None,
+            Err(e) => Some(e.to_string()),
+        })
         .collect();
     if !errors.is_empty() {
         return Err(Error::Failed(errors.join("; ")));
@@ -664,36 +868,49 @@ pub fn teardown(lab: &str) -> Result<(), Error> {
             let _ = std::fs::remove_file(e.path());
         }
     }
-    Ok(())
+    Ok(said)
 }
 
-/// Does one thing `down` does.
-fn undo(lab: &str, u: &Undo, entries: &[Entry]) -> Result<(), Error> {
+/// Does one thing `down` does; Some(note): done as far as it could be, with what could not.
+fn undo(
+    lab: &str,
+    u: &Undo,
+    entries: &[Entry],
+    own_ns: &dyn Fn(&str) -> Option<FileId>,
+) -> Result<Option<String>, Error> {
     match u {
         Undo::KillProcesses => {
             kill_processes(entries);
-            Ok(())
+            Ok(None)
         }
         Undo::DelNetns(names) => del_netns(names),
         Undo::ReturnVf {
             netns,
             lab_name,
             ifname,
-        } => return_vf(netns, lab_name, ifname),
-        Undo::NumVfs { pf, previous, set } => give_back_vfs(lab, pf, *previous, *set),
-        Undo::RmCgroup { path, shared } => cgroup::remove(path, *shared),
-        Undo::GiveBackVf { device } => vfio::give_back(device),
+        } => return_vf(netns, lab_name, ifname).map(|_| None),
+        Undo::NumVfs { pf, previous, set } => give_back_vfs(lab, pf, *previous, *set).map(|_| None),
+        Undo::RmCgroup { path, shared, id } => cgroup::remove(path, *shared, *id).map(|_| None),
+        Undo::RmTempCgroup(path) => cgroup::remove_unused(path).map(|_| None),
+        Undo::GiveBackVf { device } => vfio::give_back(device).map(|_| None),
         Undo::ReturnUplink {
             name,
             netns,
             before,
-        } => super::uplink::give_back(name, netns, before),
+            moved,
+        } => {
+            let ours = own_ns(netns).is_some_and(|id| ident::open_netns(netns, id).is_ok());
+            match super::uplink::give_back(name, netns, ours, *moved, before)? {
+                super::uplink::GivenBack::Gone(why) => Ok(Some(why)),
+                _ => Ok(None),
+            }
+        }
         Undo::RmVmFolder(path) => match std::fs::remove_dir_all(path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Failed(format!(
                 "cannot remove {}: {e}",
                 path.display()
             ))),
-            _ => Ok(()),
+            _ => Ok(None),
         },
     }
 }
@@ -727,20 +944,25 @@ fn give_back_vfs(lab: &str, pf: &str, previous: u32, set: u32) -> Result<(), Err
     }
 }
 
-/// Kills the processes in the lab's own cgroups and in its namespaces (a QEMU guest runs in both:
-/// its pidfile alone is no proof a process is the lab's, so it is never the reason for a kill).
+/// Kills the processes in the cgroups and namespaces the lab made, each while it is still the one
+/// made (a QEMU guest runs in both: its pidfile alone is no proof a process is the lab's, so it
+/// is never the reason for a kill).
 fn kill_processes(entries: &[Entry]) {
     let mut ns = HashSet::new();
     for e in entries {
         match e {
-            Entry::Cgroup {
-                path,
-                shared: false,
-            } => {
-                let _ = cgroup::kill_all(path);
+            Entry::CgroupMade { path, id } => {
+                let shared = entries.iter().any(|x| {
+                    matches!(x, Entry::Cgroup { path: p, shared: true, temp } if p == path || temp.as_deref() == Some(path))
+                });
+                if !shared {
+                    let _ = cgroup::kill_all(path, *id);
+                }
             }
-            Entry::Netns { name } => {
-                ns.insert(name.clone());
+            Entry::NetnsMade { name, id }
+                if ident::id_of(&Path::new(ident::NETNS_DIR).join(name)).ok() == Some(*id) =>
+            {
+                ns.insert(*id);
             }
             _ => {}
         }
@@ -748,23 +970,22 @@ fn kill_processes(entries: &[Entry]) {
     kill_in_netns(&ns);
 }
 
-/// Deletes the namespaces still present, in one `ip -batch`.
-fn del_netns(names: &[String]) -> Result<(), Error> {
-    let exists = |n: &&String| Path::new("/run/netns").join(n).exists();
-    let present: Vec<&String> = names.iter().filter(exists).collect();
-    if !present.is_empty() {
-        let lines: String = present
-            .iter()
-            .map(|n| IpCmd::NetnsDel(n.to_string()).to_string() + "\n")
-            .collect();
-        let mut c = std::process::Command::new("ip");
-        c.args(["-force", "-batch", "-"]);
-        let _ = hostcmd::run_child(&mut c, Some(&lines), hostcmd::TIMEOUT);
+/// Deletes the lab's namespaces still present, each only while it is the one made; another
+/// namespace by one of their names is left, and said.
+fn del_netns(names: &[(String, Option<FileId>)]) -> Result<Option<String>, Error> {
+    let mut left = Vec::new();
+    for (n, id) in names {
+        // A make cut short before it journaled the identity: only a placeholder can be ours.
+        let want = id.unwrap_or(FileId { dev: 0, ino: 0 });
+        match ident::del_netns(n, want) {
+            Ok(_) => {}
+            Err(e) if id.is_none() => left.push(format!(
+                "namespace {n} was never journaled as made by this lab: left ({e})"
+            )),
+            Err(e) => left.push(format!("namespace {n}: {e}; left as it is")),
+        }
     }
-    match present.into_iter().find(exists) {
-        Some(n) => Err(Error::Failed(format!("namespace {n} could not be removed"))),
-        None => Ok(()),
-    }
+    Ok((!left.is_empty()).then(|| left.join("; ")))
 }
 
 /// Gives a VF back to the root namespace under its own name (it may be gone already).
@@ -783,21 +1004,16 @@ fn return_vf(netns: &str, lab_name: &str, ifname: &str) -> Result<(), Error> {
     }
 }
 
-/// `vnetlab down LAB`.
-pub fn down(lab: &str) -> Result<(), Error> {
+/// `vnetlab down LAB`: what it could not give back, if anything.
+pub fn down(lab: &str) -> Result<Vec<String>, Error> {
     if !state::journal_path(lab).exists() {
         return Err(Error::Input(no_such_lab(lab)));
     }
     teardown(lab)
 }
 
-/// SIGKILLs every process living in one of these (lab) namespaces.
-fn kill_in_netns(names: &HashSet<String>) {
-    let targets: HashSet<(u64, u64)> = names
-        .iter()
-        .filter_map(|n| std::fs::metadata(Path::new("/run/netns").join(n)).ok())
-        .map(|m| (m.dev(), m.ino()))
-        .collect();
+/// SIGKILLs every process living in one of these namespaces (known by identity).
+fn kill_in_netns(targets: &HashSet<FileId>) {
     if targets.is_empty() {
         return;
     }
@@ -809,8 +1025,8 @@ fn kill_in_netns(names: &HashSet<String>) {
         if pid == me {
             continue;
         }
-        if let Ok(m) = std::fs::metadata(e.path().join("ns/net")) {
-            if targets.contains(&(m.dev(), m.ino())) {
+        if let Ok(id) = ident::id_of(&e.path().join("ns/net")) {
+            if targets.contains(&id) {
                 crate::sys::kill9(pid);
             }
         }
@@ -827,13 +1043,27 @@ mod tests {
             Entry::Cgroup {
                 path: "/cg/vnetlab".into(),
                 shared: true,
+                temp: None,
+            },
+            Entry::CgroupMade {
+                path: "/cg/vnetlab".into(),
+                id: FileId { dev: 1, ino: 2 },
             },
             Entry::Cgroup {
                 path: "/cg/vnetlab/vlx".into(),
                 shared: false,
+                temp: None,
+            },
+            Entry::CgroupMade {
+                path: "/cg/vnetlab/vlx".into(),
+                id: FileId { dev: 1, ino: 3 },
             },
             Entry::Netns {
                 name: "vlx-host".into(),
+            },
+            Entry::NetnsMade {
+                name: "vlx-host".into(),
+                id: FileId { dev: 4, ino: 5 },
             },
             Entry::Netns {
                 name: "vlx-client".into(),
@@ -853,22 +1083,28 @@ mod tests {
         let u = undo_steps(&es).unwrap();
         assert_eq!(u[0], Undo::KillProcesses);
         assert!(matches!(&u[1], Undo::ReturnVf { ifname, .. } if ifname == "p_0"));
+        // The client's namespace was never journaled as made: only a placeholder may go.
         assert_eq!(
             u[2],
-            Undo::DelNetns(vec!["vlx-client".into(), "vlx-host".into()])
+            Undo::DelNetns(vec![
+                ("vlx-client".into(), None),
+                ("vlx-host".into(), Some(FileId { dev: 4, ino: 5 }))
+            ])
         );
         assert_eq!(
             u[3],
             Undo::RmCgroup {
                 path: "/cg/vnetlab/vlx".into(),
-                shared: false
+                shared: false,
+                id: FileId { dev: 1, ino: 3 }
             }
         );
         assert_eq!(
             u[4],
             Undo::RmCgroup {
                 path: "/cg/vnetlab".into(),
-                shared: true
+                shared: true,
+                id: FileId { dev: 1, ino: 2 }
             }
         );
         assert_eq!(u.len(), 5);

@@ -5,8 +5,7 @@ use crate::lab::Error;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::hostcmd::HostCmd;
-use super::journal::Entry;
+use crate::sys::ident::{self, FileId};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Hierarchy {
@@ -143,10 +142,19 @@ pub fn no_cpuset(h: &Hierarchy) -> Option<String> {
     }
 }
 
+/// One step of making a lab's folders.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CgStep {
+    /// Make the folder (journaled before, and with its identity once made).
+    Make { path: PathBuf, shared: bool },
+    /// Write a control file of a folder made before.
+    Write { path: PathBuf, value: String },
+}
+
 /// What to make for one lab, and the folders each part joins.
 #[derive(Debug)]
 pub struct CgroupPlan {
-    pub steps: Vec<(Vec<Entry>, HostCmd)>,
+    pub steps: Vec<CgStep>,
     /// Per part: the folders it is accounted (and pinned) in.
     pub folders: Vec<(String, Vec<PathBuf>)>,
 }
@@ -188,37 +196,22 @@ pub fn plan(
             .or_else(|| read_trim(&root.join("cpuset.cpus")));
         let mems = read_trim(&root.join("cpuset.mems.effective"))
             .or_else(|| read_trim(&root.join("cpuset.mems")));
-        // Every lab journals the shared folder, made or found: the last lab to go removes it.
-        steps.push((
-            vec![Entry::Cgroup {
-                path: top.clone(),
-                shared: true,
-            }],
-            HostCmd::Mkdir {
-                path: top.clone(),
-                exist_ok: true,
-            },
-        ));
-        steps.push((
-            vec![Entry::Cgroup {
-                path: lab.clone(),
-                shared: false,
-            }],
-            HostCmd::Mkdir {
-                path: lab.clone(),
-                exist_ok: false,
-            },
-        ));
+        // Every lab needs the shared folder; the lab that made it removes it when it is empty.
+        steps.push(CgStep::Make {
+            path: top.clone(),
+            shared: true,
+        });
+        steps.push(CgStep::Make {
+            path: lab.clone(),
+            shared: false,
+        });
         if v2 {
             let ctl = if pinned { "+cpu +cpuset" } else { "+cpu" };
             for dir in [&top, &lab] {
-                steps.push((
-                    vec![],
-                    HostCmd::Write {
-                        path: dir.join("cgroup.subtree_control"),
-                        value: ctl.into(),
-                    },
-                ));
+                steps.push(CgStep::Write {
+                    path: dir.join("cgroup.subtree_control"),
+                    value: ctl.into(),
+                });
             }
         }
         if is_cpuset {
@@ -229,50 +222,32 @@ pub fn plan(
                 )));
             };
             for dir in [&top, &lab] {
-                steps.push((
-                    vec![],
-                    HostCmd::Write {
-                        path: dir.join("cpuset.cpus"),
-                        value: cpus.clone(),
-                    },
-                ));
-                steps.push((
-                    vec![],
-                    HostCmd::Write {
-                        path: dir.join("cpuset.mems"),
-                        value: mems.clone(),
-                    },
-                ));
+                steps.push(CgStep::Write {
+                    path: dir.join("cpuset.cpus"),
+                    value: cpus.clone(),
+                });
+                steps.push(CgStep::Write {
+                    path: dir.join("cpuset.mems"),
+                    value: mems.clone(),
+                });
             }
         }
         for (i, (part, cpus)) in parts.iter().enumerate() {
             let dir = lab.join(part);
-            steps.push((
-                vec![Entry::Cgroup {
-                    path: dir.clone(),
-                    shared: false,
-                }],
-                HostCmd::Mkdir {
-                    path: dir.clone(),
-                    exist_ok: false,
-                },
-            ));
+            steps.push(CgStep::Make {
+                path: dir.clone(),
+                shared: false,
+            });
             if let (Some(c), true) = (cpus, is_cpuset || (v2 && pinned)) {
-                steps.push((
-                    vec![],
-                    HostCmd::Write {
-                        path: dir.join("cpuset.cpus"),
-                        value: c.clone(),
-                    },
-                ));
+                steps.push(CgStep::Write {
+                    path: dir.join("cpuset.cpus"),
+                    value: c.clone(),
+                });
                 if is_cpuset {
-                    steps.push((
-                        vec![],
-                        HostCmd::Write {
-                            path: dir.join("cpuset.mems"),
-                            value: mems.clone().unwrap(),
-                        },
-                    ));
+                    steps.push(CgStep::Write {
+                        path: dir.join("cpuset.mems"),
+                        value: mems.clone().unwrap_or_default(),
+                    });
                 }
             }
             folders[i].1.push(dir);
@@ -286,21 +261,42 @@ fn read_trim(p: &Path) -> Option<String> {
     (!s.is_empty()).then_some(s)
 }
 
-/// Kills every process in a cgroup folder and waits until it is empty (at most 5 s); a folder
-/// that is not a real cgroup of its own path (`owned`) is refused.
-pub fn kill_all(dir: &Path) -> Result<(), Error> {
-    if !dir.exists() {
-        return Ok(());
+/// The lab's folder `dir` opened, if it is there: it must be a real cgroup folder of its own
+/// path (`owned`) and still the folder the lab made (`id`, its identity when made).
+fn open_own(dir: &Path, id: FileId) -> Result<Option<std::os::fd::OwnedFd>, Error> {
+    if std::fs::symlink_metadata(dir).is_err() {
+        return Ok(None);
     }
     owned(dir)?;
-    let procs = dir.join("cgroup.procs");
+    ident::open_dir_checked(dir, id).map(Some).map_err(|e| {
+        Error::Failed(format!(
+            "{e}; vnetlab will not kill anything in it nor remove it"
+        ))
+    })
+}
+
+/// The processes in an open cgroup folder (its cgroup.procs, read through the folder's fd).
+fn procs_in(dir: &std::os::fd::OwnedFd) -> Vec<i32> {
+    let Ok(f) = ident::open_at(dir, "cgroup.procs", libc::O_RDONLY) else {
+        return vec![];
+    };
+    let mut text = String::new();
+    let _ = std::io::Read::read_to_string(
+        &mut std::io::Read::take(std::fs::File::from(f), 1 << 20),
+        &mut text,
+    );
+    text.lines().filter_map(|l| l.trim().parse().ok()).collect()
+}
+
+/// Kills every process in the lab's folder `dir` (still the one made, `id`) and waits until it
+/// is empty (at most 5 s). A folder gone is nothing to do; another folder by that name is refused.
+pub fn kill_all(dir: &Path, id: FileId) -> Result<(), Error> {
+    let Some(fd) = open_own(dir, id)? else {
+        return Ok(());
+    };
     let start = Instant::now();
     loop {
-        let pids: Vec<i32> = std::fs::read_to_string(&procs)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| l.trim().parse().ok())
-            .collect();
+        let pids = procs_in(&fd);
         if pids.is_empty() {
             return Ok(());
         }
@@ -317,14 +313,30 @@ pub fn kill_all(dir: &Path) -> Result<(), Error> {
     }
 }
 
-/// Removes a cgroup folder; a missing one is fine, a busy shared one is left to its other users.
-pub fn remove(dir: &Path, shared: bool) -> Result<(), Error> {
-    if !dir.exists() {
+/// Removes a folder a cut-short make left under its unique temporary name, if it is there: a real
+/// cgroup folder of its own path that was never used (a folder with processes is refused).
+pub fn remove_unused(dir: &Path) -> Result<(), Error> {
+    if std::fs::symlink_metadata(dir).is_err() {
         return Ok(());
     }
     owned(dir)?;
+    match std::fs::remove_dir(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Failed(format!(
+            "cannot remove cgroup {}: {e}",
+            dir.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Removes the lab's folder `dir` (still the one made, `id`); a missing one is fine, a shared one
+/// other labs still use is left to them, another folder by that name is refused.
+pub fn remove(dir: &Path, shared: bool, id: FileId) -> Result<(), Error> {
+    if open_own(dir, id)?.is_none() {
+        return Ok(());
+    }
     if !shared {
-        kill_all(dir)?;
+        kill_all(dir, id)?;
     }
     let start = Instant::now();
     loop {
@@ -399,15 +411,19 @@ cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
                 vec![PathBuf::from("/nonexistent/acct/vnetlab/vlx/g1")]
             )
         );
-        let made: Vec<_> = p.steps.iter().flat_map(|(e, _)| e.clone()).collect();
+        let made: Vec<_> = p
+            .steps
+            .iter()
+            .filter(|s| matches!(s, CgStep::Make { .. }))
+            .collect();
         assert_eq!(made.len(), 4, "vnetlab, the lab, host and g1: {made:?}");
         assert_eq!(
-            made[0],
-            Entry::Cgroup {
+            *made[0],
+            CgStep::Make {
                 path: "/nonexistent/acct/vnetlab".into(),
                 shared: true
             },
-            "the shared folder is journaled by every lab"
+            "the shared folder is made if missing"
         );
         let pinned = vec![("g1".to_string(), Some("0".to_string()))];
         assert!(plan(&h, "vlx", &pinned)

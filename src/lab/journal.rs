@@ -1,10 +1,12 @@
-//! The journal: one file per lab naming every object before it is made, so `down` and
-//! `cleanup` remove exactly what the lab made, in reverse, and nothing else.
+//! The journal: one file per lab naming every object before it is made and, once made, what it
+//! is (its identity: a namespace's nsfs inode, a folder's inode, an uplink's index and hardware
+//! address), so `down`, `cleanup` and a failed build's rollback remove exactly what the lab
+//! made, in reverse, and nothing that merely carries its name.
 
 use crate::lab::Error;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -17,12 +19,33 @@ pub enum Entry {
         start: Option<u64>,
         kept: bool,
     },
-    /// A network namespace (removing it removes every interface, qdisc and nft table in it).
+    /// A network namespace about to be made (removing it removes every interface, qdisc and nft
+    /// table in it).
     Netns { name: String },
+    /// The namespace the lab made under that name: only a namespace of this identity is entered,
+    /// emptied or removed as the lab's.
+    NetnsMade {
+        name: String,
+        id: crate::sys::ident::FileId,
+    },
     /// An object inside one of the lab's namespaces: it goes with the namespace.
     InNetns { netns: String, object: NsObject },
-    /// A cgroup folder; `shared` ones (vnetlab's parent folder) are removed only when empty.
-    Cgroup { path: PathBuf, shared: bool },
+    /// A cgroup folder about to be made; `shared` ones (vnetlab's parent folder) are removed only
+    /// when empty, and only by a lab that made or shares it. `temp` is the unique name it is made
+    /// under first and renamed from (so a crash between making it and journaling what it is
+    /// leaves a name only this lab could have made).
+    Cgroup {
+        path: PathBuf,
+        shared: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        temp: Option<PathBuf>,
+    },
+    /// The folder the lab made at that path: only a folder of this identity is joined, emptied or
+    /// removed as the lab's (one that existed before is never journaled as made).
+    CgroupMade {
+        path: PathBuf,
+        id: crate::sys::ident::FileId,
+    },
     /// An SR-IOV VF moved into a lab namespace and renamed; it goes back under its own name.
     Vf {
         pf: String,
@@ -52,13 +75,15 @@ pub enum Entry {
     /// A QEMU guest's folder (sockets, console, pidfile) in the state folder; its QEMU runs in
     /// the lab's namespace and cgroup, so it goes with the lab's processes.
     VmFolder { path: PathBuf },
-    /// An interface of this machine's (`--uplink`) moved into the lab's namespace `netns` as the
-    /// wire's host end; `before` is how it was, which `down` puts back.
+    /// An interface of this machine's (`--uplink`) about to move into the lab's namespace `netns`
+    /// as the wire's host end; `before` is who it is and how it was, which `down` puts back.
     Uplink {
         name: String,
         netns: String,
         before: super::uplink::UplinkState,
     },
+    /// The uplink is in the lab's namespace (the move succeeded).
+    UplinkMoved { name: String },
     /// The lab was built completely.
     Complete,
 }
@@ -202,17 +227,14 @@ pub const MAX_BYTES: u64 = 16 << 20;
 
 /// Reads a journal and checks that it names only vnetlab's own objects of lab `lab`. A torn last
 /// line (a crash mid-write) is ignored: its object was not made. Any other line that is not text
-/// or does not parse refuses the whole journal, which is kept for a person to look at.
+/// or does not parse refuses the whole journal, which is kept for a person to look at. Anything
+/// but a regular file (a FIFO would block for ever) is refused before it is read.
 pub fn read(path: &Path, lab: &str) -> Result<Vec<Entry>, Error> {
     if let Some(d) = path.parent() {
         super::state::check_trusted(d)?;
     }
-    let f = File::open(path)
-        .map_err(|e| Error::Failed(format!("cannot read journal {}: {e}", path.display())))?;
-    let mut bytes = Vec::new();
-    f.take(MAX_BYTES)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::Failed(format!("cannot read journal {}: {e}", path.display())))?;
+    let bytes = crate::text::read_bytes_capped(path, MAX_BYTES)
+        .map_err(|e| Error::Failed(format!("cannot read journal: {e}")))?;
     let lines = text_lines(&bytes).map_err(|n| {
         Error::Failed(format!(
             "{}:{n}: the journal line is not text: vnetlab will not act on it; look at the file and remove it by hand",
@@ -280,9 +302,20 @@ pub fn validate(lab: &str, entries: &[Entry], roots: &[PathBuf]) -> Result<(), E
                 claimed = Some(name);
                 first
             }
-            Entry::Netns { name } => ours_ns(name),
+            Entry::Netns { name } | Entry::NetnsMade { name, .. } => ours_ns(name),
             Entry::InNetns { netns, .. } => ours_ns(netns),
-            Entry::Cgroup { path, shared } => cgroup_ok(path, lab, *shared, roots),
+            Entry::Cgroup { path, shared, temp } => {
+                cgroup_ok(path, lab, *shared, roots)
+                    && temp.as_ref().is_none_or(|t| temp_of(t, path))
+            }
+            Entry::CgroupMade { path, .. } => {
+                let named =
+                    |p: &Path| cgroup_ok(p, lab, false, roots) || cgroup_ok(p, lab, true, roots);
+                named(path)
+                    || entries.iter().any(|e| {
+                        matches!(e, Entry::Cgroup { path: f, temp: Some(t), .. } if t == path && named(f))
+                    })
+            }
             Entry::Vf {
                 pf,
                 ifname,
@@ -302,9 +335,19 @@ pub fn validate(lab: &str, entries: &[Entry], roots: &[PathBuf]) -> Result<(), E
                 claimed_pf(pf) && super::vfio::is_bdf(device) && driver.as_deref().is_none_or(plain)
             }
             Entry::VmFolder { path } => vm_folder_ok(path, lab),
-            Entry::Uplink { name, netns, .. } => {
-                super::names::check_uplink_name(name).is_ok() && ours_ns(netns)
+            Entry::Uplink {
+                name,
+                netns,
+                before,
+            } => {
+                super::names::check_uplink_name(name).is_ok()
+                    && ours_ns(netns)
+                    && before.ifindex > 0
+                    && !before.mac.is_empty()
             }
+            Entry::UplinkMoved { name } => entries
+                .iter()
+                .any(|e| matches!(e, Entry::Uplink { name: n, .. } if n == name)),
         };
         if !ok {
             return Err(Error::Failed(format!(
@@ -314,6 +357,20 @@ pub fn validate(lab: &str, entries: &[Entry], roots: &[PathBuf]) -> Result<(), E
         }
     }
     Ok(())
+}
+
+/// Whether `temp` is a folder's unique temporary name beside it: `.<name>-<hex>` in its folder.
+fn temp_of(temp: &Path, path: &Path) -> bool {
+    let (Some(name), Some(t)) = (
+        path.file_name().and_then(|n| n.to_str()),
+        temp.file_name().and_then(|n| n.to_str()),
+    ) else {
+        return false;
+    };
+    temp.parent() == path.parent()
+        && t.strip_prefix(&format!(".{name}-")).is_some_and(|h| {
+            !h.is_empty() && h.len() <= 16 && h.chars().all(|c| c.is_ascii_hexdigit())
+        })
 }
 
 /// A QEMU guest's folder: `<state dir>/<lab>.vm-g<N>`.
@@ -406,6 +463,7 @@ mod tests {
             Entry::Cgroup {
                 path: "/sys/fs/cgroup/cpuacct/vnetlab/vlx/g1".into(),
                 shared: false,
+                temp: None,
             },
         ];
         j.record(&es).unwrap();
@@ -480,10 +538,12 @@ mod tests {
             Entry::Cgroup {
                 path: "/sys/fs/cgroup/cpuacct/vnetlab".into(),
                 shared: true,
+                temp: None,
             },
             Entry::Cgroup {
                 path: "/sys/fs/cgroup/cpuacct/vnetlab/vlx".into(),
                 shared: false,
+                temp: None,
             },
             Entry::VmFolder {
                 path: super::super::state::vm_dir("x", "g12"),
@@ -519,22 +579,27 @@ mod tests {
             Entry::Cgroup {
                 path: "/sys/fs/cgroup/cpuacct/system.slice".into(),
                 shared: false,
+                temp: None,
             },
             Entry::Cgroup {
                 path: "/sys/fs/cgroup/cpuacct/vnetlab/vlx/../../system.slice".into(),
                 shared: false,
+                temp: None,
             },
             Entry::Cgroup {
                 path: "/sys/fs/cgroup/cpuacct/vnetlab/vly".into(),
                 shared: false,
+                temp: None,
             },
             Entry::Cgroup {
                 path: "/etc/vnetlab/vlx".into(),
                 shared: false,
+                temp: None,
             },
             Entry::Cgroup {
                 path: "/sys/fs/cgroup/cpuacct".into(),
                 shared: true,
+                temp: None,
             },
             Entry::InNetns {
                 netns: "other".into(),
@@ -581,14 +646,17 @@ mod tests {
             Entry::Cgroup {
                 path: "/sys/fs/cgroup/cpuacct/decoy1/vnetlab/vlx".into(),
                 shared: false,
+                temp: None,
             },
             Entry::Cgroup {
                 path: "/sys/fs/cgroup/memory/vnetlab/vlx".into(),
                 shared: false,
+                temp: None,
             },
             Entry::Cgroup {
                 path: "/sys/fs/cgroup/decoyfs/vnetlab/vlx".into(),
                 shared: false,
+                temp: None,
             },
             Entry::NumVfs {
                 pf: "veth0".into(),

@@ -24,14 +24,35 @@ pub struct ProbeResult {
     pub error: Option<String>,
 }
 
+/// Moves this thread into the namespace open as `ns` (checked by identity when opened).
+fn enter(ns: &std::os::fd::OwnedFd) -> Result<(), Error> {
+    crate::sys::ident::enter_netns_fd(ns)
+        .map_err(|e| Error::Failed(format!("cannot enter a lab namespace: {e}")))
+}
+
+/// A probe that could not start: an endpoint's namespace is not the one its lab made.
+fn refused(from: &Endpoint, to: &Endpoint, e: Error) -> ProbeResult {
+    ProbeResult {
+        from: from.role.to_string(),
+        to: to.role.to_string(),
+        target: to.address.to_string(),
+        ok: false,
+        ms: 0.0,
+        error: Some(e.to_string()),
+    }
+}
+
 /// Connects from `from` to a client on another machine: a TCP handshake with its `vnetlab serve`
 /// (or its iperf3 server, without a token) is the proof it is reachable; nothing is sent.
 fn to_remote(from: &Endpoint, to: &Endpoint, r: &super::topology::RemoteClient) -> ProbeResult {
     let port = if r.token.is_some() { r.port } else { 5201 };
     let target = SocketAddr::from((r.address, port));
-    let from_ns = from.netns.clone();
+    let from_ns = match super::exec::netns_fd(from) {
+        Ok(f) => f,
+        Err(e) => return refused(from, to, e),
+    };
     let t = std::thread::spawn(move || -> Result<f64, Error> {
-        crate::sys::enter_netns(&from_ns)?;
+        enter(&from_ns)?;
         let t0 = Instant::now();
         TcpStream::connect_timeout(&target, TIMEOUT)
             .map_err(|e| Error::Failed(format!("connect to {target}: {e}")))?;
@@ -68,7 +89,11 @@ pub fn tcp(lab: &LabRecord, from: &Endpoint, to: &Endpoint) -> ProbeResult {
         };
     }
     let via_nat = from.role == Role::Client && to.reach_from_client.is_some();
-    let (listen_ns, to_addr) = (to.netns.clone(), to.address);
+    let (listen_ns, from_ns) = match (super::exec::netns_fd(to), super::exec::netns_fd(from)) {
+        (Ok(t), Ok(f)) => (t, f),
+        (Err(e), _) | (_, Err(e)) => return refused(from, to, e),
+    };
+    let to_addr = to.address;
     let port_range = to
         .reach_from_client
         .as_ref()
@@ -77,7 +102,7 @@ pub fn tcp(lab: &LabRecord, from: &Endpoint, to: &Endpoint) -> ProbeResult {
     let (tx, rx) = mpsc::channel::<Option<u16>>();
     let server = std::thread::spawn(move || -> Result<(), Error> {
         let bind = || -> Result<TcpListener, Error> {
-            crate::sys::enter_netns(&listen_ns)?;
+            enter(&listen_ns)?;
             let ports: Vec<u16> = match port_range {
                 Some([lo, hi]) => (lo..=hi).collect(),
                 None => vec![0],
@@ -107,7 +132,6 @@ pub fn tcp(lab: &LabRecord, from: &Endpoint, to: &Endpoint) -> ProbeResult {
         s.read_exact(&mut buf).map_err(echo)?;
         s.write_all(&buf).map_err(echo)
     });
-    let from_ns = from.netns.clone();
     let target_addr = if via_nat {
         to.reach_from_client.as_ref().unwrap().address
     } else {
@@ -128,7 +152,7 @@ pub fn tcp(lab: &LabRecord, from: &Endpoint, to: &Endpoint) -> ProbeResult {
             let target = SocketAddr::from((target_addr, port));
             result.target = target.to_string();
             std::thread::spawn(move || -> Result<f64, Error> {
-                crate::sys::enter_netns(&from_ns)?;
+                enter(&from_ns)?;
                 let t0 = Instant::now();
                 let mut s = TcpStream::connect_timeout(&target, TIMEOUT)
                     .map_err(|e| Error::Failed(format!("connect to {target}: {e}")))?;

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use super::addr::Addressing;
 use super::cpus::CpuPlan;
 use super::topology::Topology;
+use crate::sys::ident::FileId;
 use crate::units::CpuList;
 use crate::vocab::Role;
 pub use crate::vocab::Side;
@@ -98,6 +99,17 @@ pub struct Endpoint {
     /// `vnetlab serve` there, when it has a token.
     #[serde(default)]
     pub remote: Option<super::topology::RemoteClient>,
+    /// Its namespace's and folders' identities as the lab's journal recorded them when made:
+    /// filled when the record is loaded (never read from the record file, which only names).
+    #[serde(skip)]
+    pub ids: Option<EndpointIds>,
+}
+
+/// What an endpoint's namespace and cgroup folders are, by identity (in `cgroups`' order).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EndpointIds {
+    pub netns: FileId,
+    pub cgroups: Vec<FileId>,
 }
 
 /// A QEMU guest: its device, acceleration, size, the folder of its sockets and console, and how
@@ -218,22 +230,80 @@ pub fn labs() -> Vec<String> {
     v
 }
 
+/// The largest lab record vnetlab reads (a lab of 9 999 guests writes well under 8 MB).
+pub const MAX_RECORD: u64 = 16 << 20;
+
+/// Loads lab `lab`'s record under the rules its journal is read by (a trusted state folder, a
+/// regular file, bounded) and vouches for it with the journal: every endpoint's namespace and
+/// folders must be ones the journal recorded as made, whose identities it takes.
 pub fn load(lab: &str) -> Result<LabRecord, Error> {
+    check_trusted(&dir())?;
     let p = record_path(lab);
-    let text = std::fs::read_to_string(&p).map_err(|_| {
+    if std::fs::symlink_metadata(&p).is_err() {
         let known = labs();
-        Error::Input(if known.is_empty() {
+        return Err(Error::Input(if known.is_empty() {
             format!("no lab named '{lab}': there are no labs; make one with `vnetlab up`")
         } else {
             format!("no lab named '{lab}': the labs are {}", known.join(", "))
-        })
-    })?;
-    serde_json::from_str(&text).map_err(|e| {
+        }));
+    }
+    let text = crate::text::read_capped(&p, MAX_RECORD)
+        .map_err(|e| Error::Input(format!("lab {lab}'s record: {e}")))?;
+    let mut rec: LabRecord = serde_json::from_str(&text).map_err(|e| {
         Error::Input(format!(
             "{}: unreadable lab record ({e}); `vnetlab down {lab}` removes it",
             p.display()
         ))
-    })
+    })?;
+    if rec.topology.name != lab {
+        return Err(Error::Input(format!(
+            "{}: the record is lab {}'s, not {lab}'s: vnetlab will not act on it",
+            p.display(),
+            crate::text::clip(&rec.topology.name)
+        )));
+    }
+    let entries = super::journal::read(&journal_path(lab), lab)?;
+    vouch(&mut rec, &entries)?;
+    Ok(rec)
+}
+
+/// Fills each endpoint's identities from the journal's `…Made` entries; an endpoint whose
+/// namespace or a folder the journal does not record as made is refused (a planted or stale
+/// record names what the lab never made).
+pub fn vouch(rec: &mut LabRecord, entries: &[super::journal::Entry]) -> Result<(), Error> {
+    use super::journal::Entry;
+    let ns_id = |n: &str| {
+        entries.iter().find_map(|e| match e {
+            Entry::NetnsMade { name, id } if name == n => Some(*id),
+            _ => None,
+        })
+    };
+    let dir_id = |d: &std::path::Path| {
+        entries.iter().find_map(|e| match e {
+            Entry::CgroupMade { path, id } if path == d => Some(*id),
+            _ => None,
+        })
+    };
+    let lab = rec.topology.name.clone();
+    for e in &mut rec.endpoints {
+        if e.remote.is_some() {
+            continue;
+        }
+        let refuse = |what: String| {
+            Error::Failed(format!(
+                "lab {lab}'s record names {what} for {}, which its journal does not record as made: vnetlab will not act on it",
+                e.role
+            ))
+        };
+        let netns = ns_id(&e.netns).ok_or_else(|| refuse(format!("namespace {}", e.netns)))?;
+        let cgroups = e
+            .cgroups
+            .iter()
+            .map(|d| dir_id(d).ok_or_else(|| refuse(format!("cgroup {}", d.display()))))
+            .collect::<Result<_, _>>()?;
+        e.ids = Some(EndpointIds { netns, cgroups });
+    }
+    Ok(())
 }
 
 /// Picks the lab a command means: the one named, or the only one there is.

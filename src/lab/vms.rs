@@ -123,7 +123,7 @@ pub fn start(guest: Role, spec: &VmSpec, netns: &str, cgroups: &[PathBuf]) -> Re
     let spec = &passed_through(spec)?;
     let mut argv = qemu::argv(spec);
     argv.push("-daemonize".into());
-    let mut cmd = super::exec::command_in(netns, cgroups, &argv)?;
+    let mut cmd = super::exec::command_while_building(netns, cgroups, &argv)?;
     let err = out
         .try_clone()
         .map_err(|e| Error::Failed(format!("{}: {e}", log.display())))?;

@@ -3,6 +3,7 @@
 
 use std::io;
 
+pub mod ident;
 pub mod perf;
 pub mod signals;
 pub mod sock;

@@ -1,7 +1,6 @@
 //! Hooks that run in a child between fork and exec: a new session, and entering a lab
 //! endpoint (cgroups, network namespace, its own /sys). Only async-signal-safe calls there.
 
-use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
@@ -17,28 +16,25 @@ pub fn new_session(cmd: &mut Command) {
     }
 }
 
-/// The child joins the cgroups whose `cgroup.procs` files are `procs`, enters network namespace
-/// `ns` and mounts that namespace's /sys, as `ip netns exec` does.
-pub fn enter_on_exec(cmd: &mut Command, ns: OwnedFd, procs: Vec<CString>) {
-    // SAFETY: `enter` makes only async-signal-safe calls (open, write, close, setns, unshare, mount) on data prepared before the fork and moved into the hook.
+/// The child joins the cgroups whose `cgroup.procs` files are open for writing as `procs` (opened
+/// and checked before the fork, through each folder checked by identity), enters network
+/// namespace `ns` (opened and checked alike) and mounts that namespace's /sys, as `ip netns exec`
+/// does.
+pub fn enter_on_exec(cmd: &mut Command, ns: OwnedFd, procs: Vec<OwnedFd>) {
+    // SAFETY: `enter` makes only async-signal-safe calls (write, setns, unshare, mount) on fds and data prepared before the fork and moved into the hook.
     unsafe {
         cmd.pre_exec(move || enter(ns.as_raw_fd(), &procs));
     }
 }
 
 /// Runs in the child between fork and exec: only async-signal-safe calls.
-fn enter(ns: i32, procs: &[CString]) -> std::io::Result<()> {
+fn enter(ns: i32, procs: &[OwnedFd]) -> std::io::Result<()> {
     let err = std::io::Error::last_os_error;
-    // SAFETY: every pointer passed is a NUL-terminated CString or byte literal that lives across the call; fds are closed before returning.
+    // SAFETY: every fd is open (owned by the hook) and every pointer a byte literal that lives across the call.
     unsafe {
         for p in procs {
-            let fd = libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-            if fd < 0 {
-                return Err(err());
-            }
-            let ok = libc::write(fd, b"0".as_ptr().cast(), 1) == 1;
-            libc::close(fd);
-            if !ok {
+            // "0" moves the writer: this child.
+            if libc::write(p.as_raw_fd(), b"0".as_ptr().cast(), 1) != 1 {
                 return Err(err());
             }
         }

@@ -40,6 +40,12 @@ pub use sriov::{sriov_vfs_needed, SriovPf};
 pub enum Step {
     /// Journal `creates`, then run `cmd`.
     Run { creates: Vec<Entry>, cmd: HostCmd },
+    /// Make these network namespaces, each journaled before it is made and, once made, with its
+    /// identity; a name someone else holds fails the build and is never taken over.
+    MakeNetns { names: Vec<String> },
+    /// Make this cgroup folder, journaled as `MakeNetns` is; a shared one that exists is used,
+    /// not journaled as made (the lab that made it removes it).
+    MakeCgroup { path: PathBuf, shared: bool },
     /// Move this machine's interface `name` (`--uplink`) into `netns`, its state read and
     /// journaled first (at build time), for `down` to put back.
     ClaimUplink { name: String, netns: String },
@@ -238,6 +244,9 @@ pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &CpuPlan, host: HostOffers) -> R
     let parts = parts::plan(&cx, cg, cpus)?;
     let mut notes = parts.notes.clone();
     let mut steps = parts.steps();
+    steps.push(Step::MakeNetns {
+        names: namespaces(&cx),
+    });
     steps.push(links(&cx));
     if let Some(u) = &t.uplink {
         steps.push(Step::ClaimUplink {
@@ -277,21 +286,22 @@ pub fn plan(t: &Topology, cg: &Hierarchy, cpus: &CpuPlan, host: HostOffers) -> R
     Ok(Plan { record, steps })
 }
 
-/// The namespaces, the wire (a veth pair, unless VFs are the wire) and the family's links
-/// between host and guests, in one batch in the root namespace.
-fn links(cx: &Cx) -> Step {
-    let mut b = Batch::default();
-    let mut namespaces = vec![cx.h.clone()];
+/// The lab's namespaces: the host's, the client's (unless it is another machine), each guest's.
+fn namespaces(cx: &Cx) -> Vec<String> {
+    let mut names = vec![cx.h.clone()];
     if !cx.remote {
-        namespaces.push(cx.c.clone());
+        names.push(cx.c.clone());
     }
     if cx.family.guest_namespaces() {
-        namespaces.extend(cx.guests.iter().map(|&i| cx.n.guest_ns(i)));
+        names.extend(cx.guests.iter().map(|&i| cx.n.guest_ns(i)));
     }
-    for ns in namespaces {
-        b.creates.push(Entry::Netns { name: ns.clone() });
-        b.cmds.push(IpCmd::NetnsAdd(ns));
-    }
+    names
+}
+
+/// The wire (a veth pair, unless VFs are the wire) and the family's links between host and
+/// guests, in one batch in the root namespace, made straight into the lab's namespaces.
+fn links(cx: &Cx) -> Step {
+    let mut b = Batch::default();
     if !cx.family.vf_wire() && cx.t.uplink.is_none() {
         veth(&mut b, (&cx.h, &cx.wh), (&cx.c, &cx.wc));
     }
@@ -423,6 +433,20 @@ pub fn shell(p: &Plan) -> Vec<String> {
 pub fn shell_step(s: &Step) -> String {
     match s {
         Step::Run { cmd, .. } => cmd.shell(),
+        Step::MakeNetns { names } => names
+            .iter()
+            .map(|n| format!("ip netns add {n}  # made only if the name is free; its inode journaled"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Step::MakeCgroup { path, shared } => format!(
+            "mkdir {}{}",
+            path.display(),
+            if *shared {
+                "  # if missing; journaled as made only if made here"
+            } else {
+                "  # made only if missing; its inode journaled"
+            }
+        ),
         Step::ClaimUplink { name, netns } => format!(
             "ip link set dev {name} netns {netns}  # its MTU, addresses, offloads, qdisc and state journaled first"
         ),

@@ -8,7 +8,6 @@ use super::{vnic, Cx, Step};
 use crate::lab::cgroup::{self, Hierarchy};
 use crate::lab::cpus::CpuPlan;
 use crate::lab::hostcmd::HostCmd;
-use crate::lab::journal::Entry;
 use crate::units::CpuList;
 use crate::vocab::Role;
 
@@ -18,7 +17,7 @@ pub(super) struct Parts {
     /// Per part: the folders it joins.
     folders: Vec<(String, Vec<PathBuf>)>,
     /// What makes the folders.
-    steps: Vec<(Vec<Entry>, HostCmd)>,
+    steps: Vec<cgroup::CgStep>,
     pub notes: Vec<String>,
 }
 
@@ -39,9 +38,18 @@ impl Parts {
     pub fn steps(&self) -> Vec<Step> {
         self.steps
             .iter()
-            .map(|(creates, cmd)| Step::Run {
-                creates: creates.clone(),
-                cmd: cmd.clone(),
+            .map(|s| match s {
+                cgroup::CgStep::Make { path, shared } => Step::MakeCgroup {
+                    path: path.clone(),
+                    shared: *shared,
+                },
+                cgroup::CgStep::Write { path, value } => Step::Run {
+                    creates: vec![],
+                    cmd: HostCmd::Write {
+                        path: path.clone(),
+                        value: value.clone(),
+                    },
+                },
             })
             .collect()
     }

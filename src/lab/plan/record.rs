@@ -23,6 +23,7 @@ pub(super) fn endpoints(
         vnic: None,
         vm: None,
         remote: None,
+        ids: None,
     };
     let client = match &cx.t.client {
         // Another machine: no namespace, interface or cgroup of its here.

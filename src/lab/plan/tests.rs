@@ -99,6 +99,10 @@ fn created(p: &Plan) -> Vec<Entry> {
         .iter()
         .flat_map(|s| match s {
             Step::Run { creates, .. } => creates.clone(),
+            Step::MakeNetns { names } => names
+                .iter()
+                .map(|n| Entry::Netns { name: n.clone() })
+                .collect(),
             _ => vec![],
         })
         .collect()
@@ -522,7 +526,7 @@ fn device_model_modes_put_taps_and_a_backend_between_guest_and_bridge() {
 fn dry_run_text_is_the_commands_iproute2_reads() {
     let text = shell(&plan_of(&topo(Mode::Bridge, 1))).join("\n");
     assert!(text.contains(
-        "ip -batch - <<'EOF'\nnetns add vllab-host\nnetns add vllab-client\nnetns add vllab-g1\nlink add vllabw netns vllab-host index 100 type veth peer name vllabc netns vllab-client index 101\n"
+        "ip netns add vllab-host  # made only if the name is free; its inode journaled\nip netns add vllab-client  # made only if the name is free; its inode journaled\nip netns add vllab-g1  # made only if the name is free; its inode journaled\nip -batch - <<'EOF'\nlink add vllabw netns vllab-host index 100 type veth peer name vllabc netns vllab-client index 101\n"
     ));
     assert!(text.contains("ip netns exec vllab-host ethtool -K vllabw gro on tso on gso on"));
 }
@@ -581,13 +585,8 @@ fn qemu_guests_are_vms_started_from_the_host_namespace_on_taps_of_the_bridge() {
     let p = qemu_plan(Mode::QemuVirtio, 2).unwrap();
     let names = Names::new(&p.record.topology.name);
     // No guest namespaces: QEMU runs in the host's; each guest's tap is on the bridge there.
-    let made_ns: Vec<String> = p
-        .steps
-        .iter()
-        .flat_map(|s| match s {
-            Step::Run { creates, .. } => creates.clone(),
-            _ => vec![],
-        })
+    let made_ns: Vec<String> = created(&p)
+        .into_iter()
         .filter_map(|e| match e {
             Entry::Netns { name } => Some(name),
             _ => None,
