@@ -6,7 +6,7 @@ pub fn all_text_parsers(data: &[u8]) {
     let Ok(s) = std::str::from_utf8(data) else {
         return;
     };
-    use crate::lab::{addr, journal, status, topology};
+    use crate::lab::{addr, journal, topology};
     let _ = topology::TopologyFile::parse(s, "fuzz.toml")
         .map(|t| t.into_topology().map(|t| t.validate()));
     let _ = s.parse::<crate::units::Rate>();
@@ -23,7 +23,7 @@ pub fn all_text_parsers(data: &[u8]) {
         let _ = journal::validate("x", &es, &roots);
         let _ = journal::usage(&es, |_, _| false);
     }
-    let _ = status::parse_offloads(s);
+    let _ = crate::lab::hostcmd::parse_offloads(s);
     let _ = crate::meter::procstat::parse(s);
     let _ = crate::units::parse_size(s);
     let _ = crate::units::parse_rr(s);

@@ -1,15 +1,16 @@
 //! vnetlab: builds hypervisor virtual-NIC datapaths on one Linux host, drives traffic through
-//! them, attributes the host's CPU to each part, and plans VDI capacity. See DESIGN.md.
+//! them, attributes the host's CPU to each part, and plans VDI capacity. See docs/architecture.md.
 
 pub mod bench;
+pub mod capacity;
 pub mod cli;
 pub mod engine;
 pub mod experiment;
 pub mod fuzzing;
 pub mod guest;
 pub mod lab;
+pub mod measure;
 pub mod meter;
-pub mod plan;
 pub mod records;
 pub mod report;
 pub mod reproduce;

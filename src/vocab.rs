@@ -524,6 +524,16 @@ pub enum Senders {
     AllGuests,
 }
 
+impl Senders {
+    /// The side of the wire the senders stand on.
+    pub fn side(&self) -> Side {
+        match self {
+            Senders::One(r) => r.side(),
+            Senders::AllGuests => Role::Guest(1).side(),
+        }
+    }
+}
+
 impl FromStr for Senders {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self, Error> {

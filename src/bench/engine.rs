@@ -90,15 +90,16 @@ fn sv(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
-pub(super) struct Server(Child);
-impl Drop for Server {
+/// A peer tool's server (iperf3 -s, sockperf sr, netserver), killed when dropped.
+struct PeerServer(Child);
+impl Drop for PeerServer {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
 }
 
-pub(super) fn start_server(mut c: Command, wait_line: Option<&str>) -> Result<Server, Error> {
+fn start_server(mut c: Command, wait_line: Option<&str>) -> Result<PeerServer, Error> {
     crate::sys::die_with_parent(&mut c);
     std::os::unix::process::CommandExt::process_group(&mut c, 0);
     let mut child = c
@@ -123,7 +124,7 @@ pub(super) fn start_server(mut c: Command, wait_line: Option<&str>) -> Result<Se
         }
         None => std::thread::sleep(Duration::from_millis(400)),
     }
-    Ok(Server(child))
+    Ok(PeerServer(child))
 }
 
 /// Runs the client to its end; host CPU is sampled only while traffic is steady — from a quarter

@@ -21,4 +21,6 @@ pub enum Error {
     Meter(#[from] crate::meter::Error),
     #[error(transparent)]
     Experiment(#[from] crate::experiment::Error),
+    #[error(transparent)]
+    Measure(#[from] crate::measure::Error),
 }

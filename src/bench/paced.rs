@@ -7,13 +7,14 @@
 //! alternate (ours, iperf3, iperf3, ours, …) and the medians are compared.
 
 use serde::Serialize;
-use std::time::{Duration, Instant};
 
 use super::Error;
 use crate::engine::spec::Spec;
-use crate::experiment::measure::{self, Target};
-use crate::lab::{exec, hostcmd, state::LabRecord};
-use crate::meter::{report, Meter};
+use crate::lab::state::LabRecord;
+use crate::measure::iperf3::Iperf3;
+use crate::measure::source::Engine;
+use crate::measure::{self, Target, TrafficSource};
+use crate::meter::account;
 use crate::stats::{self, Spread};
 use crate::vocab::{Pacing, Role, Senders};
 
@@ -70,7 +71,7 @@ struct Run {
 }
 
 /// The host's parts whose name `is`, summed, % of the host's cores.
-fn host_parts(c: &report::CpuReport, is: impl Fn(&str) -> bool) -> f64 {
+fn host_parts(c: &account::CpuReport, is: impl Fn(&str) -> bool) -> f64 {
     c.parts
         .iter()
         .filter(|p| is(&p.name) && p.side == crate::vocab::Side::Host)
@@ -78,7 +79,7 @@ fn host_parts(c: &report::CpuReport, is: impl Fn(&str) -> bool) -> f64 {
         .sum()
 }
 
-fn run_of(gbps: f64, c: &report::CpuReport) -> Result<Run, Error> {
+fn run_of(gbps: f64, c: &account::CpuReport) -> Result<Run, Error> {
     Ok(Run {
         gbps,
         pct_per_gbps: c
@@ -95,12 +96,22 @@ fn target(rec: &LabRecord) -> Target {
         from: Senders::One(Role::Guest(1)),
         to: Role::Client,
         loads: vec![],
-        peer: None,
         other: None,
     }
 }
 
-fn ours(rec: &LabRecord, msg: usize, rate: u64, pacing: Pacing, secs: f64) -> Result<Run, Error> {
+/// One run of `source` at `msg` bytes and `rate`, g1 → client, through the measuring core: both
+/// tools get the same placement, the same kernel pacing (fq on g1's device) and the same meter.
+/// iperf3's flags are its pacing (`-b` or `--fq-rate`) and the engine's congestion control (`-C`),
+/// so both tools' TCP is the same algorithm in the same kind of state.
+fn one(
+    rec: &LabRecord,
+    source: &dyn TrafficSource,
+    msg: usize,
+    rate: u64,
+    pacing: Pacing,
+    secs: f64,
+) -> Result<Run, Error> {
     let spec = Spec {
         msg,
         rate: Some(rate),
@@ -109,91 +120,20 @@ fn ours(rec: &LabRecord, msg: usize, rate: u64, pacing: Pacing, secs: f64) -> Re
         warmup: WARMUP_S,
         ..Default::default()
     };
-    let m = measure::measured_run(&target(rec), &spec)?;
+    let m = measure::measure(&target(rec), &spec, source)?;
     let c = m
         .cpu
         .ok_or_else(|| Error::Failed(m.cpu_error.unwrap_or_default()))?;
     run_of(m.result.throughput_gbps, &c)
 }
 
-/// iperf3's pacing flags for `pacing`: its 1 ms timer (-b) or SO_MAX_PACING_RATE (--fq-rate),
-/// and the congestion control vnetlab's engine sets by default (-C), so both tools' TCP is the
-/// same algorithm in the same kind of state.
+/// iperf3's pacing flags for `pacing`, as the row names its command line.
 fn iperf_pacing(pacing: Pacing, rate: u64) -> Vec<String> {
     let cc = crate::vocab::Congestion::default().to_string();
     match pacing {
         Pacing::App => vec!["-b".into(), rate.to_string(), "-C".into(), cc],
         Pacing::Kernel => vec!["--fq-rate".into(), rate.to_string(), "-C".into(), cc],
     }
-}
-
-fn iperf3(rec: &LabRecord, size: &str, rate: u64, pacing: Pacing, secs: f64) -> Result<Run, Error> {
-    let client = rec.endpoint(Role::Client)?;
-    let g1 = rec.endpoint(Role::Guest(1))?;
-    let ip = client.address.to_string();
-    let port = PORT_IPERF.to_string();
-    let sv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let _server = super::engine::start_server(
-        exec::command(client, &sv(&["iperf3", "-s", "-1", "-B", &ip, "-p", &port]))?,
-        None,
-    )?;
-    let t = target(rec);
-    measure::place_driver(t.cpus());
-    // Paced by the kernel as vnetlab's streams are: fq on g1's device for the run (without it
-    // iperf3's --fq-rate fell back to TCP's internal pacing timer, another mechanism).
-    let _fq = match pacing {
-        Pacing::Kernel => Some(crate::lab::pacing::fq_on_senders(
-            rec,
-            &[Role::Guest(1)],
-            false,
-        )?),
-        Pacing::App => None,
-    };
-    let meter = Meter::start(t.setup()?);
-    let total = (secs + WARMUP_S + 1.0).ceil();
-    let mut argv = sv(&[
-        "iperf3",
-        "-c",
-        &ip,
-        "-p",
-        &port,
-        "-l",
-        size,
-        "-t",
-        &total.to_string(),
-        "-O",
-        "1",
-        "-J",
-    ]);
-    argv.extend(iperf_pacing(pacing, rate));
-    let mut cmd = exec::command(g1, &argv)?;
-    let start = Instant::now() + Duration::from_secs_f64(WARMUP_S + 0.25);
-    meter.window(start, start + Duration::from_secs_f64(secs));
-    let out = hostcmd::run_child(&mut cmd, None, Duration::from_secs_f64(total + 30.0));
-    let data = meter.stop();
-    let out = out?;
-    if out.status != 0 {
-        return Err(Error::Failed(format!(
-            "iperf3 failed: {}",
-            hostcmd::one_line(&out.stderr)
-        )));
-    }
-    let gbps = iperf3_received_gbps(&out.stdout)?;
-    let c = report::build(
-        &data,
-        &report::Traffic {
-            gbps: Some(gbps),
-            transactions_per_s: None,
-            send_parts: &["g1".to_string()],
-            recv_parts: &["client".to_string()],
-        },
-    )?;
-    run_of(gbps, &c)
-}
-
-/// The rate iperf3's receiver saw, Gb/s, from `iperf3 -J`, read as `test --peer iperf3` reads it.
-pub fn iperf3_received_gbps(json: &str) -> Result<f64, Error> {
-    Ok(crate::experiment::peer::parse_json(json, false)?.0)
 }
 
 fn side(runs: &[Run], rate: u64) -> Side {
@@ -235,6 +175,7 @@ pub fn compare(
     repeat: u32,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<PacedRow>, Error> {
+    let peer_tool = Iperf3 { port: PORT_IPERF };
     let mut rows = Vec::new();
     for &pacing in pacings {
         for (size, rate) in POINTS {
@@ -242,9 +183,7 @@ pub fn compare(
             let (mut o, mut p) = (Vec::new(), Vec::new());
             for i in 0..repeat {
                 if crate::sys::signals::stop_requested() {
-                    return Err(
-                        crate::experiment::Error::from(crate::engine::Error::Interrupted).into(),
-                    );
+                    return Err(measure::Error::from(crate::engine::Error::Interrupted).into());
                 }
                 progress(&format!(
                     "{path} {size} at {} ({pacing} pacing): run {}/{repeat}",
@@ -253,11 +192,11 @@ pub fn compare(
                 ));
                 // ABBA: neither tool always runs first.
                 if i % 2 == 0 {
-                    o.push(ours(rec, msg, rate, pacing, secs)?);
-                    p.push(iperf3(rec, size, rate, pacing, secs)?);
+                    o.push(one(rec, &Engine, msg, rate, pacing, secs)?);
+                    p.push(one(rec, &peer_tool, msg, rate, pacing, secs)?);
                 } else {
-                    p.push(iperf3(rec, size, rate, pacing, secs)?);
-                    o.push(ours(rec, msg, rate, pacing, secs)?);
+                    p.push(one(rec, &peer_tool, msg, rate, pacing, secs)?);
+                    o.push(one(rec, &Engine, msg, rate, pacing, secs)?);
                 }
             }
             rows.push(row(path, size, rate, pacing, &o, &p));
@@ -294,13 +233,5 @@ mod tests {
         // Dearer than 1.05×: outside.
         let dear = [r(0.5, 43.0), r(0.5, 43.0), r(0.5, 43.0)];
         assert!(!row("macvlan", "8K", 500_000_000, Pacing::App, &dear, &peer).within_target);
-    }
-
-    #[test]
-    fn iperf3_json_is_read() {
-        let j = r#"{"end":{"sum_received":{"bits_per_second":499876543.2}}}"#;
-        assert!((iperf3_received_gbps(j).unwrap() - 0.4998765432).abs() < 1e-12);
-        assert!(iperf3_received_gbps("{}").is_err());
-        assert!(iperf3_received_gbps("oops").is_err());
     }
 }

@@ -3,8 +3,10 @@
 //! QEMU's e1000 and virtio-net beside vnetlab's emulated and paravirt models. Each datapath is
 //! built, measured with repeats and removed in turn.
 
-use crate::experiment::measure::{self, Target};
-use crate::lab::{build, topology::Topology};
+use crate::lab::topology::Topology;
+use crate::measure::lab::Lab;
+use crate::measure::source::Engine;
+use crate::measure::{self, Target};
 use crate::vocab::{Gro, Mode, Role, Senders};
 
 use super::Error;
@@ -123,8 +125,8 @@ fn run_cases(
     };
     let mut rows = Vec::new();
     for case in cases {
-        let plan = build::prepare(&case.topology)?;
-        let rec = build::build(&plan, false, false)?;
+        let lab = Lab::build(&case.topology)?;
+        let rec = lab.record();
         let (g1, client) = (Role::Guest(1), Role::Client);
         let dirs: &[(Role, Role)] = if case.receive_only {
             &[(client, g1)]
@@ -139,18 +141,17 @@ fn run_cases(
                 from: Senders::One(from),
                 to,
                 loads: vec![],
-                peer: None,
                 other: None,
             };
-            match measure::repeated(&target, &spec, repeat, None, &|_, _| {}) {
+            match measure::repeated(&target, &spec, &Engine, repeat, None, &|_, _| {}) {
                 Ok(m) => rows.push(row(case.label, from, to, &m)),
                 Err(e) => {
-                    result = Err(Error::Experiment(e));
+                    result = Err(Error::Measure(e));
                     break;
                 }
             }
         }
-        let down = build::teardown(&case.topology.name);
+        let down = lab.remove();
         result?;
         down?;
     }

@@ -5,7 +5,8 @@ use clap::{Args, Subcommand};
 use super::{need_root, print_json, CmdResult, Fail};
 use crate::bench::engine::{self, Path, Row};
 use crate::bench::vnic;
-use crate::lab::{build, topology::Topology};
+use crate::lab::topology::Topology;
+use crate::measure::lab::Lab;
 use crate::vocab::{Mode, Role};
 
 #[derive(Args)]
@@ -297,20 +298,19 @@ fn bench_engine(a: EngineArgs) -> CmdResult {
             guests: 1,
             ..Default::default()
         };
-        let plan = build::prepare(&t)?;
-        let rec = build::build(&plan, false, false)?;
-        crate::experiment::measure::place_driver(Some(&rec.cpus));
+        let lab = Lab::build(&t)?;
+        crate::measure::place_driver(Some(&lab.record().cpus));
         let r = engine::compare(
             &Path::Lab {
                 name,
-                rec: &rec,
+                rec: lab.record(),
                 from,
             },
             a.seconds,
             repeat,
             &mut progress,
         );
-        let down = build::teardown("bench");
+        let down = lab.remove();
         rows.extend(r?);
         down?;
     }
@@ -392,10 +392,16 @@ fn bench_paced(a: EngineArgs, repeat: u32) -> CmdResult {
             guests: 1,
             ..Default::default()
         };
-        let plan = build::prepare(&t)?;
-        let rec = build::build(&plan, false, false)?;
-        let r = paced::compare(name, &rec, &pacings, a.seconds, repeat, &mut progress);
-        let down = build::teardown("bench");
+        let lab = Lab::build(&t)?;
+        let r = paced::compare(
+            name,
+            lab.record(),
+            &pacings,
+            a.seconds,
+            repeat,
+            &mut progress,
+        );
+        let down = lab.remove();
         rows.extend(r?);
         down?;
     }

@@ -4,7 +4,8 @@ use clap::Args;
 
 use super::{need_root, print_json, CmdResult, Fail};
 use crate::lab::topology::{self, Topology, TopologyFile};
-use crate::lab::{build, exec as lexec, probe as lprobe, state, status as lstatus};
+use crate::lab::{build, exec as lexec, folder, probe as lprobe, state, status as lstatus};
+use crate::measure::lab::Lab;
 use crate::units::{Delay, Loss, Rate};
 use crate::vocab::{Gro, Mode};
 
@@ -196,11 +197,8 @@ pub fn up(a: UpArgs) -> CmdResult {
         return Ok(());
     }
     need_root("vnetlab up")?;
-    let plan = build::prepare(&t)?;
     crate::sys::signals::install();
-    let built = build::build(&plan, !a.json, true)?;
-    // The record on disk has what the build learnt (the VMs' boot times).
-    let r = crate::lab::state::load(&t.name).unwrap_or(built);
+    let r = Lab::up(&t, !a.json)?;
     if a.json {
         print_json(&r);
         return Ok(());
@@ -275,10 +273,10 @@ pub fn down(a: DownArgs) -> CmdResult {
         return Ok(());
     }
     need_root("vnetlab down")?;
-    if !state::journal_path(&lab).exists() {
+    if !folder::journal_path(&lab).exists() {
         build::teardown_plan(&lab)?;
     }
-    let left = build::down(&lab)?;
+    let left = Lab::down(&lab)?;
     if !left.is_empty() {
         return Err(Fail::Partial(format!(
             "lab {lab} removed, but: {}",
@@ -520,7 +518,7 @@ pub fn cleanup(a: CleanupArgs) -> CmdResult {
     if !a.dry_run {
         need_root("vnetlab cleanup")?;
     }
-    let labs = state::labs();
+    let labs = folder::labs();
     for f in &a.force {
         if !labs.contains(f) {
             return Err(Fail::Input(format!(
@@ -537,7 +535,7 @@ pub fn cleanup(a: CleanupArgs) -> CmdResult {
     let (mut errors, mut notes) = (Vec::new(), Vec::new());
     let mut removed = 0;
     for lab in &labs {
-        let entries = match crate::lab::journal::read(&state::journal_path(lab), lab) {
+        let entries = match crate::lab::journal::read(&folder::journal_path(lab), lab) {
             Ok(e) => e,
             Err(e) => {
                 errors.push(e.to_string());
@@ -564,7 +562,7 @@ pub fn cleanup(a: CleanupArgs) -> CmdResult {
             }
             continue;
         }
-        match build::teardown(lab) {
+        match Lab::down(lab) {
             Ok(left) => {
                 removed += 1;
                 crate::errln!("removed lab {lab}");
@@ -580,7 +578,7 @@ pub fn cleanup(a: CleanupArgs) -> CmdResult {
         .into_iter()
         .filter(|n| n.starts_with("vl"))
         .filter(|n| {
-            !state::labs()
+            !folder::labs()
                 .iter()
                 .any(|l| n.starts_with(&format!("vl{l}-")))
         })

@@ -51,11 +51,24 @@ impl From<crate::engine::Error> for Fail {
     }
 }
 
+impl From<crate::measure::Error> for Fail {
+    fn from(e: crate::measure::Error) -> Fail {
+        use crate::measure::Error;
+        match e {
+            Error::Input(m) => Fail::Input(m),
+            Error::Lab(e) => e.into(),
+            Error::Engine(e) => e.into(),
+            e @ (Error::Failed(_) | Error::Meter(_)) => Fail::Run(e.to_string()),
+        }
+    }
+}
+
 impl From<crate::experiment::Error> for Fail {
     fn from(e: crate::experiment::Error) -> Fail {
         use crate::experiment::Error;
         match e {
             Error::Input(m) => Fail::Input(m),
+            Error::Measure(e) => e.into(),
             Error::Lab(e) => e.into(),
             Error::Engine(e) => e.into(),
             Error::Store(e) => e.into(),
@@ -71,6 +84,7 @@ impl From<crate::bench::Error> for Fail {
             Error::Input(m) => Fail::Input(m),
             Error::Lab(e) => e.into(),
             Error::Experiment(e) => e.into(),
+            Error::Measure(e) => e.into(),
             e @ (Error::Failed(_) | Error::Host(_) | Error::Meter(_)) => Fail::Run(e.to_string()),
         }
     }
@@ -92,7 +106,7 @@ input_errors!(
     crate::text::Error,
     crate::stats::Error,
     crate::records::Error,
-    crate::plan::Error,
+    crate::capacity::Error,
     crate::reproduce::Error
 );
 

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use std::path::PathBuf;
 
 use super::{print_json, CmdResult, Fail};
-use crate::plan::{from_run, model, preset};
+use crate::capacity::{from_run, model, preset};
 use crate::records::PointRecord;
 
 #[derive(Args)]

@@ -8,10 +8,14 @@ use super::{need_root, print_json, CmdResult, Fail};
 use crate::engine::controller::TestResult;
 use crate::engine::spec::Spec;
 use crate::engine::vdi::profile::VdiSpec;
-use crate::experiment::load::{self, Load};
-use crate::experiment::measure::{self, Target};
+use crate::lab::folder;
 use crate::lab::state;
-use crate::meter::report::{self, CpuReport};
+use crate::measure::iperf3::Iperf3;
+use crate::measure::lab::Lab;
+use crate::measure::load::{self, Load};
+use crate::measure::source::Engine;
+use crate::measure::{self, Target, TrafficSource};
+use crate::meter::account::CpuReport;
 use crate::meter::Meter;
 use crate::stats;
 use crate::units;
@@ -366,8 +370,7 @@ pub fn test(a: TestArgs) -> CmdResult {
             ));
         }
         need_root("vnetlab test in a lab")?;
-        let lab = state::resolve(a.lab.as_deref())?;
-        let rec = state::load(&lab)?;
+        let rec = Lab::open(a.lab.as_deref())?.record().clone();
         let from = from.ok_or(Fail::Input(
             "--to needs --from (g1…, client, host or guests)".into(),
         ))?;
@@ -382,17 +385,11 @@ pub fn test(a: TestArgs) -> CmdResult {
             return Err(Fail::Input(format!("--from {from} --to {to}: a test needs two different endpoints (e.g. --from g1 --to client)")));
         }
         let loads = a.loads(&rec)?;
-        let peer = a
-            .peer
-            .as_deref()
-            .map(crate::experiment::peer::Peer::parse)
-            .transpose()?;
         Target::Lab {
             rec: Box::new(rec),
             from,
             to,
             loads,
-            peer,
             other: None,
         }
     } else if let Some(h) = &a.host {
@@ -424,7 +421,12 @@ pub fn test(a: TestArgs) -> CmdResult {
         }
     };
     crate::sys::signals::install();
-    let out = match measure::repeated(&target, &spec, a.repeat, confidence, &progress) {
+    let iperf3 = a.peer.as_deref().map(Iperf3::parse).transpose()?;
+    let source: &dyn TrafficSource = match &iperf3 {
+        Some(p) => p,
+        None => &Engine,
+    };
+    let out = match measure::repeated(&target, &spec, source, a.repeat, confidence, &progress) {
         Ok(o) => o,
         Err(_) if crate::sys::signals::stop_requested() => {
             return Err(Fail::Interrupted("interrupted: the test was stopped and its agents ended; no result (the lab is untouched)".into()))
@@ -551,7 +553,7 @@ fn lab_gone(target: &Target) -> Option<String> {
     };
     let lab = &rec.topology.name;
     let ns = std::path::Path::new("/run/netns").join(crate::lab::names::Names::new(lab).host_ns());
-    (!state::journal_path(lab).exists() || !ns.exists())
+    (!folder::journal_path(lab).exists() || !ns.exists())
         .then(|| format!("lab {lab} was removed while the test ran (`vnetlab down`?): no result"))
 }
 
@@ -615,10 +617,10 @@ pub fn print_cpu(c: &CpuReport) {
         );
     }
     for side in [crate::meter::Side::Host, crate::meter::Side::Client] {
-        let mine: Vec<&crate::meter::report::PartCpu> =
+        let mine: Vec<&crate::meter::account::PartCpu> =
             c.parts.iter().filter(|p| p.side == side).collect();
         let is_guest = |n: &str| n.parse::<Role>().is_ok_and(|r| r.is_guest());
-        let guests: Vec<&&crate::meter::report::PartCpu> =
+        let guests: Vec<&&crate::meter::account::PartCpu> =
             mine.iter().filter(|p| is_guest(&p.name)).collect();
         // Many guests fold into one line: their sum, and the busiest.
         let fold = guests.len() > 8;
@@ -663,8 +665,8 @@ pub fn print_cpu(c: &CpuReport) {
         c.interrupts_per_s
     );
     match &c.counters {
-        crate::meter::report::HwCounters::Missing(s) => crate::outln!("  hardware counters: {s}"),
-        crate::meter::report::HwCounters::Read(r) => {
+        crate::meter::account::HwCounters::Missing(s) => crate::outln!("  hardware counters: {s}"),
+        crate::meter::account::HwCounters::Read(r) => {
             crate::outln!(
                 "  hardware counters: host {} cycles, {} instructions",
                 r.host.cycles,
@@ -696,7 +698,7 @@ fn check_allowed(ip: IpAddr) -> Result<(), Fail> {
     if ip.is_loopback() {
         return Ok(());
     }
-    let in_lab = state::labs()
+    let in_lab = folder::labs()
         .iter()
         .filter_map(|l| state::load(l).ok())
         .any(|r| match ip {
@@ -1031,14 +1033,13 @@ pub fn meter(a: MeterArgs) -> CmdResult {
             a.seconds
         )));
     }
-    let lab = state::resolve(a.lab.as_deref())?;
-    let rec = state::load(&lab)?;
+    let opened = Lab::open(a.lab.as_deref())?;
+    let lab = opened.name().to_string();
     let target = Target::Lab {
-        rec: Box::new(rec),
+        rec: Box::new(opened.record().clone()),
         from: Senders::One(Role::Host),
         to: Role::Client,
         loads: vec![],
-        peer: None,
         other: None,
     };
     measure::place_driver(target.cpus());
@@ -1055,9 +1056,9 @@ pub fn meter(a: MeterArgs) -> CmdResult {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let data = m.stop();
-    let c = report::build(
+    let c = crate::meter::account::build(
         &data,
-        &report::Traffic {
+        &crate::meter::account::Traffic {
             gbps: None,
             transactions_per_s: None,
             send_parts: &[],

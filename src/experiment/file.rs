@@ -89,15 +89,15 @@ impl FromStr for WireRate {
 /// An offered load per stream: `max` (as fast as it goes) or a paced rate such as `500mbit`.
 /// Per-Gbit costs for plans come from paced points nothing bound (paper 1's Table IV).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Load(pub Option<u64>);
-impl FromStr for Load {
+pub struct Offered(pub Option<u64>);
+impl FromStr for Offered {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self, Error> {
         if s == "max" {
-            return Ok(Load(None));
+            return Ok(Offered(None));
         }
         units::parse_rate(s)
-            .map(|r| Load(Some(r)))
+            .map(|r| Offered(Some(r)))
             .map_err(|e| Error::Input(format!("{e}, or max")))
     }
 }
@@ -198,7 +198,7 @@ pub struct Matrix {
     pub directions: Vec<Direction>,
     /// Offered loads per stream: `max` and/or paced rates (default: [point] rate, else max).
     #[serde(default, deserialize_with = "de_opt_list")]
-    pub loads: Option<Vec<Load>>,
+    pub loads: Option<Vec<Offered>>,
     /// VDI tests: the session profiles (built-in names), a point each.
     #[serde(default, deserialize_with = "de_opt_nonempty")]
     pub profiles: Option<Vec<String>>,
@@ -225,7 +225,7 @@ pub struct Matrix {
 
 /// Interfering loads run together (`cpu@host+cpu@g2`), or `none`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Interference(pub Vec<super::load::Load>);
+pub struct Interference(pub Vec<crate::measure::load::Load>);
 impl FromStr for Interference {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self, Error> {
@@ -505,7 +505,7 @@ fn interference_checks(m: &Matrix, at: &dyn Fn(&str) -> String) -> Result<(), Er
         .interference
         .iter()
         .flat_map(|i| &i.0)
-        .any(|l| matches!(l, super::load::Load::OtherFlood { .. }));
+        .any(|l| matches!(l, crate::measure::load::Load::OtherFlood { .. }));
     match (floods_other, m.other) {
         (true, None) => {
             return Err(Error::Input(format!(
@@ -595,7 +595,7 @@ fn vdi_checks(m: &Matrix, scale: f64, at: &dyn Fn(&str) -> String) -> Result<(),
         )));
     }
     for &t in &m.movie {
-        let movie = super::load::Movie {
+        let movie = crate::measure::load::Movie {
             t_buffer_s: t,
             time_scale: scale,
         };
@@ -715,7 +715,7 @@ pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, Error> {
         )));
     }
     vdi_checks(m, e.point.time_scale, &at)?;
-    super::load::check_time_scale(e.point.time_scale)
+    crate::measure::load::check_time_scale(e.point.time_scale)
         .map_err(|x| Error::Input(format!("{}: {x}", at("time_scale"))))?;
     interference_checks(m, &at)?;
     if m.directions.contains(&Direction::GuestToGuest) && m.guests.iter().any(|&g| g < 2) {

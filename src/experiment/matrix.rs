@@ -4,10 +4,10 @@
 use serde::Serialize;
 
 use super::file::ExperimentFile;
-use super::load::{Load, Movie};
 use crate::engine::spec::Spec;
 use crate::engine::vdi::profile::VdiSpec;
 use crate::lab::topology::{Topology, Wire};
+use crate::measure::load::{Load, Movie};
 use crate::vocab::{Direction, Gro, Mode, TestKind};
 
 /// One lab the run builds.
@@ -69,7 +69,7 @@ pub struct Point {
     /// Fresh labs the point runs in (the run's rounds): `repeat` × `rounds` repeats in all.
     pub rounds: u32,
     /// Interfering load and the desktops' own load beside the test.
-    pub loads: Vec<super::load::Load>,
+    pub loads: Vec<crate::measure::load::Load>,
 }
 
 /// Every point of an experiment, grouped by lab: each lab's settings (listed, or crossed) with

@@ -1,13 +1,9 @@
-//! Experiments: files, matrix expansion, measuring one point, and the run loop that ties the lab,
-//! the engine, the meter and the store together.
+//! Experiments: files, matrix expansion, and the run loop that measures each point (through the
+//! measuring core) into the store, lab by lab and round by round.
 
-pub mod bound;
 pub mod facts;
 pub mod file;
-pub mod load;
 pub mod matrix;
-pub mod measure;
-pub mod peer;
 pub mod run;
 
 /// Why an experiment or a test could not run. Its `Display` is the one line users see; the
@@ -20,6 +16,8 @@ pub enum Error {
     /// Measuring failed on the host.
     #[error("{0}")]
     Failed(String),
+    #[error(transparent)]
+    Measure(#[from] crate::measure::Error),
     #[error(transparent)]
     Lab(#[from] crate::lab::Error),
     #[error(transparent)]

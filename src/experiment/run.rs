@@ -3,10 +3,10 @@
 //! after the point under way, keeps the finished points, marks the run interrupted and removes the lab.
 
 use super::matrix::{self, Point};
-use super::measure::{self, Measured, Target};
 use super::Error;
 use super::{facts, file};
-use crate::lab::{build, state};
+use crate::measure::lab::Lab;
+use crate::measure::{self, Measured, Target};
 use crate::records::{LabFacts, PointKey, PointRecord, Repeat, Rounds};
 use crate::store::Store;
 use crate::vocab::RunStatus;
@@ -132,84 +132,19 @@ fn failed_record(p: &Point, error: &str) -> PointRecord {
 }
 
 /// The most names a run tries before giving up on finding a free one.
-const NAME_TRIES: u32 = 999;
-
-/// A lab a round built (its record vouched for by its journal), and the other guest's lab beside
-/// it where the matrix names one.
-struct Built {
-    name: String,
-    rec: state::LabRecord,
-    other: Option<(String, state::LabRecord)>,
-}
-
-impl Built {
-    /// Removes both labs (the other guest's first), naming what could not be removed.
-    fn teardown(&self) -> Result<(), Error> {
-        let names = self.other.iter().map(|o| &o.0).chain([&self.name]);
-        for name in names {
-            build::teardown(name).map_err(|e| {
-                Error::Failed(format!("removing lab {name}: {e} (run `vnetlab cleanup`)"))
-            })?;
-        }
-        Ok(())
-    }
-}
-
-/// Builds the lab for `cfg` and, where it names one, the other guest's lab beside it (named as
-/// the lab with `o` after it); if the second fails the first is removed.
-fn build_labs(cfg: &matrix::LabConfig, site: Option<&Site>) -> Result<Built, crate::lab::Error> {
-    let (name, rec) = build_lab(cfg, site)?;
-    let Some(t) = cfg.other_topology(&format!("{name}o")) else {
-        return Ok(Built {
-            name,
-            rec,
-            other: None,
-        });
-    };
-    let other = build::prepare(&t).and_then(|p| build::build(&p, false, false));
-    match other {
-        Ok(o) => Ok(Built {
-            name,
-            rec,
-            other: Some((t.name, o)),
-        }),
-        Err(e) => {
-            let _ = build::teardown(&name);
-            Err(e)
-        }
-    }
-}
-
-/// Builds the lab for `cfg` under the first free name `x1`, `x2`, …: the journal made with
-/// `create_new` is the reservation, so two runs at once never take the same name.
-fn build_lab(
-    cfg: &matrix::LabConfig,
-    site: Option<&Site>,
-) -> Result<(String, state::LabRecord), crate::lab::Error> {
-    for i in 1..=NAME_TRIES {
-        let name = format!("x{i}");
-        let ns = format!("vl{name}-");
-        if state::journal_path(&name).exists()
-            || build::netns_list().iter().any(|n| n.starts_with(&ns))
-        {
-            continue;
-        }
-        let mut t = cfg.topology(&name);
+/// Builds the lab for `cfg` under the first free name `x1`, `x2`, … (over the run's site, when
+/// it has one) and, where the matrix names one, the other guest's lab beside it.
+fn build_labs(cfg: &matrix::LabConfig, site: Option<&Site>) -> Result<Lab, crate::lab::Error> {
+    Lab::build_free("x", |name| {
+        let mut t = cfg.topology(name);
         if let Some(site) = site {
             t.uplink = Some(site.uplink.clone());
             t.client = Some(site.client.clone());
             t.force_uplink = site.force_uplink;
         }
-        let plan = build::prepare(&t)?;
-        match build::build(&plan, false, false) {
-            Ok(rec) => return Ok((name, rec)),
-            Err(crate::lab::Error::Taken(_)) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(crate::lab::Error::Failed(format!(
-        "no free lab name among x1…x{NAME_TRIES}: remove stale labs with `vnetlab cleanup`"
-    )))
+        t
+    })?
+    .with_other(|name| cfg.other_topology(name))
 }
 
 /// A parsed experiment: its text (stored with the run), the file and its points.
@@ -466,18 +401,18 @@ impl LabRound<'_> {
             }
         };
         let went_on = self.measure(&built, pace, progress, total);
-        built.teardown()?;
+        built.remove()?;
         went_on
     }
 
     fn measure(
         &mut self,
-        built: &Built,
+        built: &Lab,
         pace: &mut Pace,
         progress: &mut dyn FnMut(usize, usize, f64, &str),
         total: usize,
     ) -> Result<bool, Error> {
-        let lab_facts = facts::lab(&built.name);
+        let lab_facts = facts::lab(built.name());
         for (p, g) in self.points.iter().zip(self.got.iter_mut()) {
             if crate::sys::signals::stop_requested() {
                 return Ok(false);
@@ -489,15 +424,21 @@ impl LabRound<'_> {
             progress(pace.done, total, pace.left(), &matrix::describe(p));
             let (from, to) = p.direction.endpoints();
             let target = Target::Lab {
-                rec: Box::new(built.rec.clone()),
+                rec: Box::new(built.record().clone()),
                 from,
                 to,
                 loads: p.loads.clone(),
-                peer: None,
-                other: built.other.as_ref().map(|o| Box::new(o.1.clone())),
+                other: built.other().map(|o| Box::new(o.clone())),
             };
             let t0 = std::time::Instant::now();
-            match measure::repeats(&target, &p.spec, p.repeat, None, &|_, _| {}) {
+            match measure::repeats(
+                &target,
+                &p.spec,
+                &measure::source::Engine,
+                p.repeat,
+                None,
+                &|_, _| {},
+            ) {
                 Ok((runs, _)) => {
                     g.runs.extend(runs);
                     g.facts = Some(lab_facts.clone());

@@ -8,6 +8,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use super::folder;
 use super::hostcmd::{self, HostCmd, IpCmd};
 use super::journal::{self, Entry, Journal};
 use super::plan::{self, Plan, SriovPf, Step};
@@ -26,7 +27,7 @@ pub fn prepare(t: &Topology) -> Result<Plan, Error> {
 fn checks(t: &Topology) -> Result<Plan, Error> {
     t.validate()?;
     let names = Names::new(&t.name);
-    if state::journal_path(&t.name).exists() {
+    if folder::journal_path(&t.name).exists() {
         return Err(Error::Failed(format!(
             "lab '{}' already exists: remove it with `vnetlab down {}` or pick another --name",
             t.name, t.name
@@ -148,8 +149,8 @@ pub fn netns_list() -> Vec<String> {
 pub fn build(p: &Plan, progress: bool, kept: bool) -> Result<state::LabRecord, Error> {
     let progress = progress && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let lab = p.record.topology.name.clone();
-    state::ensure_dir()?;
-    let mut j = Journal::create(&state::journal_path(&lab), kept)?;
+    folder::ensure_dir()?;
+    let mut j = Journal::create(&folder::journal_path(&lab), kept)?;
     crate::sys::signals::install();
     let start = Instant::now();
     let result = run_steps(p, &mut j, progress);
@@ -164,7 +165,7 @@ pub fn build(p: &Plan, progress: bool, kept: bool) -> Result<state::LabRecord, E
     }
     result.map_err(|e| undo_failed_build(&lab, e))?;
     let mut rec = p.record.clone();
-    state::vouch(&mut rec, &journal::read(&state::journal_path(&lab), &lab)?)?;
+    state::vouch(&mut rec, &journal::read(&folder::journal_path(&lab), &lab)?)?;
     Ok(rec)
 }
 
@@ -194,9 +195,9 @@ fn run_steps(p: &Plan, j: &mut Journal, progress: bool) -> Result<(), Error> {
         j.record(&[Entry::Pf { name: pf.clone() }])?;
     }
     let record = serde_json::to_string_pretty(&p.record).unwrap();
-    std::fs::write(state::record_path(lab), record)
+    std::fs::write(folder::record_path(lab), record)
         .map_err(|e| Error::Failed(format!("cannot write the lab record: {e}")))?;
-    let log_path = state::log_path(lab);
+    let log_path = folder::log_path(lab);
     let mut log = std::fs::File::create(&log_path)
         .map_err(|e| Error::Failed(format!("cannot write {}: {e}", log_path.display())))?;
     let total = p.steps.len();
@@ -450,8 +451,8 @@ fn make_in_place(path: &Path, shared: bool, j: &mut Journal) -> Result<(), Error
 /// is still that folder.
 fn made_here(path: &Path) -> Option<FileId> {
     let now = ident::id_of(path).ok()?;
-    state::labs().iter().find_map(|l| {
-        let entries = journal::read(&state::journal_path(l), l).ok()?;
+    folder::labs().iter().find_map(|l| {
+        let entries = journal::read(&folder::journal_path(l), l).ok()?;
         entries.iter().find_map(|e| match e {
             Entry::CgroupMade { path: p, id } if p == path && *id == now => Some(now),
             _ => None,
@@ -498,6 +499,9 @@ fn start_backend(
     let t0 = Instant::now();
     loop {
         if stats.exists() {
+            // The backend outlives this call; a thread waits for it so that, once teardown has
+            // killed it, it does not linger as a zombie of a long-lived vnetlab (serve, reproduce).
+            std::thread::spawn(move || child.wait());
             return Ok(());
         }
         if let Ok(Some(st)) = child.try_wait() {
@@ -508,6 +512,8 @@ fn start_backend(
             )));
         }
         if t0.elapsed() > Duration::from_secs(5) {
+            let _ = child.kill();
+            let _ = child.wait();
             return Err(Error::Failed(format!(
                 "the vNIC backend of {guest} did not attach its taps within 5 s (see {})",
                 log.display()
@@ -798,7 +804,7 @@ pub fn undo_steps(entries: &[Entry]) -> Result<Vec<Undo>, Error> {
 
 /// What `down LAB` would run (for --dry-run).
 pub fn teardown_plan(lab: &str) -> Result<Vec<String>, Error> {
-    let jpath = state::journal_path(lab);
+    let jpath = folder::journal_path(lab);
     if !jpath.exists() {
         return Err(Error::Input(no_such_lab(lab)));
     }
@@ -811,7 +817,7 @@ pub fn teardown_plan(lab: &str) -> Result<Vec<String>, Error> {
 }
 
 fn no_such_lab(lab: &str) -> String {
-    let known = state::labs();
+    let known = folder::labs();
     if known.is_empty() {
         format!("no lab named '{lab}': there are no labs")
     } else {
@@ -824,7 +830,7 @@ fn no_such_lab(lab: &str) -> String {
 /// object that is not the one made (another namespace by its name) is left and said, and keeps
 /// the journal, so a person can look.
 pub fn teardown(lab: &str) -> Result<Vec<String>, Error> {
-    let jpath = state::journal_path(lab);
+    let jpath = folder::journal_path(lab);
     let entries = if std::fs::symlink_metadata(&jpath).is_ok() {
         journal::read(&jpath, lab)?
     } else {
@@ -851,12 +857,12 @@ pub fn teardown(lab: &str) -> Result<Vec<String>, Error> {
     if !errors.is_empty() {
         return Err(Error::Failed(errors.join("; ")));
     }
-    for p in [jpath, state::record_path(lab), state::log_path(lab)] {
+    for p in [jpath, folder::record_path(lab), folder::log_path(lab)] {
         let _ = std::fs::remove_file(p);
     }
     // The backends' counters and logs.
     let prefix = format!("{lab}.vnic-");
-    for e in std::fs::read_dir(state::dir())
+    for e in std::fs::read_dir(folder::dir())
         .into_iter()
         .flatten()
         .flatten()
@@ -1006,7 +1012,7 @@ fn return_vf(netns: &str, lab_name: &str, ifname: &str) -> Result<(), Error> {
 
 /// `vnetlab down LAB`: what it could not give back, if anything.
 pub fn down(lab: &str) -> Result<Vec<String>, Error> {
-    if !state::journal_path(lab).exists() {
+    if !folder::journal_path(lab).exists() {
         return Err(Error::Input(no_such_lab(lab)));
     }
     teardown(lab)

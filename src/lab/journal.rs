@@ -231,7 +231,7 @@ pub const MAX_BYTES: u64 = 16 << 20;
 /// but a regular file (a FIFO would block for ever) is refused before it is read.
 pub fn read(path: &Path, lab: &str) -> Result<Vec<Entry>, Error> {
     if let Some(d) = path.parent() {
-        super::state::check_trusted(d)?;
+        super::folder::check_trusted(d)?;
     }
     let bytes = crate::text::read_bytes_capped(path, MAX_BYTES)
         .map_err(|e| Error::Failed(format!("cannot read journal: {e}")))?;
@@ -377,7 +377,7 @@ fn temp_of(temp: &Path, path: &Path) -> bool {
 fn vm_folder_ok(path: &Path, lab: &str) -> bool {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let guest = name.strip_prefix(&format!("{lab}.vm-g")).unwrap_or("");
-    path.parent() == Some(super::state::dir().as_path())
+    path.parent() == Some(super::folder::dir().as_path())
         && !guest.is_empty()
         && guest.chars().all(|c| c.is_ascii_digit())
 }
@@ -546,7 +546,7 @@ mod tests {
                 temp: None,
             },
             Entry::VmFolder {
-                path: super::super::state::vm_dir("x", "g12"),
+                path: super::super::folder::vm_dir("x", "g12"),
             },
             Entry::Pf {
                 name: "enp1s0f0".into(),
@@ -568,7 +568,7 @@ mod tests {
             PathBuf::from("/sys/fs/cgroup/cpuset"),
         ];
         validate("x", &ok, &roots).unwrap();
-        let state = super::super::state::dir();
+        let state = super::super::folder::dir();
         let bad = [
             Entry::Netns {
                 name: "default".into(),

@@ -7,6 +7,7 @@ pub mod build;
 pub mod cgroup;
 pub mod cpus;
 pub mod exec;
+pub mod folder;
 pub mod hostcmd;
 pub mod journal;
 pub mod names;

@@ -8,69 +8,12 @@ use std::path::PathBuf;
 
 use super::addr::Addressing;
 use super::cpus::CpuPlan;
+use super::folder::{check_trusted, dir, journal_path, labs, record_path};
 use super::topology::Topology;
 use crate::sys::ident::FileId;
 use crate::units::CpuList;
 use crate::vocab::Role;
 pub use crate::vocab::Side;
-
-/// `$VNETLAB_STATE_DIR`, else /run/vnetlab (a tmpfs: labs do not outlive a reboot, nor do netns).
-pub fn dir() -> PathBuf {
-    std::env::var_os("VNETLAB_STATE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/run/vnetlab"))
-}
-
-/// The state folder, ready for a new journal: /run/vnetlab is made when missing; a
-/// `VNETLAB_STATE_DIR` must exist (a typo is not silently made into a new folder). Either must be
-/// trusted (`check_trusted`).
-pub fn ensure_dir() -> Result<PathBuf, Error> {
-    let d = dir();
-    match std::env::var_os("VNETLAB_STATE_DIR") {
-        Some(_) if !d.is_dir() => {
-            return Err(Error::Input(format!(
-                "VNETLAB_STATE_DIR={} is not a folder: make it (mkdir -p {0}) or unset it to use /run/vnetlab",
-                d.display()
-            )))
-        }
-        Some(_) => {}
-        None => std::fs::create_dir_all(&d)
-            .map_err(|e| Error::Failed(format!("cannot make {}: {e}", d.display())))?,
-    }
-    check_trusted(&d)?;
-    Ok(d)
-}
-
-/// A state folder others can write could hold a planted journal that aims `down` at anything:
-/// it must belong to this user and be writable by nobody else.
-pub fn check_trusted(d: &std::path::Path) -> Result<(), Error> {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(m) = std::fs::metadata(d) else {
-        return Ok(());
-    };
-    let me = crate::sys::euid();
-    if m.uid() != me || m.mode() & 0o022 != 0 {
-        return Err(Error::Input(format!(
-            "the state folder {} is writable by others (owner {}, mode {:o}): a journal planted there could aim vnetlab at anything; use a folder only you can write",
-            d.display(),
-            m.uid(),
-            m.mode() & 0o7777
-        )));
-    }
-    Ok(())
-}
-
-pub fn journal_path(lab: &str) -> PathBuf {
-    dir().join(format!("{lab}.journal"))
-}
-
-pub fn record_path(lab: &str) -> PathBuf {
-    dir().join(format!("{lab}.json"))
-}
-
-pub fn log_path(lab: &str) -> PathBuf {
-    dir().join(format!("{lab}.commands.log"))
-}
 
 /// One place a program can run in a lab: the host, the client, or a guest.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -136,11 +79,6 @@ impl VmInfo {
     }
 }
 
-/// A QEMU guest's folder: `<state dir>/<lab>.vm-<guest>`.
-pub fn vm_dir(lab: &str, guest: &str) -> PathBuf {
-    dir().join(format!("{lab}.vm-{guest}"))
-}
-
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct VnicInfo {
     pub model: String,
@@ -150,14 +88,6 @@ pub struct VnicInfo {
     pub log: PathBuf,
     /// The backend's cgroup folders (its CPU is the part "vNIC backend gN").
     pub cgroups: Vec<PathBuf>,
-}
-
-pub fn vnic_stats_path(lab: &str, guest: &str) -> PathBuf {
-    dir().join(format!("{lab}.vnic-{guest}.json"))
-}
-
-pub fn vnic_log_path(lab: &str, guest: &str) -> PathBuf {
-    dir().join(format!("{lab}.vnic-{guest}.log"))
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -211,23 +141,6 @@ impl LabRecord {
     pub fn guests(&self) -> impl Iterator<Item = &Endpoint> {
         self.endpoints.iter().filter(|e| e.role.is_guest())
     }
-}
-
-/// Names of the labs that have a journal.
-pub fn labs() -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir())
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()?
-                .strip_suffix(".journal")
-                .map(str::to_string)
-        })
-        .collect();
-    v.sort();
-    v
 }
 
 /// The largest lab record vnetlab reads (a lab of 9 999 guests writes well under 8 MB).

@@ -5,6 +5,7 @@ use crate::lab::Error;
 use serde::Serialize;
 use std::collections::HashMap;
 
+use super::folder;
 use super::hostcmd;
 use super::names::Names;
 use super::state::{self, LabRecord};
@@ -108,7 +109,7 @@ pub fn status(only: Option<&str>) -> Result<Status, Error> {
             state::load(l)?;
             vec![l.to_string()]
         }
-        None => state::labs(),
+        None => folder::labs(),
     };
     for l in names {
         match state::load(&l) {
@@ -122,7 +123,7 @@ pub fn status(only: Option<&str>) -> Result<Status, Error> {
 fn lab_status(r: &LabRecord) -> Result<LabStatus, Error> {
     let t = &r.topology;
     let n = Names::new(&t.name);
-    let entries = super::journal::read(&state::journal_path(&t.name), &t.name).unwrap_or_default();
+    let entries = super::journal::read(&folder::journal_path(&t.name), &t.name).unwrap_or_default();
     let complete = entries.contains(&super::journal::Entry::Complete);
     let missing: Vec<&str> = entries
         .iter()
@@ -333,40 +334,5 @@ pub fn read_links(ns: &str) -> Result<Vec<Iface>, Error> {
 /// The offload states that matter to the papers, from `ethtool -k`.
 pub fn read_offloads(ns: &str, dev: &str) -> HashMap<String, String> {
     let out = hostcmd::read(&["ip", "netns", "exec", ns, "ethtool", "-k", dev]).unwrap_or_default();
-    parse_offloads(&out)
-}
-
-pub fn parse_offloads(ethtool_k: &str) -> HashMap<String, String> {
-    let wanted = [
-        ("generic-receive-offload", "gro"),
-        ("large-receive-offload", "lro"),
-        ("tcp-segmentation-offload", "tso"),
-        ("generic-segmentation-offload", "gso"),
-        ("rx-checksumming", "rx-csum"),
-        ("tx-checksumming", "tx-csum"),
-    ];
-    let mut m = HashMap::new();
-    for line in ethtool_k.lines() {
-        if let Some((k, v)) = line.trim().split_once(':') {
-            if let Some((_, short)) = wanted.iter().find(|(long, _)| *long == k) {
-                let v = v.split_whitespace().collect::<Vec<_>>().join(" ");
-                m.insert(short.to_string(), v);
-            }
-        }
-    }
-    m
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn ethtool_output_is_parsed() {
-        let k = "Features for vllabg1:\nrx-checksumming: on\ntx-checksumming: on\n\ttx-checksum-ipv4: off [fixed]\ntcp-segmentation-offload: off\ngeneric-segmentation-offload: on\ngeneric-receive-offload: off\nlarge-receive-offload: off [fixed]\n";
-        let m = super::parse_offloads(k);
-        assert_eq!(m["gro"], "off");
-        assert_eq!(m["tso"], "off");
-        assert_eq!(m["gso"], "on");
-        assert_eq!(m["lro"], "off [fixed]");
-        assert_eq!(m.len(), 6);
-    }
+    hostcmd::parse_offloads(&out)
 }

@@ -70,9 +70,9 @@ pub fn check(name: &str, force: bool) -> Result<(), Error> {
         }
     }
     let k = hostcmd::read(&["ethtool", "-k", name]).unwrap_or_default();
-    if super::status::parse_offloads(&k)
+    if hostcmd::features(&k)
         .get("netns-local")
-        .is_some_and(|v| v.starts_with("on"))
+        .is_some_and(|(on, _)| *on)
     {
         return Err(Error::Input(format!(
             "--uplink {name}: the kernel keeps it in this namespace (netns-local): give vnetlab another interface"
@@ -299,12 +299,12 @@ fn qdisc_refused(tc_json: &serde_json::Value) -> Option<String> {
         .find_map(|q| (!GIVEN_BACK.contains(&q[3].as_str())).then(|| q[3].clone()))
 }
 
-/// The offloads `ethtool -k` shows that are not fixed: feature → on.
+/// The features `ethtool -k` shows that are not fixed: feature → on.
 fn changeable(ethtool_k: &str) -> BTreeMap<String, bool> {
-    super::status::parse_offloads(ethtool_k)
+    hostcmd::features(ethtool_k)
         .into_iter()
-        .filter(|(_, v)| !v.contains("[fixed]"))
-        .map(|(f, v)| (f, v.starts_with("on")))
+        .filter(|(_, (_, fixed))| !fixed)
+        .map(|(f, (on, _))| (f, on))
         .collect()
 }
 

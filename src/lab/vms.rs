@@ -7,6 +7,7 @@ use crate::lab::Error;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::folder;
 use super::plan::VmHost;
 use super::state::{self, Endpoint};
 use crate::guest::qemu::{self, Files, VmSpec};
@@ -193,7 +194,7 @@ pub fn wait(
 }
 
 fn record_boot(lab: &str, boot: &[(Role, f64)]) -> Result<(), Error> {
-    let path = state::record_path(lab);
+    let path = folder::record_path(lab);
     let text = std::fs::read_to_string(&path)
         .map_err(|e| Error::Failed(format!("cannot read the lab record: {e}")))?;
     let mut rec: state::LabRecord = serde_json::from_str(&text)

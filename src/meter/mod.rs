@@ -5,12 +5,12 @@
 //! host CPU is the busy time of the host's cores. It knows parts (names, sides, cgroup folders,
 //! PIDs) and cores, never labs or workloads.
 
+pub mod account;
 pub mod cgroupstat;
 pub mod counters;
 pub mod irqstat;
 pub mod procs;
 pub mod procstat;
-pub mod report;
 pub mod threads;
 
 /// Why the meter could not measure. Its `Display` is the one line users see.

@@ -8,10 +8,10 @@ use crate::records::{PointRecord, RunRow};
 /// paper 1's per-desktop load (2.5 % of the host each, 100 Mb/s VM network plus the screen stream).
 pub fn sections(run: &RunRow, points: &[PointRecord]) -> Vec<Section> {
     let title = "Capacity: desktops per server".to_string();
-    let c = match crate::plan::from_run::costs(
+    let c = match crate::capacity::from_run::costs(
         run,
         points,
-        crate::plan::from_run::Pick::default(),
+        crate::capacity::from_run::Pick::default(),
         true,
         false,
     ) {
@@ -32,7 +32,8 @@ pub fn sections(run: &RunRow, points: &[PointRecord]) -> Vec<Section> {
         }
         Err(_) => return Vec::new(),
     };
-    let Ok(d) = crate::plan::model::density(&c.datapaths, 2.5, 0.1, crate::plan::SCREEN_GBPS)
+    let Ok(d) =
+        crate::capacity::model::density(&c.datapaths, 2.5, 0.1, crate::capacity::SCREEN_GBPS)
     else {
         return Vec::new();
     };

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Error;
-use crate::experiment::file::{Load, Size, SockBuf, WireRate};
+use crate::experiment::file::{Offered, Size, SockBuf, WireRate};
 use crate::records::{PointRecord, Repeat, Rounds};
 use crate::units::parse_size;
 use crate::vocab::{Bound, Direction, Gro, Mode, TestKind};
@@ -159,7 +159,7 @@ impl Selector {
         parses::<TestKind>(&self.test, "test")?;
         parses::<Direction>(&self.direction, "direction")?;
         parses::<Size>(&self.message, "message")?;
-        parses::<Load>(&self.load, "load")?;
+        parses::<Offered>(&self.load, "load")?;
         parses::<Gro>(&self.gro, "gro")?;
         parses::<WireRate>(&self.wire, "wire")?;
         parses::<SockBuf>(&self.buffer, "buffer")
@@ -181,7 +181,7 @@ impl Selector {
             && self
                 .load
                 .as_ref()
-                .is_none_or(|l| l.parse::<Load>().ok().map(|l| l.0) == Some(k.load_bps))
+                .is_none_or(|l| l.parse::<Offered>().ok().map(|l| l.0) == Some(k.load_bps))
             && self.tso.is_none_or(|t| t == k.tso)
             && eq(&self.gro, k.gro.name().to_string())
             && self.lro.is_none_or(|l| l == k.lro)
@@ -227,7 +227,7 @@ impl Selector {
 /// Whether a point's loads hold paper 1's movie buffered in `t` seconds: its download is paced
 /// at S_VMNET / T_buffer, as the load writes it.
 fn movie_at(interference: Option<&str>, t: f64) -> bool {
-    let rate = crate::units::Rate((crate::experiment::load::S_VMNET_BITS / t) as u64);
+    let rate = crate::units::Rate((crate::measure::load::S_VMNET_BITS / t) as u64);
     interference.is_some_and(|i| {
         i.split(" + ")
             .any(|l| l.starts_with("VM-network download") && l.ends_with(&format!(" at {rate}")))
@@ -851,7 +851,7 @@ impl Claim {
 /// this share, the bar beyond which a point's own repeats read unstable. Smaller differences
 /// (paper 1's send offloads at 8 KB: 2 to 9 % over nine runs) move from run to run on one host,
 /// and a verdict that rests on one would flip with the day.
-pub const EFFECT_FLOOR: f64 = crate::experiment::measure::UNSTABLE;
+pub const EFFECT_FLOOR: f64 = crate::measure::UNSTABLE;
 
 /// How many of `n` rounds must compare one way for a verdict that way: the fewest that chance
 /// alone (each round a coin toss) reaches at most one time in eight. Three rounds need all three,
@@ -1112,7 +1112,7 @@ mod tests {
     #[test]
     fn a_selector_finds_the_movie_by_its_buffering_time() {
         let mut p = point(Mode::Macvlan, 0, 1.0, 1.0);
-        let m = crate::experiment::load::Movie {
+        let m = crate::measure::load::Movie {
             t_buffer_s: 60.0,
             time_scale: 0.05,
         };
@@ -1128,7 +1128,7 @@ mod tests {
 
     /// A movie point: its median repeat's host CPU while buffering, and every repeat's.
     fn movie(mode: Mode, median: f64, each: [f64; 3]) -> PointRecord {
-        use crate::experiment::load::{Movie, MoviePhases, Phase};
+        use crate::measure::load::{Movie, MoviePhases, Phase};
         let phase = |v: f64| Phase {
             from_s: 0.0,
             to_s: 0.64,

@@ -118,7 +118,7 @@ pub struct Stored {
     #[serde(default)]
     pub vnic: Option<std::collections::BTreeMap<String, crate::vnic::backend::VnicDelta>>,
     #[serde(default)]
-    pub movie: Option<crate::experiment::load::MoviePhases>,
+    pub movie: Option<crate::measure::load::MoviePhases>,
 }
 
 /// A point's stored result, read as `Stored` (None if it has none or it does not parse).

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::claims::{Metric, Selector};
 use super::Error;
-use crate::plan::model::{Datapath, Row, Scenario};
+use crate::capacity::model::{Datapath, Row, Scenario};
 use crate::records::PointRecord;
 use crate::report::html::esc;
 
@@ -52,8 +52,8 @@ impl PlanTable {
     }
 
     /// The paper's scenario at the buffering times shown.
-    fn scenario(&self) -> Result<Scenario, crate::plan::Error> {
-        let mut s = crate::plan::preset::get(&self.preset)?;
+    fn scenario(&self) -> Result<Scenario, crate::capacity::Error> {
+        let mut s = crate::capacity::preset::get(&self.preset)?;
         s.buffer_s = self.buffers.clone();
         Ok(s)
     }

@@ -332,6 +332,44 @@ pub fn one_line(s: &str) -> String {
     t.join("; ")
 }
 
+/// The offloads `ethtool -k` shows that `status` reports, by their short names (gro, lro, tso,
+/// gso, rx-csum, tx-csum): "on", "off", "on [fixed]".
+pub fn parse_offloads(ethtool_k: &str) -> std::collections::HashMap<String, String> {
+    let wanted = [
+        ("generic-receive-offload", "gro"),
+        ("large-receive-offload", "lro"),
+        ("tcp-segmentation-offload", "tso"),
+        ("generic-segmentation-offload", "gso"),
+        ("rx-checksumming", "rx-csum"),
+        ("tx-checksumming", "tx-csum"),
+    ];
+    let mut m = std::collections::HashMap::new();
+    for line in ethtool_k.lines() {
+        if let Some((k, v)) = line.trim().split_once(':') {
+            if let Some((_, short)) = wanted.iter().find(|(long, _)| *long == k) {
+                let v = v.split_whitespace().collect::<Vec<_>>().join(" ");
+                m.insert(short.to_string(), v);
+            }
+        }
+    }
+    m
+}
+
+/// Every feature `ethtool -k` shows: name → (on, fixed).
+pub fn features(ethtool_k: &str) -> std::collections::BTreeMap<String, (bool, bool)> {
+    ethtool_k
+        .lines()
+        .skip_while(|l| l.starts_with("Features for"))
+        .filter_map(|l| {
+            let (k, v) = l.trim().split_once(':')?;
+            let v = v.trim();
+            let on = v.starts_with("on");
+            (on || v.starts_with("off"))
+                .then(|| (k.trim().to_string(), (on, v.contains("[fixed]"))))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -403,5 +441,16 @@ mod tests {
             (o.status, o.stdout.as_str(), o.stderr.trim()),
             (3, "hi", "oops")
         );
+    }
+
+    #[test]
+    fn ethtool_output_is_parsed() {
+        let k = "Features for vllabg1:\nrx-checksumming: on\ntx-checksumming: on\n\ttx-checksum-ipv4: off [fixed]\ntcp-segmentation-offload: off\ngeneric-segmentation-offload: on\ngeneric-receive-offload: off\nlarge-receive-offload: off [fixed]\n";
+        let m = super::parse_offloads(k);
+        assert_eq!(m["gro"], "off");
+        assert_eq!(m["tso"], "off");
+        assert_eq!(m["gso"], "on");
+        assert_eq!(m["lro"], "off [fixed]");
+        assert_eq!(m.len(), 6);
     }
 }

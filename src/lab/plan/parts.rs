@@ -4,7 +4,7 @@
 use crate::lab::Error;
 use std::path::PathBuf;
 
-use super::{vnic, Cx, Step};
+use super::{Cx, Step};
 use crate::lab::cgroup::{self, Hierarchy};
 use crate::lab::cpus::CpuPlan;
 use crate::lab::hostcmd::HostCmd;
@@ -55,6 +55,11 @@ impl Parts {
     }
 }
 
+/// The part a guest's vNIC backend is accounted in.
+pub(super) fn backend_part(guest: u32) -> String {
+    format!("vnic-{}", Role::Guest(guest))
+}
+
 pub(super) fn plan(cx: &Cx, cg: &Hierarchy, cpus: &CpuPlan) -> Result<Parts, Error> {
     let placed = |l: CpuList| cpus.placed.then(|| l.to_string());
     let mut parts = vec![("host".to_string(), placed(cpus.host.clone()))];
@@ -71,7 +76,7 @@ pub(super) fn plan(cx: &Cx, cg: &Hierarchy, cpus: &CpuPlan) -> Result<Parts, Err
         parts.extend(
             cx.guests
                 .iter()
-                .map(|&i| (vnic::part(i), placed(cpus.backend(i)))),
+                .map(|&i| (backend_part(i), placed(cpus.backend(i)))),
         );
     }
     let mut notes = Vec::new();

@@ -9,8 +9,9 @@ use super::parts::Parts;
 use super::{addr, Batch, Cx, Step};
 use crate::guest::image::Image;
 use crate::guest::qemu::{self, Device, Files, NicConfig, VmSpec};
+use crate::lab::folder::vm_dir;
 use crate::lab::hostcmd::IpCmd;
-use crate::lab::state::{vm_dir, VmInfo};
+use crate::lab::state::VmInfo;
 use crate::vocab::{Accel, Mode, Role};
 
 /// What the host gives its QEMU guests: the image and the acceleration (probed before planning).

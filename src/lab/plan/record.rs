@@ -2,8 +2,9 @@
 //! interfaces, cgroups and cores, as other commands and stages read them.
 
 use super::parts::Parts;
-use super::{nat_ports, qemu, vnic, Cx, Family, VmHost};
-use crate::lab::state::{vnic_log_path, vnic_stats_path, Endpoint, NatReach, VnicInfo};
+use super::{nat_ports, qemu, Cx, Family, VmHost};
+use crate::lab::folder::{vnic_log_path, vnic_stats_path};
+use crate::lab::state::{Endpoint, NatReach, VnicInfo};
 use crate::vocab::Role;
 
 pub(super) fn endpoints(
@@ -66,7 +67,7 @@ pub(super) fn endpoints(
                 lro: cx.t.lro,
                 stats: vnic_stats_path(&cx.t.name, &g),
                 log: vnic_log_path(&cx.t.name, &g),
-                cgroups: parts.folders(&vnic::part(i)),
+                cgroups: parts.folders(&super::parts::backend_part(i)),
             });
         }
         out.push(e);

@@ -4,8 +4,8 @@
 
 use super::parts::Parts;
 use super::{Batch, Cx, Step};
+use crate::lab::folder::{vnic_log_path, vnic_stats_path};
 use crate::lab::hostcmd::IpCmd;
-use crate::lab::state::{vnic_log_path, vnic_stats_path};
 use crate::vocab::Role;
 
 /// The guest's NIC: a tap (with the virtio-net header for the paravirtual model).
@@ -15,11 +15,6 @@ pub(super) fn guest_tap(b: &mut Batch, gns: &str, gif: &str, paravirt: bool) {
         vnet_hdr: paravirt,
     };
     b.make(gns, gif, tap);
-}
-
-/// The part a guest's backend is accounted in.
-pub(super) fn part(guest: u32) -> String {
-    format!("vnic-{}", Role::Guest(guest))
 }
 
 /// One backend per guest, started in the host's namespace.
@@ -55,7 +50,7 @@ pub(super) fn backends(cx: &Cx, parts: &Parts) -> Vec<Step> {
             Step::StartBackend {
                 args,
                 netns: cx.h.clone(),
-                cgroups: parts.folders(&part(i)),
+                cgroups: parts.folders(&super::parts::backend_part(i)),
                 stats,
                 log: vnic_log_path(&cx.t.name, &g),
                 guest: g,

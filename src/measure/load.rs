@@ -297,6 +297,16 @@ pub fn udp_in_datagrams(snmp: &str) -> Option<u64> {
     values.split_whitespace().nth(at)?.parse().ok()
 }
 
+/// Starts the target's loads for a test lasting `secs` (None: it has none).
+pub fn start_for(target: &super::Target, secs: f64) -> Result<Option<Running>, Error> {
+    match target {
+        super::Target::Lab {
+            rec, loads, other, ..
+        } if !loads.is_empty() => start(rec, other.as_deref(), loads, secs).map(Some),
+        _ => Ok(None),
+    }
+}
+
 fn ticks() -> f64 {
     crate::sys::clock_ticks_per_s()
 }
@@ -392,7 +402,7 @@ fn side_flow(
     spec: &Spec,
 ) -> Result<JoinHandle<Result<TestResult, Error>>, Error> {
     spec.validate()?;
-    let (mut agents, pairs) = super::measure::lab_agents(rec, Senders::One(from), to)?;
+    let (mut agents, pairs) = super::agents::lab_agents(rec, Senders::One(from), to)?;
     let spec = spec.clone();
     Ok(std::thread::spawn(move || {
         Ok(controller::run_test(

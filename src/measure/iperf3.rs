@@ -1,40 +1,40 @@
-//! `vnetlab test --peer iperf3[:PORT]`: a stock `iperf3 -s` at the client is the far end of a
-//! stream test, so a client machine (or a guest image) with nothing but iperf3 can be measured.
-//! vnetlab runs `iperf3 -c` in the lab endpoint at the other end (`-R` when the client sends),
-//! starts the server itself only in a local client's namespace, measures the host with the same
-//! meter as any test, and says in the result that iperf3 moved the bytes.
+//! A stock iperf3 as a `TrafficSource` (`vnetlab test --peer iperf3[:PORT]`, the benches): an
+//! `iperf3 -s` at the client is the far end of a stream test, so a client machine (or a guest
+//! image) with nothing but iperf3 can be measured. vnetlab runs `iperf3 -c` in the lab endpoint at
+//! the other end (`-R` when the client sends), starts the server itself only in a local client's
+//! namespace, and opens the meter's window over exactly the whole seconds iperf3 reports (after
+//! its omitted warm-up), which the result's rate is made of.
 
 use std::net::IpAddr;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use super::measure::{self, Measured, Target};
-use super::Error;
+use super::source::TrafficSource;
+use super::{Error, Target};
 use crate::engine::controller::TestResult;
 use crate::engine::intervals::Interval;
 use crate::engine::spec::Spec;
 use crate::lab::{exec, hostcmd, state::LabRecord};
-use crate::meter::Meter;
 use crate::vocab::{Engine, Pacing, Role, Senders, TestKind};
 
 /// iperf3's own default port.
 pub const IPERF3_PORT: u16 = 5201;
 
-/// Where the stock server listens.
+/// A stock iperf3 moving the bytes; its server listens on `port` at the client.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Peer {
+pub struct Iperf3 {
     pub port: u16,
 }
 
-impl Peer {
+impl Iperf3 {
     /// `iperf3` or `iperf3:PORT`.
-    pub fn parse(s: &str) -> Result<Peer, Error> {
+    pub fn parse(s: &str) -> Result<Iperf3, Error> {
         let port = match s.split_once(':') {
             None if s == "iperf3" => Some(IPERF3_PORT),
             Some(("iperf3", p)) => p.parse::<u16>().ok().filter(|p| *p >= 1024),
             _ => None,
         };
-        port.map(|port| Peer { port }).ok_or_else(|| {
+        port.map(|port| Iperf3 { port }).ok_or_else(|| {
             Error::Input(format!(
                 "--peer '{}': write iperf3 or iperf3:PORT (a port from 1024)",
                 crate::text::clip(s)
@@ -43,10 +43,10 @@ impl Peer {
     }
 }
 
-/// A server vnetlab started (in a local client's namespace), stopped when dropped.
-struct Server(Option<Child>);
+/// An iperf3 server vnetlab started (in a local client's namespace), stopped when dropped.
+struct Iperf3Server(Option<Child>);
 
-impl Drop for Server {
+impl Drop for Iperf3Server {
     fn drop(&mut self) {
         if let Some(c) = &mut self.0 {
             let _ = c.kill();
@@ -67,10 +67,16 @@ fn ends(from: Senders, to: Role, test: TestKind) -> Result<(Role, bool), Error> 
     }
 }
 
-/// iperf3 -c's arguments for `spec` (whole seconds: iperf3 takes no fractions).
+/// The seconds iperf3 omits (the warm-up, at least one) and then reports (the measured window):
+/// whole seconds, as iperf3 takes them.
+pub fn seconds(spec: &Spec) -> (f64, f64) {
+    (spec.warmup.ceil().max(1.0), spec.duration.ceil().max(1.0))
+}
+
+/// iperf3 -c's arguments for `spec`: it omits the warm-up and then runs the measured seconds
+/// (`-O` comes before `-t`'s seconds, not out of them).
 fn client_args(spec: &Spec, addr: IpAddr, port: u16, reverse: bool) -> Vec<String> {
-    let omit = spec.warmup.ceil().max(1.0);
-    let secs = omit + spec.duration.ceil() + 1.0;
+    let (omit, secs) = seconds(spec);
     let mut a: Vec<String> = [
         "iperf3",
         "-c",
@@ -159,10 +165,10 @@ pub fn parse_json(json: &str, udp: bool) -> Result<Read, Error> {
 }
 
 /// Starts `iperf3 -s -1` in a local client's namespace (a remote client runs its own).
-fn server(rec: &LabRecord, port: u16) -> Result<Server, Error> {
+fn server(rec: &LabRecord, port: u16) -> Result<Iperf3Server, Error> {
     let c = rec.endpoint(Role::Client)?;
     if c.remote.is_some() {
-        return Ok(Server(None));
+        return Ok(Iperf3Server(None));
     }
     let argv: Vec<String> = [
         "iperf3",
@@ -189,57 +195,75 @@ fn server(rec: &LabRecord, port: u16) -> Result<Server, Error> {
         })?;
     // Listening takes a moment; iperf3 -c retries nothing.
     std::thread::sleep(Duration::from_millis(300));
-    Ok(Server(Some(child)))
+    Ok(Iperf3Server(Some(child)))
 }
 
-/// One test with iperf3 moving the bytes and the meter on the host over the steady window.
-pub fn measured_run(target: &Target, spec: &Spec, peer: &Peer) -> Result<Measured, Error> {
-    let Target::Lab { rec, from, to, .. } = target else {
-        return Err(Error::Input("--peer iperf3 runs in a lab".into()));
-    };
-    if !matches!(
-        spec.test,
-        TestKind::TcpStream | TestKind::TcpMaerts | TestKind::UdpStream
-    ) {
-        return Err(Error::Input(format!(
-            "--peer iperf3 moves streams: use -t TCP_STREAM, TCP_MAERTS or UDP_STREAM, not {}",
-            spec.test
-        )));
+/// How long after `iperf3 -c` starts its first second begins (the control connection and the
+/// test's own set-up on a lab's link).
+const STARTUP: Duration = Duration::from_millis(100);
+
+impl TrafficSource for Iperf3 {
+    fn engine(&self) -> Engine {
+        Engine::Iperf3
     }
-    let (near, reverse) = ends(*from, *to, spec.test)?;
-    let client_addr = IpAddr::V4(rec.endpoint(Role::Client)?.address);
-    let _server = server(rec, peer.port)?;
-    let mut cmd = exec::command(
-        rec.endpoint(near)?,
-        &client_args(spec, client_addr, peer.port, reverse),
-    )?;
-    measure::place_driver(target.cpus());
-    let meter = Meter::start(target.setup()?);
-    let omit = spec.warmup.ceil().max(1.0);
-    let start = Instant::now() + Duration::from_secs_f64(omit + 0.25);
-    meter.window(start, start + Duration::from_secs_f64(spec.duration));
-    let secs = omit + spec.duration.ceil() + 1.0;
-    let out = hostcmd::run_child(&mut cmd, None, Duration::from_secs_f64(secs + 30.0));
-    let data = meter.stop();
-    let out = out.map_err(crate::lab::Error::from)?;
-    let (gbps, intervals, loss, retrans) =
-        parse_json(&out.stdout, spec.test.is_udp()).map_err(|e| match out.status {
-            0 => e,
-            _ => Error::Failed(format!("iperf3 failed: {}", hostcmd::one_line(&out.stderr))),
-        })?;
-    let result = result_of(spec, *from, *to, gbps, intervals, loss, retrans);
-    let (cpu, cpu_error) = measure::cpu_of(target, spec, 1, &data, &result, 0.0);
-    Ok(Measured {
-        result,
-        cpus: target.cpus().cloned(),
-        cpu,
-        cpu_error,
-        repeats: None,
-        vnic: None,
-        loads: vec![],
-        movie: None,
-        kernel_pacing: None,
-    })
+
+    fn check(&self, target: &Target, spec: &Spec) -> Result<(), Error> {
+        let Target::Lab {
+            from, to, loads, ..
+        } = target
+        else {
+            return Err(Error::Input("--peer iperf3 runs in a lab".into()));
+        };
+        if !loads.is_empty() {
+            return Err(Error::Input(
+                "--peer iperf3 measures iperf3's stream alone: drop --load and --desktop-load"
+                    .into(),
+            ));
+        }
+        if !matches!(
+            spec.test,
+            TestKind::TcpStream | TestKind::TcpMaerts | TestKind::UdpStream
+        ) {
+            return Err(Error::Input(format!(
+                "--peer iperf3 moves streams: use -t TCP_STREAM, TCP_MAERTS or UDP_STREAM, not {}",
+                spec.test
+            )));
+        }
+        ends(*from, *to, spec.test).map(|_| ())
+    }
+
+    fn run(
+        &self,
+        target: &Target,
+        spec: &Spec,
+        window: &mut dyn FnMut(Instant, Instant),
+    ) -> Result<TestResult, Error> {
+        let Target::Lab { rec, from, to, .. } = target else {
+            return Err(Error::Input("--peer iperf3 runs in a lab".into()));
+        };
+        let (near, reverse) = ends(*from, *to, spec.test)?;
+        let client_addr = IpAddr::V4(rec.endpoint(Role::Client)?.address);
+        let _server = server(rec, self.port)?;
+        let mut cmd = exec::command(
+            rec.endpoint(near)?,
+            &client_args(spec, client_addr, self.port, reverse),
+        )?;
+        let (omit, secs) = seconds(spec);
+        let start = Instant::now() + STARTUP + Duration::from_secs_f64(omit);
+        window(start, start + Duration::from_secs_f64(secs));
+        let out = hostcmd::run_child(&mut cmd, None, Duration::from_secs_f64(omit + secs + 30.0))
+            .map_err(crate::lab::Error::from)?;
+        let (gbps, intervals, loss, retrans) = parse_json(&out.stdout, spec.test.is_udp())
+            .map_err(|e| match out.status {
+                0 => e,
+                _ => Error::Failed(format!("iperf3 failed: {}", hostcmd::one_line(&out.stderr))),
+            })?;
+        let spec = Spec {
+            duration: secs,
+            ..spec.clone()
+        };
+        Ok(result_of(&spec, *from, *to, gbps, intervals, loss, retrans))
+    }
 }
 
 fn result_of(
@@ -295,10 +319,10 @@ mod tests {
 
     #[test]
     fn peers_and_ends_are_read() {
-        assert_eq!(Peer::parse("iperf3").unwrap().port, 5201);
-        assert_eq!(Peer::parse("iperf3:5301").unwrap().port, 5301);
+        assert_eq!(Iperf3::parse("iperf3").unwrap().port, 5201);
+        assert_eq!(Iperf3::parse("iperf3:5301").unwrap().port, 5301);
         for bad in ["iperf", "iperf3:80", "iperf3:x", "netperf:5201"] {
-            assert!(Peer::parse(bad).is_err(), "{bad}");
+            assert!(Iperf3::parse(bad).is_err(), "{bad}");
         }
         let g1 = Senders::One(Role::Guest(1));
         assert_eq!(
@@ -354,8 +378,9 @@ mod tests {
             ..Default::default()
         };
         let a = client_args(&spec, "10.213.0.2".parse().unwrap(), 5201, false).join(" ");
+        // One second omitted, then the two measured seconds: the window the meter measures.
         assert!(
-            a.starts_with("iperf3 -c 10.213.0.2 -p 5201 -J -l 65536 -t 4 -O 1 -P 1"),
+            a.starts_with("iperf3 -c 10.213.0.2 -p 5201 -J -l 65536 -t 2 -O 1 -P 1"),
             "{a}"
         );
         assert!(a.ends_with("-b 500000000 -C cubic"), "{a}");

@@ -262,7 +262,7 @@ pub fn density(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::preset;
+    use crate::capacity::preset;
 
     /// Table V of the paper, as printed: VM SRIOV, VM GNIC, diff, VDI SRIOV, VDI GNIC, diff, sum.
     const TABLE_V: [(f64, [f64; 7]); 14] = [
