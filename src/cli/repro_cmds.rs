@@ -352,7 +352,7 @@ fn one(
         for (pid, mut p) in store.points(id)? {
             // The whole result, for what the checks read beyond the columns (window, largest
             // latency, LRO ratio).
-            p.result = store.point_result(pid)?;
+            p.result = store.point_result(pid)?.map(Box::new);
             pts.push(p);
         }
         crate::report::write_page(&row, &pts, &a.out.join(format!("run-{id}.html")))?;

@@ -109,7 +109,7 @@ pub fn record(p: &Point, m: &Measured, lab_facts: &LabFacts) -> PointRecord {
         sd_recv: sd.map(|d| d.recv),
         spread: r.cloned(),
         lab_facts: Some(lab_facts.clone()),
-        result: serde_json::to_string(m).ok(),
+        result: Some(Box::new(m.clone())),
         samples: m.result.intervals.iter().map(|i| (i.t, i.gbps)).collect(),
         parts: c
             .map(|c| {

@@ -122,39 +122,6 @@ impl FromStr for Load {
     }
 }
 
-/// What a load did while the test ran.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum LoadReport {
-    /// A burner: the share of one core it was to use, and what it used.
-    Burner {
-        load: String,
-        at: Role,
-        target_pct: f64,
-        cpu_pct: f64,
-    },
-    /// The downloads: asked and arrived bytes in all, the rate offered per guest and achieved
-    /// (all bytes over the slowest download's time).
-    Download {
-        load: String,
-        bytes_asked: u64,
-        bytes_arrived: u64,
-        offered_gbps_each: f64,
-        achieved_gbps: f64,
-    },
-    /// The UDP flood: offered and arrived (at the receiver, inside its window), and the loss.
-    Flood {
-        load: String,
-        offered_gbps: f64,
-        arrived_gbps: f64,
-        loss_pct: Option<f64>,
-        /// A flood of the other guest: the UDP datagrams the measured lab's first guest received
-        /// meanwhile (its namespace's counter), which proves where the flood went.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        measured_guest_udp_in: Option<u64>,
-    },
-}
-
 /// The largest share of one core a desktop may burn.
 pub fn check_desktop_pct(pct: f64) -> Result<(), Error> {
     if (0.0..=100.0).contains(&pct) && pct > 0.0 {
@@ -480,18 +447,7 @@ fn downloaded(d: Downloads) -> Result<LoadReport, Error> {
     })
 }
 
-/// The movie scenario of paper 1 (Section IV-F): each desktop buffers a 1.6 Gbit video through
-/// the VM network within `t_buffer_s` seconds while its VDI session plays it for 253 s;
-/// `time_scale` shortens both (rates stay, sizes and times shrink), so a point takes seconds.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
-pub struct Movie {
-    pub t_buffer_s: f64,
-    pub time_scale: f64,
-}
-
-/// The paper's video: its size through the VM network (bits) and its play time (seconds).
-pub const S_VMNET_BITS: f64 = 1.6e9;
-pub const T_PLAY_S: f64 = 253.0;
+pub use crate::records::measured::{LoadReport, Movie, MoviePhases, Phase, S_VMNET_BITS, T_PLAY_S};
 
 impl Movie {
     pub fn check(&self) -> Result<(), Error> {
@@ -502,14 +458,6 @@ impl Movie {
             )));
         }
         check_time_scale(self.time_scale)
-    }
-    /// The session's measured seconds.
-    pub fn play_s(&self) -> f64 {
-        T_PLAY_S * self.time_scale
-    }
-    /// The buffering phase's seconds.
-    pub fn buffer_s(&self) -> f64 {
-        self.t_buffer_s * self.time_scale
     }
     /// The movie a download load stands for (its rate gives T_buffer, its size the scale).
     pub fn of(load: &Load) -> Option<Movie> {
@@ -530,23 +478,6 @@ impl Movie {
             bytes: (S_VMNET_BITS * self.time_scale / 8.0) as u64,
         }
     }
-}
-
-/// Host CPU in one phase of the movie.
-#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
-pub struct Phase {
-    pub from_s: f64,
-    pub to_s: f64,
-    pub host_busy_pct: Option<f64>,
-    pub samples: usize,
-}
-
-/// The movie's host CPU series split at the end of buffering.
-#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
-pub struct MoviePhases {
-    pub movie: Movie,
-    pub buffering: Phase,
-    pub play_only: Phase,
 }
 
 /// Splits the meter's host-busy series ((seconds into the window, %) pairs) into the buffering

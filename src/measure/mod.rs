@@ -15,13 +15,13 @@ pub mod target;
 
 use crate::engine::controller::TestResult;
 use crate::engine::spec::Spec;
-use crate::lab::cpus::CpuPlan;
 use crate::meter::account::{self, CpuReport};
 use crate::meter::{Meter, PartKind, Setup, Side};
 use crate::records::{Repeat, Repeats};
 use crate::stats;
 use crate::vocab::Role;
 
+pub use crate::records::measured::Measured;
 pub use agents::lab_agents;
 pub use source::TrafficSource;
 pub use target::{place_driver, Target};
@@ -42,33 +42,6 @@ pub enum Error {
     Engine(#[from] crate::engine::Error),
     #[error(transparent)]
     Meter(#[from] crate::meter::Error),
-}
-
-/// A test's output: the engine's result, the meter's CPU report and, with repeats, the spread.
-#[derive(serde::Serialize)]
-pub struct Measured {
-    #[serde(flatten)]
-    pub result: TestResult,
-    /// Where the client and the host ran (the lab's CPU plan); None for standalone tests.
-    pub cpus: Option<CpuPlan>,
-    pub cpu: Option<CpuReport>,
-    /// Why there is no CPU report.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cpu_error: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub repeats: Option<Repeats>,
-    /// Per guest with a vNIC backend: its counters over the test (frames, super-frames, LRO ratio…).
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub vnic: Option<std::collections::BTreeMap<String, crate::vnic::backend::VnicDelta>>,
-    /// What each interfering load did (burners' CPU, the flood's rate).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub loads: Vec<load::LoadReport>,
-    /// VDI's movie scenario: host CPU while buffering and while only playing.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub movie: Option<load::MoviePhases>,
-    /// `--pacing kernel`: who paced each sender (fq on its device, or TCP's internal pacing).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kernel_pacing: Option<crate::lab::pacing::KernelPacing>,
 }
 
 /// One repeat's headline figures, from its measured result.
@@ -173,6 +146,7 @@ pub fn measure(
         .zip(cpu.as_ref())
         .map(|(m, c)| load::phases(m, &c.series));
     Ok(Measured {
+        version: crate::records::measured::VERSION,
         result,
         cpus: target.cpus().cloned(),
         cpu,

@@ -42,16 +42,25 @@ impl Metric {
             Metric::TransactionsPerS => p.transactions_per_s,
             Metric::LatencyP50Us => p.latency_p50_us,
             Metric::LatencyP99Us => p.latency_p99_us,
-            Metric::LatencyP999Us => super::stored(p)?.latency_us.map(|l| l.p999),
-            Metric::LatencyMaxUs => super::stored(p)?.latency_us.map(|l| l.max),
-            Metric::LroRatio => super::stored(p)?
-                .vnic?
+            Metric::LatencyP999Us => p
+                .result
+                .as_ref()?
+                .result
+                .latency_us
+                .as_ref()
+                .map(|l| l.p999),
+            Metric::LatencyMaxUs => p.result.as_ref()?.result.latency_us.as_ref().map(|l| l.max),
+            Metric::LroRatio => p
+                .result
+                .as_ref()?
+                .vnic
+                .as_ref()?
                 .values()
                 .filter_map(|v| v.lro.as_ref())
                 .map(|l| l.lro_ratio)
                 .reduce(f64::max),
-            Metric::MovieBufferingPct => super::stored(p)?.movie?.buffering.host_busy_pct,
-            Metric::MoviePlayingPct => super::stored(p)?.movie?.play_only.host_busy_pct,
+            Metric::MovieBufferingPct => p.result.as_ref()?.movie.as_ref()?.buffering.host_busy_pct,
+            Metric::MoviePlayingPct => p.result.as_ref()?.movie.as_ref()?.play_only.host_busy_pct,
         }
     }
     /// The figure in one repeat, where repeats keep it.
@@ -1144,7 +1153,10 @@ mod tests {
             play_only: phase(2.0),
         };
         PointRecord {
-            result: Some(serde_json::json!({ "movie": phases }).to_string()),
+            result: Some(Box::new(crate::records::measured::Measured {
+                movie: Some(phases),
+                ..crate::records::measured::sample()
+            })),
             repeats: each
                 .iter()
                 .map(|&v| crate::records::Repeat {
@@ -1699,10 +1711,16 @@ mod tests {
     fn a_latency_tail_compares_with_its_repeats_ranges() {
         let rr = |mode, p999: [f64; 3]| {
             let mut p = point(mode, 8192, 1.0, 1.0);
-            p.result = Some(format!(
-                r#"{{"latency_us":{{"p50":1,"p90":1,"p99":1,"p999":{},"max":1,"mean":1}}}}"#,
-                p999[1]
-            ));
+            let mut m = crate::records::measured::sample();
+            m.result.latency_us = Some(crate::engine::controller::Latency {
+                p50: 1.0,
+                p90: 1.0,
+                p99: 1.0,
+                p999: p999[1],
+                max: 1.0,
+                mean: 1.0,
+            });
+            p.result = Some(Box::new(m));
             p.repeats = p999
                 .iter()
                 .map(|&v| crate::records::Repeat {

@@ -131,8 +131,9 @@ impl Figure {
             Axis::Guests => (u64::from(k.guests), k.guests.to_string()),
             Axis::Interference => (0, k.interference.clone().unwrap_or("none".into())),
             Axis::Buffering => {
-                super::stored(p)
-                    .and_then(|r| r.movie)
+                p.result
+                    .as_ref()
+                    .and_then(|r| r.movie.as_ref())
                     .map_or((0, "?".into()), |m| {
                         (
                             m.movie.t_buffer_s.round() as u64,
@@ -283,7 +284,11 @@ fn windows(f: &Figure, points: &[PointRecord]) -> (Vec<Line>, Vec<String>) {
             .filter(|p| p.error.is_none() && sel.matches(p))
             .collect();
         let trace = match mine.as_slice() {
-            [p] => super::stored(p).map(|r| r.tcp_info).unwrap_or_default(),
+            [p] => p
+                .result
+                .as_ref()
+                .map(|r| r.result.tcp_info.clone())
+                .unwrap_or_default(),
             _ => Vec::new(),
         };
         if trace.is_empty() {

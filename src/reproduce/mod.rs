@@ -108,24 +108,6 @@ pub struct Paper {
     pub plan: Option<table_v::PlanTable>,
 }
 
-/// What the reproduction reads from a point's stored result beyond its columns.
-#[derive(Debug, Default, Deserialize)]
-pub struct Stored {
-    #[serde(default)]
-    pub latency_us: Option<crate::engine::controller::Latency>,
-    #[serde(default)]
-    pub tcp_info: Vec<crate::engine::tcpinfo::TcpSample>,
-    #[serde(default)]
-    pub vnic: Option<std::collections::BTreeMap<String, crate::vnic::backend::VnicDelta>>,
-    #[serde(default)]
-    pub movie: Option<crate::measure::load::MoviePhases>,
-}
-
-/// A point's stored result, read as `Stored` (None if it has none or it does not parse).
-pub fn stored(p: &crate::records::PointRecord) -> Option<Stored> {
-    serde_json::from_str(p.result.as_deref()?).ok()
-}
-
 /// A built-in paper: its id, its file, and its suites (quick, full) as experiment files; its
 /// claims are checked over the points of all of a grid's runs together.
 #[derive(Debug)]

@@ -74,6 +74,14 @@ pub enum Error {
     Pg { url: String, message: String },
     #[error("{0}")]
     Input(String),
+    /// A point's stored result that this build cannot read: named, never skipped.
+    #[error("{path}: run {run}, point {seq}: {source}")]
+    BadResult {
+        path: String,
+        run: i64,
+        seq: u32,
+        source: crate::records::measured::DocError,
+    },
 }
 
 impl Error {
@@ -81,7 +89,7 @@ impl Error {
     pub fn is_bad_input(&self) -> bool {
         !matches!(
             self,
-            Error::Sql { .. } | Error::Damaged { .. } | Error::Pg { .. }
+            Error::Sql { .. } | Error::Damaged { .. } | Error::Pg { .. } | Error::BadResult { .. }
         )
     }
 }

@@ -215,7 +215,7 @@ impl Pg {
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
                 &[&run, &(p.seq as i64), &hostname(), &k.mode.to_string(), &k.direction.name(), &k.test.to_string(),
                   &(k.message_bytes as i64), &k.load_bps.map(|b| b as i64), &p.throughput_gbps,
-                  &p.normalized_pct_per_gbps, &record, &p.result],
+                  &p.normalized_pct_per_gbps, &record, &p.result.as_ref().map(|m| m.encode())],
             )
             .map_err(self.err())?;
         Ok(row.get(0))
@@ -243,13 +243,17 @@ impl Pg {
             .collect()
     }
 
-    pub fn point_result(&self, id: i64) -> Result<Option<String>> {
-        Ok(self
+    /// A point's run, sequence number and stored result document.
+    pub fn point_result(&self, id: i64) -> Result<(i64, u32, Option<String>)> {
+        let row = self
             .client
             .borrow_mut()
-            .query_opt("SELECT result FROM vnetlab_points WHERE id = $1", &[&id])
-            .map_err(self.err())?
-            .and_then(|r| r.get(0)))
+            .query_one(
+                "SELECT run_id, seq, result FROM vnetlab_points WHERE id = $1",
+                &[&id],
+            )
+            .map_err(self.err())?;
+        Ok((row.get(0), row.get::<_, i64>(1) as u32, row.get(2)))
     }
 }
 

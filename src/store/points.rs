@@ -4,6 +4,7 @@
 use rusqlite::{params, types::Type, Row};
 
 use super::{Result, Store};
+use crate::records::measured::Measured;
 use crate::records::{PointKey, PointRecord, Repeat, Repeats};
 use crate::vocab::PartKind;
 
@@ -25,9 +26,11 @@ fn parsed<T: std::str::FromStr<Err = crate::vocab::Error>>(
     r.get::<_, String>(i)?.parse().map_err(|e| bad(i, e))
 }
 
+/// A JSON column read back; one that does not parse is an error, never a figure gone missing.
 fn json<T: serde::de::DeserializeOwned>(r: &Row, i: usize) -> rusqlite::Result<Option<T>> {
-    Ok(r.get::<_, Option<String>>(i)?
-        .and_then(|s| serde_json::from_str(&s).ok()))
+    r.get::<_, Option<String>>(i)?
+        .map(|s| serde_json::from_str(&s).map_err(|e| bad(i, e)))
+        .transpose()
 }
 
 fn u64_of(v: Option<i64>) -> Option<u64> {
@@ -153,7 +156,7 @@ impl Store {
                 p.sd_recv,
                 spread,
                 lab_facts,
-                p.result,
+                p.result.as_ref().map(|m| m.encode()),
                 p.error,
                 k.lro,
                 p.client_busy_pct,
@@ -333,15 +336,27 @@ impl Store {
         rows.map_err(e)
     }
 
-    /// The stored full result of one point (the test's --json), as stored.
-    pub fn point_result(&self, point_id: i64) -> Result<Option<String>> {
-        if let Some(pg) = self.pg() {
-            return pg.point_result(point_id);
-        }
-        self.conn()
-            .query_row("SELECT result FROM points WHERE id = ?1", [point_id], |r| {
-                r.get(0)
+    /// The stored full result of one point (the test's --json), read back as the one type it was
+    /// written as; a document this build cannot read is an error naming the point.
+    pub fn point_result(&self, point_id: i64) -> Result<Option<Measured>> {
+        let (run, seq, text) = match self.pg() {
+            Some(pg) => pg.point_result(point_id)?,
+            None => self
+                .conn()
+                .query_row(
+                    "SELECT run_id, seq, result FROM points WHERE id = ?1",
+                    [point_id],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, Option<String>>(2)?)),
+                )
+                .map_err(self.sql())?,
+        };
+        text.map(|t| Measured::decode(&t))
+            .transpose()
+            .map_err(|source| super::Error::BadResult {
+                path: super::shown(&self.path),
+                run,
+                seq,
+                source,
             })
-            .map_err(self.sql())
     }
 }

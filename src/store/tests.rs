@@ -285,3 +285,42 @@ fn a_reader_leaves_no_files_beside_the_store() {
     drop(s);
     assert!(!beside("-wal") && !beside("-shm"), "the reader made files");
 }
+
+#[test]
+fn a_stored_result_reads_back_as_measured_and_a_corrupt_one_names_its_point() {
+    let p = tmp("result");
+    let s = Store::open(&p, false).unwrap();
+    let run = s
+        .begin_run("q", "d", "name = \"q\"", "abc", &HostFacts::default(), 2)
+        .unwrap();
+    let mut m = crate::records::measured::sample();
+    m.result.throughput_gbps = 2.5;
+    let point = |seq, m: Option<crate::records::measured::Measured>| PointRecord {
+        seq,
+        result: m.map(Box::new),
+        ..Default::default()
+    };
+    let a = s.add_point(run, &point(1, Some(m))).unwrap();
+    let b = s.add_point(run, &point(2, None)).unwrap();
+    let back = s.point_result(a).unwrap().expect("the result was stored");
+    assert_eq!(back.result.throughput_gbps, 2.5);
+    assert_eq!(back.version, crate::records::measured::VERSION);
+    assert!(s.point_result(b).unwrap().is_none());
+    s.conn()
+        .execute(
+            "UPDATE points SET result = '{\"version\":2,\"test\":' WHERE id = ?1",
+            [a],
+        )
+        .unwrap();
+    let e = s.point_result(a).unwrap_err().to_string();
+    assert!(e.contains(&format!("run {run}, point 1:")), "{e}");
+    assert!(e.contains("does not parse"), "{e}");
+    s.conn()
+        .execute(
+            "UPDATE points SET result = '{\"version\":99}' WHERE id = ?1",
+            [a],
+        )
+        .unwrap();
+    let e = s.point_result(a).unwrap_err().to_string();
+    assert!(e.contains("version 99"), "{e}");
+}

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
+pub mod measured;
+
 use crate::stats::Spread;
 use crate::vocab::{Bound, Direction, Gro, Mode, PartKind, RunStatus, TestKind};
 
@@ -234,8 +236,10 @@ pub struct PointRecord {
     pub spread: Option<Repeats>,
     /// Offloads and MTU read back from the kernel for this point's lab.
     pub lab_facts: Option<LabFacts>,
-    /// The whole measured result (the test's --json) as stored; read on demand.
-    pub result: Option<String>,
+    /// The whole measured result (the test's --json), kept by the store as a versioned document
+    /// beside the columns and read back on demand (`Store::point_result`).
+    #[serde(skip)]
+    pub result: Option<Box<measured::Measured>>,
     pub error: Option<String>,
     pub samples: Vec<(f64, f64)>,
     /// The host's CPU parts.
