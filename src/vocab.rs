@@ -557,7 +557,7 @@ impl fmt::Display for Senders {
 }
 
 /// A resource at its limit during the measured window.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Bound {
     /// The wire carried at least 95 % of its shaped rate.
     Wire,
@@ -568,8 +568,8 @@ pub enum Bound {
     /// One host core was saturated while the host as a whole was not.
     HostCore(usize),
     ClientCore(usize),
-    /// A vNIC backend (one thread) used at least 95 % of a core.
-    Backend(String),
+    /// A guest's vNIC backend (one thread) used at least 95 % of a core.
+    Backend(Role),
     /// Nothing was saturated, yet the load was not carried in full (a full-speed stream, a
     /// request/response test, a paced load that fell short): waits between the sides, windows.
     Latency,
@@ -605,7 +605,9 @@ impl FromStr for Bound {
             ) {
                 (Some(c), _, _) if core(c).is_some() => Bound::HostCore(core(c).unwrap()),
                 (_, Some(c), _) if core(c).is_some() => Bound::ClientCore(core(c).unwrap()),
-                (_, _, Some(g)) if !g.is_empty() => Bound::Backend(g.to_string()),
+                (_, _, Some(g)) if g.parse::<Role>().is_ok_and(|r| r.is_guest()) => {
+                    Bound::Backend(g.parse()?)
+                }
                 _ => return Err(unknown("bound", s, "")),
             },
         })
@@ -627,7 +629,7 @@ impl<'de> Deserialize<'de> for Bound {
 }
 
 /// What a measured part of the machine is.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[serde(rename_all = "lowercase")]
 pub enum PartKind {
     Guest,
@@ -639,14 +641,61 @@ pub enum PartKind {
     Driver,
     /// Other processes (outside the lab).
     Process,
-    /// Kernel threads (e.g. a wire end's NAPI thread) and kernel time no task was charged.
+    /// Kernel threads outside the lab (ksoftirqd, kworkers).
     Kernel,
+    /// A wire end's threaded-NAPI kernel thread (its side says which end).
+    Napi,
+    /// Tasks outside the lab that may run on any core (their time on this side's cores).
+    Unconfined,
+    /// Kernel time no task was charged for (interrupts, softirqs outside a thread).
+    Unattributed,
     /// A QEMU guest's vCPU threads: the guest's own CPU.
     Vcpu,
     /// A QEMU guest's device emulation: its main loop (the userspace NIC backend) and I/O threads.
     Emulation,
     /// A QEMU guest's vhost-net workers (in-kernel virtio backend).
     Vhost,
+}
+
+impl PartKind {
+    /// Whether a part of this kind is an endpoint's own CPU (the process side of a sender or a
+    /// receiver): a namespace endpoint's cgroup, or a QEMU guest's vCPUs.
+    pub fn is_endpoint(self) -> bool {
+        matches!(
+            self,
+            PartKind::Guest | PartKind::Host | PartKind::Client | PartKind::Vcpu
+        )
+    }
+}
+
+/// Who a measured part is: what it is, the side whose cores its time was spent on, and the lab
+/// endpoint it belongs to (a guest's cgroup, vCPUs or vNIC backend; None for the driver, the
+/// kernel and processes outside the lab). Parts are found by this, never by their display name.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PartId {
+    pub kind: PartKind,
+    pub side: Side,
+    pub role: Option<Role>,
+}
+
+impl PartId {
+    /// An endpoint's own part (a namespace's cgroup or a guest's vCPUs) on its own side.
+    pub fn endpoint(kind: PartKind, role: Role) -> PartId {
+        PartId {
+            kind,
+            side: role.side(),
+            role: Some(role),
+        }
+    }
+
+    /// A part that belongs to no endpoint (the driver, kernel threads, other processes).
+    pub fn other(kind: PartKind, side: Side) -> PartId {
+        PartId {
+            kind,
+            side,
+            role: None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -673,7 +722,7 @@ mod tests {
             Bound::Host,
             Bound::HostCore(3),
             Bound::ClientCore(1),
-            Bound::Backend("g2".into()),
+            Bound::Backend(Role::Guest(2)),
             Bound::Latency,
         ] {
             assert_eq!(b.to_string().parse::<Bound>().unwrap(), b);

@@ -16,7 +16,7 @@ use crate::measure::source::Engine;
 use crate::measure::{self, Target, TrafficSource};
 use crate::meter::account;
 use crate::stats::{self, Spread};
-use crate::vocab::{Pacing, Role, Senders};
+use crate::vocab::{Pacing, PartId, PartKind, Role, Senders, Side};
 
 /// The comparison's points: (message, rate) as issue-level acceptance names them.
 pub const POINTS: [(&str, u64); 3] = [
@@ -34,7 +34,7 @@ const WARMUP_S: f64 = 1.0;
 
 /// One tool's repeats at one point.
 #[derive(Serialize, Clone, Debug)]
-pub struct Side {
+pub struct ToolRuns {
     pub gbps: Spread,
     pub pct_per_gbps: Spread,
     /// The host end of the wire's NAPI thread, % of the host's cores.
@@ -54,8 +54,8 @@ pub struct PacedRow {
     pub pacing: Pacing,
     /// The peer's command line, e.g. `iperf3 -l 8K -b 500000000 -C cubic`.
     pub peer: String,
-    pub vnetlab: Side,
-    pub iperf3: Side,
+    pub vnetlab: ToolRuns,
+    pub iperf3: ToolRuns,
     /// vnetlab's median host CPU per Gb/s ÷ iperf3's.
     pub ratio: f64,
     /// Both delivered the rate and the ratio is at most 1.05.
@@ -70,11 +70,11 @@ struct Run {
     sender_pct: f64,
 }
 
-/// The host's parts whose name `is`, summed, % of the host's cores.
-fn host_parts(c: &account::CpuReport, is: impl Fn(&str) -> bool) -> f64 {
+/// The host's parts that `is` picks, summed, % of the host's cores.
+fn host_parts(c: &account::CpuReport, is: impl Fn(PartId) -> bool) -> f64 {
     c.parts
         .iter()
-        .filter(|p| is(&p.name) && p.side == crate::vocab::Side::Host)
+        .filter(|p| p.side == Side::Host && is(p.id()))
         .map(|p| p.busy_pct)
         .sum()
 }
@@ -85,8 +85,10 @@ fn run_of(gbps: f64, c: &account::CpuReport) -> Result<Run, Error> {
         pct_per_gbps: c
             .normalized_pct_per_gbps
             .ok_or_else(|| Error::Failed("no traffic was delivered".into()))?,
-        napi_pct: host_parts(c, |n| n.starts_with("NAPI")),
-        sender_pct: host_parts(c, |n| n == "g1"),
+        napi_pct: host_parts(c, |p| p.kind == PartKind::Napi),
+        sender_pct: host_parts(c, |p| {
+            p.kind == PartKind::Guest && p.role == Some(Role::Guest(1))
+        }),
     })
 }
 
@@ -136,9 +138,9 @@ fn iperf_pacing(pacing: Pacing, rate: u64) -> Vec<String> {
     }
 }
 
-fn side(runs: &[Run], rate: u64) -> Side {
+fn side(runs: &[Run], rate: u64) -> ToolRuns {
     let f = |k: fn(&Run) -> f64| stats::spread(&runs.iter().map(k).collect::<Vec<_>>(), 95);
-    Side {
+    ToolRuns {
         gbps: f(|r| r.gbps),
         pct_per_gbps: f(|r| r.pct_per_gbps),
         napi_pct: f(|r| r.napi_pct),

@@ -7,7 +7,7 @@ use crate::lab::topology::Topology;
 use crate::measure::lab::Lab;
 use crate::measure::source::Engine;
 use crate::measure::{self, Target};
-use crate::vocab::{Gro, Mode, Role, Senders};
+use crate::vocab::{Gro, Mode, PartKind, Role, Senders, Side};
 
 use super::Error;
 
@@ -161,21 +161,34 @@ fn run_cases(
 fn row(label: &str, from: Role, to: Role, m: &measure::Measured) -> VnicRow {
     let g = m.result.throughput_gbps;
     let c = m.cpu.as_ref();
-    let part = |n: &str| c.and_then(|c| c.parts.iter().find(|p| p.name == n).map(|p| p.busy_pct));
+    let g1 = Role::Guest(1);
+    let part = |kind: PartKind| {
+        c.and_then(|c| {
+            c.parts
+                .iter()
+                .find(|p| p.kind == kind && p.role == Some(g1) && p.side == Side::Host)
+                .map(|p| p.busy_pct)
+        })
+    };
     VnicRow {
         lab: label.to_string(),
         direction: format!("{from} → {to}"),
         gbps: g,
         host_pct_per_gbps: c.and_then(|c| c.normalized_pct_per_gbps).unwrap_or(0.0),
-        guest_pct_per_gbps: (to == Role::Guest(1)).then(|| part("g1").unwrap_or(0.0) / g),
-        backend_pct: part("vNIC backend g1"),
+        guest_pct_per_gbps: (to == g1).then(|| {
+            part(PartKind::Guest)
+                .or(part(PartKind::Vcpu))
+                .unwrap_or(0.0)
+                / g
+        }),
+        backend_pct: part(PartKind::Backend),
         lro_ratio: m
             .vnic
             .as_ref()
             .and_then(|v| v.get("g1")?.lro.as_ref().map(|l| l.lro_ratio)),
-        emulation_pct: part("g1 emulation"),
-        vcpu_pct: part("g1 emulation").and(part("g1")),
-        bound: c.and_then(|c| c.bound_by.clone()),
+        emulation_pct: part(PartKind::Emulation),
+        vcpu_pct: part(PartKind::Vcpu),
+        bound: c.and_then(|c| c.bound_by),
     }
 }
 

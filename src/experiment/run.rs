@@ -82,8 +82,8 @@ pub fn record(p: &Point, m: &Measured, lab_facts: &LabFacts) -> PointRecord {
     let each: Vec<Repeat> = r.map(|r| r.each.clone()).unwrap_or_default();
     let over = |f: fn(&Repeat) -> Option<f64>| median(each.iter().filter_map(f).collect());
     let bound_by = match r {
-        Some(_) => each.iter().find_map(|x| x.bound_by.clone()),
-        None => c.and_then(|c| c.bound_by.clone()),
+        Some(_) => each.iter().find_map(|x| x.bound_by),
+        None => c.and_then(|c| c.bound_by),
     };
     PointRecord {
         throughput_gbps: over(|x| Some(x.throughput_gbps)).or(Some(m.result.throughput_gbps)),

@@ -19,7 +19,7 @@ pub const SATURATED: f64 = 0.95;
 pub struct Limits {
     pub host_cores: Vec<(usize, f64)>,
     pub client_cores: Vec<(usize, f64)>,
-    pub backends: Vec<(String, f64)>,
+    pub backends: Vec<(Role, f64)>,
     pub gbps: f64,
     pub wire_bps: Option<u64>,
     /// The paced load offered (all streams), bits/s; None: as fast as it goes.
@@ -60,7 +60,7 @@ fn saturated(l: &Limits) -> Option<Bound> {
     l.backends
         .iter()
         .find(|b| b.1 >= SATURATED)
-        .map(|b| Bound::Backend(b.0.clone()))
+        .map(|b| Bound::Backend(b.0))
 }
 
 /// What bound the point, from the meter's per-core figures, the backends, the wire (less
@@ -88,12 +88,7 @@ pub fn bound_by(
             .parts
             .iter()
             .filter(|p| p.kind == PartKind::Backend)
-            .map(|p| {
-                (
-                    p.name.trim_start_matches("vNIC backend ").to_string(),
-                    p.cores,
-                )
-            })
+            .filter_map(|p| Some((p.role?, p.cores)))
             .collect(),
         gbps,
         // Traffic between two guests stays on the host and never meets the wire's rate.
@@ -217,7 +212,7 @@ mod tests {
         };
         assert_eq!(classify(&wire), Some(Bound::Wire));
         let be = Limits {
-            backends: vec![("g1".into(), 0.97)],
+            backends: vec![(Role::Guest(1), 0.97)],
             ..lim(&[80.0, 60.0], &[20.0])
         };
         assert_eq!(classify(&be).unwrap().to_string(), "backend g1");

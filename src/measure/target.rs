@@ -11,7 +11,7 @@ use crate::engine::spec::Spec;
 use crate::lab::cpus::CpuPlan;
 use crate::lab::state::LabRecord;
 use crate::meter::threads::{ThreadClass, Threads};
-use crate::meter::{Part, PartKind, Setup, Side, Sides};
+use crate::meter::{Part, PartId, PartKind, Setup, Side, Sides};
 use crate::vocab::{Role, Senders};
 
 /// Where a test runs: a lab (agents started in its endpoints) or standalone against `serve`.
@@ -68,7 +68,7 @@ impl Target {
             Target::Remote { .. } => {
                 parts.push(Part {
                     pid: Some(std::process::id()),
-                    ..part("vnetlab driver", PartKind::Driver, Side::Host)
+                    ..part("vnetlab driver", DRIVER_STANDALONE)
                 });
                 return Ok(Setup {
                     parts,
@@ -94,16 +94,12 @@ impl Target {
             };
             parts.push(Part {
                 cgroups: e.cgroups.clone(),
-                ..part(&e.role.to_string(), kind, e.role.side())
+                ..part(&e.role.to_string(), PartId::endpoint(kind, e.role))
             });
             if let Some(vn) = &e.vnic {
                 parts.push(Part {
                     cgroups: vn.cgroups.clone(),
-                    ..part(
-                        &format!("vNIC backend {}", e.role),
-                        PartKind::Backend,
-                        Side::Host,
-                    )
+                    ..part(&format!("vNIC backend {}", e.role), backend(e.role))
                 });
             }
         }
@@ -112,7 +108,7 @@ impl Target {
             let name = format!("NAPI {} ({} end of the wire)", t.iface, side.name());
             parts.push(Part {
                 pid: Some(t.pid as u32),
-                ..part(&name, PartKind::Kernel, side)
+                ..part(&name, PartId::other(PartKind::Napi, side))
             });
         }
         let placed = rec.cpus.placed;
@@ -123,7 +119,10 @@ impl Target {
         };
         parts.push(Part {
             pid: Some(std::process::id()),
-            ..part("vnetlab driver", PartKind::Driver, driver_side)
+            ..part(
+                "vnetlab driver",
+                PartId::other(PartKind::Driver, driver_side),
+            )
         });
         let sides = placed.then(|| Sides {
             host: rec.cpus.host.0.clone(),
@@ -145,17 +144,19 @@ impl Target {
         }
     }
 
-    /// The parts on the sending and on the receiving side of the bulk data.
-    pub fn sides(&self, spec: &Spec) -> (Vec<String>, Vec<String>) {
-        let (from, to): (Vec<String>, Vec<String>) = match self {
+    /// The parts on the sending and on the receiving side of the bulk data: the endpoints' own
+    /// (a namespace's cgroup, a guest's vCPUs), or this process standalone.
+    pub fn sides(&self, spec: &Spec) -> (Vec<PartId>, Vec<PartId>) {
+        let (from, to): (Vec<PartId>, Vec<PartId>) = match self {
             Target::Lab { rec, from, to, .. } => {
+                let own = |r: Role| PartId::endpoint(endpoint_kind(rec, r), r);
                 let f = match from {
-                    Senders::AllGuests => rec.guests().map(|g| g.role.to_string()).collect(),
-                    Senders::One(r) => vec![r.to_string()],
+                    Senders::AllGuests => rec.guests().map(|g| own(g.role)).collect(),
+                    Senders::One(r) => vec![own(*r)],
                 };
-                (f, vec![to.to_string()])
+                (f, vec![own(*to)])
             }
-            Target::Remote { .. } => (vec!["vnetlab driver".into()], vec![]),
+            Target::Remote { .. } => (vec![DRIVER_STANDALONE], vec![]),
         };
         if spec.test.initiator_sends() {
             (from, to)
@@ -165,15 +166,50 @@ impl Target {
     }
 }
 
+/// This process standalone (`-H`): the driver and the local agent, on the host's side.
+const DRIVER_STANDALONE: PartId = PartId {
+    kind: PartKind::Driver,
+    side: Side::Host,
+    role: None,
+};
+
+/// A guest's vNIC backend: host-side, its guest's.
+pub fn backend(guest: Role) -> PartId {
+    PartId {
+        kind: PartKind::Backend,
+        side: Side::Host,
+        role: Some(guest),
+    }
+}
+
+/// The kind of an endpoint's own part: a QEMU guest's vCPUs, else its namespace's cgroup.
+fn endpoint_kind(rec: &LabRecord, r: Role) -> PartKind {
+    let vm = rec.endpoint(r).is_ok_and(|e| e.vm.is_some());
+    match r {
+        _ if vm => PartKind::Vcpu,
+        Role::Host => PartKind::Host,
+        Role::Client => PartKind::Client,
+        Role::Guest(_) => PartKind::Guest,
+    }
+}
+
 /// A part with nothing measured yet (the caller sets its cgroups, pid or threads).
-fn part(name: &str, kind: PartKind, side: Side) -> Part {
+fn part(name: &str, id: PartId) -> Part {
     Part {
         name: name.to_string(),
-        kind,
-        side,
+        id,
         cgroups: vec![],
         pid: None,
         threads: None,
+    }
+}
+
+/// A part of a QEMU guest's process: on the host's cores, the guest's.
+fn vm_part(kind: PartKind, guest: Role) -> PartId {
+    PartId {
+        kind,
+        side: Side::Host,
+        role: Some(guest),
     }
 }
 
@@ -193,17 +229,20 @@ fn vm_parts(e: &crate::lab::state::Endpoint) -> Result<Vec<Part>, Error> {
     let mut v = vec![
         Part {
             threads: threads(ThreadClass::Vcpu),
-            ..part(&g, PartKind::Vcpu, Side::Host)
+            ..part(&g, vm_part(PartKind::Vcpu, e.role))
         },
         Part {
             threads: threads(ThreadClass::Emulation),
-            ..part(&format!("{g} emulation"), PartKind::Emulation, Side::Host)
+            ..part(
+                &format!("{g} emulation"),
+                vm_part(PartKind::Emulation, e.role),
+            )
         },
     ];
     if vhost {
         v.push(Part {
             threads: threads(ThreadClass::Vhost),
-            ..part(&format!("{g} vhost"), PartKind::Vhost, Side::Host)
+            ..part(&format!("{g} vhost"), vm_part(PartKind::Vhost, e.role))
         });
     }
     Ok(v)

@@ -7,14 +7,19 @@ use super::Error;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-use super::{counters, procs, procstat, Full, MeterData, Part, PartKind, PartTime, Side};
+use super::{counters, procs, procstat, Full, MeterData, Part, PartId, PartKind, PartTime, Side};
+use crate::vocab::Role;
 
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct PartCpu {
+    /// Shown in reports; the part is found by its `id()`.
     pub name: String,
     pub kind: PartKind,
     /// The side whose cores this time was spent on.
     pub side: Side,
+    /// The lab endpoint it belongs to (None: the driver, the kernel, processes outside the lab).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
     /// Share of that side's cores, percent: a side's parts add up to its busy %.
     pub busy_pct: f64,
     pub cores: f64,
@@ -122,8 +127,8 @@ pub struct CpuReport {
 pub struct Traffic<'a> {
     pub gbps: Option<f64>,
     pub transactions_per_s: Option<f64>,
-    pub send_parts: &'a [String],
-    pub recv_parts: &'a [String],
+    pub send_parts: &'a [PartId],
+    pub recv_parts: &'a [PartId],
 }
 
 /// A part's seconds between the edges, split into (on host cores, on client cores).
@@ -140,7 +145,7 @@ fn split(p: &Part, a: &PartTime, b: &PartTime, host: &[usize], client: &[usize])
         }
         _ => {
             let d = (b.total - a.total).max(0.0);
-            if p.side == Side::Host {
+            if p.id.side == Side::Host {
                 (d, 0.0)
             } else {
                 (0.0, d)
@@ -161,7 +166,7 @@ fn sum_on(v: &Option<Vec<f64>>, w: &Option<Vec<f64>>, cores: &[usize]) -> Option
 
 /// The parts of each side, their seconds adding up to the side's busy seconds.
 struct Sided {
-    parts: Vec<(String, PartKind, Side, f64)>,
+    parts: Vec<(String, PartId, f64)>,
     leak_s: Option<f64>,
     attribution: &'static str,
 }
@@ -181,11 +186,12 @@ fn sided(
         let (h, c) = split(p, &a.light.parts[i], &b.light.parts[i], host, client);
         for (k, (side, s)) in [(Side::Host, h), (Side::Client, c)].into_iter().enumerate() {
             on[k] += s;
-            if side == p.side {
-                parts.push((p.name.clone(), p.kind, side, s));
+            if side == p.id.side {
+                parts.push((p.name.clone(), p.id, s));
             } else if s > 0.0 {
                 leak += s;
-                parts.push((format!("{} (leak)", p.name), p.kind, side, s));
+                let id = PartId { side, ..p.id };
+                parts.push((format!("{} (leak)", p.name), id, s));
             }
         }
     }
@@ -212,14 +218,12 @@ fn sided(
         let (kthreads, procs) = procs::confined_delta(&a.scan, &b.scan, cores);
         parts.push((
             "kernel threads on these cores".into(),
-            PartKind::Kernel,
-            side,
+            PartId::other(PartKind::Kernel, side),
             kthreads,
         ));
         parts.push((
             "processes confined to these cores".into(),
-            PartKind::Process,
-            side,
+            PartId::other(PartKind::Process, side),
             procs,
         ));
         let known = on[k] + kthreads + procs;
@@ -227,21 +231,19 @@ fn sided(
             Some(r) => {
                 parts.push((
                     "unconfined tasks".into(),
-                    PartKind::Process,
-                    side,
+                    PartId::other(PartKind::Unconfined, side),
                     r - known,
                 ));
                 parts.push((
                     "kernel (unattributed)".into(),
-                    PartKind::Kernel,
-                    side,
+                    PartId::other(PartKind::Unattributed, side),
                     busy[k] - r,
                 ));
             }
+            // Without per-CPU accounting the two cannot be told apart.
             None => parts.push((
                 "kernel and unconfined tasks".into(),
-                PartKind::Kernel,
-                side,
+                PartId::other(PartKind::Unattributed, side),
                 busy[k] - known,
             )),
         }
@@ -259,21 +261,15 @@ fn sided(
 }
 
 /// Unplaced: the host is the machine less the client's parts (the old, sender-dependent view).
-fn unplaced(
-    d: &MeterData,
-    a: &Full,
-    b: &Full,
-    machine_s: f64,
-) -> Vec<(String, PartKind, Side, f64)> {
-    let mut parts: Vec<(String, PartKind, Side, f64)> = d
+fn unplaced(d: &MeterData, a: &Full, b: &Full, machine_s: f64) -> Vec<(String, PartId, f64)> {
+    let mut parts: Vec<(String, PartId, f64)> = d
         .parts
         .iter()
         .enumerate()
         .map(|(i, p)| {
             (
                 p.name.clone(),
-                p.kind,
-                p.side,
+                p.id,
                 (b.light.parts[i].total - a.light.parts[i].total).max(0.0),
             )
         })
@@ -281,24 +277,32 @@ fn unplaced(
     let (kthreads, others) = procs::scan_delta(&a.scan, &b.scan);
     parts.push((
         "other processes".into(),
-        PartKind::Process,
-        Side::Host,
+        PartId::other(PartKind::Process, Side::Host),
         others,
     ));
     parts.push((
         "kernel threads".into(),
-        PartKind::Kernel,
-        Side::Host,
+        PartId::other(PartKind::Kernel, Side::Host),
         kthreads,
     ));
-    let attributed: f64 = parts.iter().map(|p| p.3).sum();
+    let attributed: f64 = parts.iter().map(|p| p.2).sum();
     parts.push((
         "kernel (unattributed)".into(),
-        PartKind::Kernel,
-        Side::Host,
+        PartId::other(PartKind::Unattributed, Side::Host),
         machine_s - attributed,
     ));
     parts
+}
+
+impl PartCpu {
+    /// Who this part is.
+    pub fn id(&self) -> PartId {
+        PartId {
+            kind: self.kind,
+            side: self.side,
+            role: self.role,
+        }
+    }
 }
 
 pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, Error> {
@@ -336,8 +340,8 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, Error> {
             let parts = unplaced(d, a, b, machine_s);
             let client: f64 = parts
                 .iter()
-                .filter(|p| p.1 == PartKind::Client)
-                .map(|p| p.3)
+                .filter(|p| p.1.kind == PartKind::Client)
+                .map(|p| p.2)
                 .sum();
             (
                 machine_s - client,
@@ -359,11 +363,12 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, Error> {
     };
     let parts: Vec<PartCpu> = raw
         .into_iter()
-        .map(|(name, kind, side, s)| PartCpu {
+        .map(|(name, id, s)| PartCpu {
             name,
-            kind,
-            side,
-            busy_pct: 100.0 * s / cap(side),
+            kind: id.kind,
+            side: id.side,
+            role: id.role,
+            busy_pct: 100.0 * s / cap(id.side),
             cores: s / window_s,
             task_clock_ms: s * 1e3,
         })
@@ -372,7 +377,7 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, Error> {
     let host_busy_cores = host_s / window_s;
     let unattributed: f64 = parts
         .iter()
-        .filter(|p| p.side == Side::Host && p.name == "kernel (unattributed)")
+        .filter(|p| p.side == Side::Host && p.kind == PartKind::Unattributed)
         .map(|p| p.busy_pct)
         .sum();
     let ds = b.light.stat.total.delta(&a.light.stat.total);
@@ -392,10 +397,10 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, Error> {
             .map(|t| t.steal_s)
             .sum::<f64>()
         / cap(Side::Host);
-    let cores_of = |names: &[String]| {
+    let cores_of = |ids: &[PartId]| {
         parts
             .iter()
-            .filter(|p| names.contains(&p.name))
+            .filter(|p| ids.contains(&p.id()))
             .map(|p| p.cores)
             .sum::<f64>()
     };
@@ -515,7 +520,7 @@ fn series(d: &MeterData, a: &Full, b: &Full, host: &[usize]) -> Vec<(f64, f64)> 
         .parts
         .iter()
         .enumerate()
-        .filter(|(_, p)| p.kind == PartKind::Client)
+        .filter(|(_, p)| p.id.kind == PartKind::Client)
         .map(|(i, _)| i)
         .collect();
     d.series
@@ -604,10 +609,10 @@ mod tests {
     }
 
     fn part(name: &str, kind: PartKind, side: Side) -> Part {
+        let role = name.parse().ok();
         Part {
             name: name.into(),
-            kind,
-            side,
+            id: PartId { kind, side, role },
             cgroups: vec![],
             pid: None,
             threads: None,
@@ -649,8 +654,8 @@ mod tests {
             }),
             vec![a, b],
         );
-        let send = vec!["g1".to_string()];
-        let recv = vec!["client".to_string()];
+        let send = vec![PartId::endpoint(PartKind::Guest, Role::Guest(1))];
+        let recv = vec![PartId::endpoint(PartKind::Client, Role::Client)];
         let r = build(
             &d,
             &Traffic {

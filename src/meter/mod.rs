@@ -32,15 +32,15 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-pub use crate::vocab::PartKind;
+pub use crate::vocab::{PartId, PartKind};
 
 /// Something whose CPU is measured: a cgroup (guest, host, client, backend) or a process, and
 /// the side it belongs to.
 #[derive(Clone, Debug)]
 pub struct Part {
+    /// Shown in reports; the part is found by `id`.
     pub name: String,
-    pub kind: PartKind,
-    pub side: Side,
+    pub id: PartId,
     pub cgroups: Vec<PathBuf>,
     pub pid: Option<u32>,
     /// Some of a QEMU's threads (then `cgroups` and `pid` are empty: the VM's cgroup is in here).

@@ -280,8 +280,7 @@ impl PointRecord {
     /// that something bound. A cost is read only from a point where this is None.
     pub fn bound_in_any_run(&self) -> Option<Bound> {
         self.bound_by
-            .clone()
-            .or_else(|| self.repeats.iter().find_map(|r| r.bound_by.clone()))
+            .or_else(|| self.repeats.iter().find_map(|r| r.bound_by))
     }
 
     /// Every repeat's throughput, and every repeat's host CPU per Gb/s where measured.

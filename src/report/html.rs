@@ -189,7 +189,7 @@ fn parts_chart(ok: &[&PointRecord]) -> Result<Option<String>, Error> {
         .collect();
     let mut groups: Vec<String> = Vec::new();
     for (n, kind, _, _) in pick.iter().flat_map(|(_, p)| &p.parts) {
-        let g = part_group(n);
+        let g = part_group(n, *kind);
         if *kind != PartKind::Client && !groups.contains(&g) {
             groups.push(g);
         }
@@ -202,7 +202,7 @@ fn parts_chart(ok: &[&PointRecord]) -> Result<Option<String>, Error> {
                 .map(|(_, p)| {
                     p.parts
                         .iter()
-                        .filter(|(n, k, _, _)| *k != PartKind::Client && part_group(n) == *g)
+                        .filter(|(n, k, _, _)| *k != PartKind::Client && part_group(n, *k) == *g)
                         .map(|x| x.2)
                         .sum()
                 })

@@ -116,17 +116,13 @@ pub fn series_of(
     out
 }
 
-/// CPU part names folded for charts: guests together, backends together.
-pub fn part_group(name: &str) -> String {
-    if name
-        .parse::<crate::vocab::Role>()
-        .is_ok_and(|r| r.is_guest())
-    {
-        "guests".into()
-    } else if name.starts_with("vNIC backend") {
-        "vNIC backends".into()
-    } else {
-        name.into()
+/// CPU parts folded for charts: guests together, backends together, the rest by name.
+pub fn part_group(name: &str, kind: crate::vocab::PartKind) -> String {
+    use crate::vocab::PartKind;
+    match kind {
+        PartKind::Guest | PartKind::Vcpu => "guests".into(),
+        PartKind::Backend => "vNIC backends".into(),
+        _ => name.into(),
     }
 }
 

@@ -923,10 +923,7 @@ fn by_round(f: &[Figure]) -> Option<Vec<Vec<Figure>>> {
         return None;
     }
     let at = |x: &Figure, k: usize| {
-        let (v, bound) = x
-            .rounds
-            .as_ref()
-            .map_or((x.value, None), |(_, v)| v[k].clone());
+        let (v, bound) = x.rounds.as_ref().map_or((x.value, None), |(_, v)| v[k]);
         Figure {
             value: v,
             low: v,
@@ -1048,7 +1045,7 @@ impl Figure {
         let (low, high) = each
             .iter()
             .fold((value, value), |(l, h), &x| (l.min(x), h.max(x)));
-        let bound = p.bound_by.clone().filter(|b| *b != Bound::Latency);
+        let bound = p.bound_by.filter(|b| *b != Bound::Latency);
         Some(Figure {
             name,
             value,

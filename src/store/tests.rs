@@ -105,8 +105,8 @@ fn round_trip_of_runs_points_samples_and_parts() {
     let back = &pts[0].1;
     assert_eq!(back.key, pt.key);
     assert_eq!(
-        (back.bound_by.clone(), back.repeats.clone()),
-        (pt.bound_by.clone(), pt.repeats.clone())
+        (back.bound_by, back.repeats.clone()),
+        (pt.bound_by, pt.repeats.clone())
     );
     assert_eq!(back.spread.as_ref().unwrap().throughput_gbps.median, 9.5);
     assert_eq!(
