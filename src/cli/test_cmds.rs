@@ -10,6 +10,7 @@ use crate::engine::spec::Spec;
 use crate::engine::vdi::profile::VdiSpec;
 use crate::lab::folder;
 use crate::lab::state;
+use crate::measure::desc::TestDesc;
 use crate::measure::iperf3::Iperf3;
 use crate::measure::lab::Lab;
 use crate::measure::load::{self, Load};
@@ -154,37 +155,24 @@ pub struct TestArgs {
 }
 
 impl TestArgs {
-    pub fn spec(&self) -> Result<Spec, Fail> {
-        let d = Spec::default();
-        let (req, resp) = match &self.rr {
+    /// The test as the flags describe it, every value parsed.
+    pub fn desc(&self) -> Result<TestDesc, Fail> {
+        let d = TestDesc::default();
+        let size = |v: &Option<String>| v.as_deref().map(units::parse_size).transpose();
+        let rr = match &self.rr {
             Some(r) => units::parse_rr(r)?,
-            None => (d.req, d.resp),
+            None => d.rr,
         };
-        let s = Spec {
+        Ok(TestDesc {
             test: self.test,
-            msg: self
-                .msg
-                .as_deref()
-                .map(units::parse_size)
-                .transpose()?
-                .unwrap_or(d.msg),
-            req,
-            resp,
-            local_buf: self
-                .local_buf
-                .as_deref()
-                .map(units::parse_size)
-                .transpose()?,
-            remote_buf: self
-                .remote_buf
-                .as_deref()
-                .map(units::parse_size)
-                .transpose()?,
+            msg: size(&self.msg)?.unwrap_or(d.msg),
+            rr,
+            bufs: (size(&self.local_buf)?, size(&self.remote_buf)?),
             duration: self.duration,
             warmup: self.warmup,
             parallel: self.parallel,
             rate: match self.tps {
-                Some(t) => Some(self.tps_rate(t, req, resp)?),
+                Some(t) => Some(self.tps_rate(t, rr.0, rr.1)?),
                 None => self.rate.as_deref().map(units::parse_rate).transpose()?,
             },
             pacing: self.pacing,
@@ -192,35 +180,22 @@ impl TestArgs {
             nodelay: self.nodelay,
             zerocopy: self.zerocopy,
             interval: self.interval,
-            bytes: self
-                .bytes
-                .as_deref()
-                .map(units::parse_size)
-                .transpose()?
-                .map(|b| b as u64),
+            bytes: size(&self.bytes)?.map(|b| b as u64),
             verify: self.verify,
-            vdi: self.vdi()?,
-            report_cpu: false,
-            clock_offset_ns: 0,
-        };
-        let s = Spec {
-            parallel: if s.vdi.is_some() {
-                self.desktops.unwrap_or(1)
-            } else {
-                s.parallel
-            },
-            ..s
-        };
-        // The movie plays for the scaled 253 s from the first frame: no warm-up to leave out.
-        let s = match self.movie()? {
-            Some(m) => Spec {
-                duration: m.play_s(),
-                warmup: 0.0,
-                ..s
-            },
-            None => s,
-        };
-        s.validate()?;
+            vdi: self.vdi()?.map(|v| (v, self.desktops.unwrap_or(1))),
+            movie: self.movie()?,
+            interference: self
+                .load
+                .iter()
+                .map(|s| s.parse::<Load>())
+                .collect::<Result<Vec<_>, _>>()?,
+            desktop_pct: self.desktop_load,
+        })
+    }
+
+    /// The engine's spec for the flags, checked (the congestion control against this kernel's).
+    pub fn spec(&self) -> Result<Spec, Fail> {
+        let s = self.desc()?.checked_spec()?;
         if !s.test.is_udp() {
             crate::engine::sockets::check_congestion(&s.congestion)?;
         }
@@ -262,12 +237,8 @@ impl TestArgs {
 
     /// The loads asked for, checked against the lab's endpoints.
     fn loads(&self, rec: &state::LabRecord) -> Result<Vec<Load>, Fail> {
-        let mut loads = self
-            .load
-            .iter()
-            .map(|s| s.parse::<Load>())
-            .collect::<Result<Vec<_>, _>>()?;
-        if let Some(pct) = self.desktop_load {
+        let desc = self.desc()?;
+        if let Some(pct) = desc.desktop_pct {
             load::check_desktop_pct(pct)?;
             if rec.guests().next().is_none() {
                 return Err(Fail::Input(
@@ -275,15 +246,12 @@ impl TestArgs {
                         .into(),
                 ));
             }
-            loads.push(Load::Desktops { pct });
         }
-        if let Some(m) = self.movie()? {
-            let desktops = self.desktops.unwrap_or(1);
-            if (rec.guests().count() as u32) < desktops {
-                return Err(Fail::Input(format!("--movie: each desktop's guest downloads its video, and this lab has {} guests for {desktops} desktops: make the lab with --guests {desktops}", rec.guests().count())));
-            }
-            loads.push(m.download(desktops));
+        let (guests, desktops) = (rec.guests().count() as u32, desc.desktops());
+        if desc.movie.is_some() && guests < desktops {
+            return Err(Fail::Input(format!("--movie: each desktop's guest downloads its video, and this lab has {guests} guests for {desktops} desktops: make the lab with --guests {desktops}")));
         }
+        let loads = desc.loads();
         for l in &loads {
             for r in l.endpoints() {
                 rec.endpoint(r)?;

@@ -200,8 +200,8 @@ pub struct Matrix {
     #[serde(default, deserialize_with = "de_opt_list")]
     pub loads: Option<Vec<Offered>>,
     /// VDI tests: the session profiles (built-in names), a point each.
-    #[serde(default, deserialize_with = "de_opt_nonempty")]
-    pub profiles: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "de_opt_list")]
+    pub profiles: Option<Vec<Profile>>,
     /// VDI tests: desktops (sessions) per point.
     #[serde(default = "one_guest", deserialize_with = "de_nonempty")]
     pub desktops: Vec<u32>,
@@ -221,6 +221,28 @@ pub struct Matrix {
     /// each desktop's guest downloads the video while its session plays ([point] time_scale).
     #[serde(default)]
     pub movie: Vec<f64>,
+}
+
+/// Request and response sizes, written as netperf's -r: `1,1`, `64,1K`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rr(pub usize, pub usize);
+
+impl FromStr for Rr {
+    type Err = units::Error;
+    fn from_str(s: &str) -> Result<Self, units::Error> {
+        units::parse_rr(s).map(|(a, b)| Rr(a, b))
+    }
+}
+
+/// A VDI session profile named in the matrix, found among the built-in ones when the file is read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Profile(pub crate::engine::vdi::profile::VdiSpec);
+
+impl FromStr for Profile {
+    type Err = crate::engine::Error;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        crate::engine::vdi::profile::find(s, None).map(Profile)
+    }
 }
 
 /// Interfering loads run together (`cpu@host+cpu@g2`), or `none`.
@@ -371,14 +393,6 @@ fn no_desktop_load() -> Vec<u32> {
     vec![0]
 }
 
-fn de_opt_nonempty<'de, D, T>(d: D) -> Result<Option<Vec<T>>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    de_nonempty(d).map(Some)
-}
-
 fn de_opt_list<'de, D, T>(d: D) -> Result<Option<Vec<T>>, D::Error>
 where
     D: Deserializer<'de>,
@@ -439,10 +453,11 @@ pub struct PointSettings {
     #[serde(default = "par_default")]
     pub parallel: u32,
     /// Per-stream pacing, e.g. "100mbit".
-    pub rate: Option<String>,
+    #[serde(default, deserialize_with = "de_opt_str")]
+    pub rate: Option<Rate>,
     /// Request,response sizes for RR tests.
-    #[serde(default = "rr_default")]
-    pub rr: String,
+    #[serde(default = "rr_default", deserialize_with = "de_str")]
+    pub rr: Rr,
     #[serde(default)]
     pub nodelay: bool,
     /// How paced streams meet their rate: "app" (1 ms ticks, as iperf3 -b) or "kernel"
@@ -474,8 +489,8 @@ fn rep_default() -> u32 {
 fn par_default() -> u32 {
     1
 }
-fn rr_default() -> String {
-    "1,1".into()
+fn rr_default() -> Rr {
+    Rr(1, 1)
 }
 
 impl Default for PointSettings {
@@ -487,7 +502,7 @@ impl Default for PointSettings {
             rounds: 1,
             parallel: 1,
             rate: None,
-            rr: "1,1".into(),
+            rr: rr_default(),
             nodelay: false,
             pacing: crate::vocab::Pacing::App,
             congestion: Default::default(),
@@ -565,11 +580,7 @@ fn vdi_checks(m: &Matrix, scale: f64, at: &dyn Fn(&str) -> String) -> Result<(),
                 at("profiles")
             )))
         }
-        (Some(ps), true) => {
-            for p in ps {
-                crate::engine::vdi::profile::find(p, None)
-                    .map_err(|e| Error::Input(format!("{}: {e}", at("profiles"))))?;
-            }
+        (Some(_), true) => {
             if !m.directions.contains(&Direction::HostToClient) {
                 return Err(Error::Input(format!("{}: VDI sessions run host-to-client (the protocol engine to the client): add it to directions", at("directions"))));
             }
@@ -643,17 +654,11 @@ pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, Error> {
         duration: p.duration,
         warmup: p.warmup,
         parallel: p.parallel,
-        rate: p
-            .rate
-            .as_deref()
-            .map(units::parse_rate)
-            .transpose()
-            .map_err(|m| Error::Input(format!("{}: {m}", at("rate"))))?,
+        rate: p.rate.map(|r| r.0),
         ..Default::default()
     };
     s.validate()
         .map_err(|m| Error::Input(format!("{}: {m}", at("duration"))))?;
-    units::parse_rr(&p.rr).map_err(|m| Error::Input(format!("{}: {m}", at("rr"))))?;
     crate::engine::sockets::check_congestion(&p.congestion)
         .map_err(|m| Error::Input(format!("{}: {m}", at("congestion"))))?;
     if e.matrix.loads.is_some() && p.rate.is_some() {

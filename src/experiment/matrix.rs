@@ -7,7 +7,8 @@ use super::file::ExperimentFile;
 use crate::engine::spec::Spec;
 use crate::engine::vdi::profile::VdiSpec;
 use crate::lab::topology::{Topology, Wire};
-use crate::measure::load::{Load, Movie};
+use crate::measure::desc::TestDesc;
+use crate::measure::load::Movie;
 use crate::vocab::{Direction, Gro, Mode, TestKind};
 
 /// One lab the run builds.
@@ -77,7 +78,7 @@ pub struct Point {
 /// socket buffer; then each VDI point per profile and desktop count, and every point per load.
 pub fn expand(e: &ExperimentFile) -> Vec<Point> {
     let m = &e.matrix;
-    let mut out = Vec::new();
+    let mut drafts = Vec::new();
     for s in m.settings() {
         for &guests in &m.guests {
             let lab = LabConfig {
@@ -90,33 +91,43 @@ pub fn expand(e: &ExperimentFile) -> Vec<Point> {
                 wire_rate: s.wire.0.map(|r| r.0),
                 other: m.other,
             };
-            out.extend(in_lab(e, &lab));
+            drafts.extend(in_lab(e, &lab));
         }
     }
-    let mut out = widen(out, m, e.point.time_scale);
-    for (i, pt) in out.iter_mut().enumerate() {
-        pt.seq = i as u32 + 1;
-    }
-    out
+    widen(drafts, m, e.point.time_scale)
+        .into_iter()
+        .enumerate()
+        .map(|(i, d)| Point {
+            seq: i as u32 + 1,
+            lab: d.lab,
+            direction: d.direction,
+            spec: d.desc.spec(),
+            repeat: e.point.repeat,
+            rounds: e.point.rounds,
+            loads: d.desc.loads(),
+        })
+        .collect()
+}
+
+/// A point before it is numbered: its lab, direction and test as described.
+struct Draft {
+    lab: LabConfig,
+    direction: Direction,
+    desc: TestDesc,
 }
 
 /// The offered loads per stream: the matrix's, else `[point] rate` (None: as fast as it goes).
 fn offered(e: &ExperimentFile) -> Vec<Option<u64>> {
     match &e.matrix.loads {
         Some(l) => l.iter().map(|x| x.0).collect(),
-        None => vec![e
-            .point
-            .rate
-            .as_deref()
-            .and_then(|r| crate::units::parse_rate(r).ok())],
+        None => vec![e.point.rate.map(|r| r.0)],
     }
 }
 
 /// One lab's points: directions (guest-to-guest where it has two guests) × tests × message sizes
 /// (one request/response size for RR and VDI) × offered loads × socket buffers.
-fn in_lab(e: &ExperimentFile, lab: &LabConfig) -> Vec<Point> {
+fn in_lab(e: &ExperimentFile, lab: &LabConfig) -> Vec<Draft> {
     let (m, p) = (&e.matrix, &e.point);
-    let (req, resp) = crate::units::parse_rr(&p.rr).unwrap_or((1, 1));
     let mut out = Vec::new();
     for &direction in &m.directions {
         if direction == Direction::GuestToGuest && lab.guests < 2 {
@@ -124,21 +135,17 @@ fn in_lab(e: &ExperimentFile, lab: &LabConfig) -> Vec<Point> {
         }
         for &test in &m.tests {
             let sizes: Vec<usize> = if test.is_rr() || test == TestKind::Vdi {
-                vec![req]
+                vec![p.rr.0]
             } else {
                 m.messages.iter().map(|s| s.0).collect()
             };
             for msg in sizes {
                 for rate in offered(e) {
                     for b in &m.socket_buffers {
-                        out.push(Point {
-                            seq: 0,
+                        out.push(Draft {
                             lab: lab.clone(),
                             direction,
-                            spec: spec_of(p, test, msg, (req, resp), rate, b.0),
-                            repeat: p.repeat,
-                            rounds: p.rounds,
-                            loads: vec![],
+                            desc: desc_of(p, test, msg, rate, b.0),
                         });
                     }
                 }
@@ -148,79 +155,63 @@ fn in_lab(e: &ExperimentFile, lab: &LabConfig) -> Vec<Point> {
     out
 }
 
-/// A point's test as the engine runs it.
-fn spec_of(
+/// A point's test from the file's point settings.
+fn desc_of(
     p: &super::file::PointSettings,
     test: TestKind,
     msg: usize,
-    (req, resp): (usize, usize),
     rate: Option<u64>,
     buf: Option<usize>,
-) -> Spec {
-    Spec {
+) -> TestDesc {
+    TestDesc {
         test,
         msg,
-        req,
-        resp,
-        local_buf: buf,
-        remote_buf: buf,
+        rr: (p.rr.0, p.rr.1),
+        bufs: (buf, buf),
         duration: p.duration,
         warmup: p.warmup,
         parallel: p.parallel,
         rate,
-        // Kernel pacing paces streams; RR and unpaced points have nothing to pace.
+        // [point] pacing is for the paced streams of the matrix; RR and unpaced points have
+        // nothing to pace.
         pacing: match (rate, test) {
             (Some(_), TestKind::TcpStream | TestKind::TcpMaerts | TestKind::UdpStream) => p.pacing,
             _ => Default::default(),
         },
         congestion: p.congestion.clone(),
         nodelay: p.nodelay,
-        zerocopy: false,
         interval: (p.duration / 10.0).clamp(0.1, 1.0),
-        bytes: None,
-        verify: false,
-        vdi: None,
-        report_cpu: false,
-        clock_offset_ns: 0,
+        ..TestDesc::default()
     }
 }
 
 /// Each VDI point once per profile and desktop count (host-to-client only), then every point once
-/// per interfering load and desktop load.
-fn widen(points: Vec<Point>, m: &super::file::Matrix, scale: f64) -> Vec<Point> {
+/// per movie, interfering load and desktop load.
+fn widen(drafts: Vec<Draft>, m: &super::file::Matrix, scale: f64) -> Vec<Draft> {
     let mut out = Vec::new();
-    for p in points {
-        let sessions: Vec<(Option<VdiSpec>, u32)> = match (p.spec.test, &m.profiles) {
-            (TestKind::Vdi, _) if p.direction != Direction::HostToClient => continue,
-            (TestKind::Vdi, Some(names)) => names
+    for d in drafts {
+        let sessions: Vec<Option<(VdiSpec, u32)>> = match (d.desc.test, &m.profiles) {
+            (TestKind::Vdi, _) if d.direction != Direction::HostToClient => continue,
+            (TestKind::Vdi, Some(profiles)) => profiles
                 .iter()
-                .filter_map(|n| crate::engine::vdi::profile::find(n, None).ok())
-                .flat_map(|v| m.desktops.iter().map(move |&d| (Some(v.clone()), d)))
+                .flat_map(|v| m.desktops.iter().map(move |&n| Some((v.0.clone(), n))))
                 .collect(),
-            _ => vec![(None, p.spec.parallel)],
+            _ => vec![None],
         };
-        for (vdi, parallel) in sessions {
-            for movie in movies(p.spec.test, m, scale) {
+        for vdi in sessions {
+            for movie in movies(d.desc.test, m, scale) {
                 for i in &m.interference {
                     for &dl in &m.desktop_load {
-                        let mut loads: Vec<Load> = i.0.clone();
-                        if dl > 0 {
-                            loads.push(Load::Desktops { pct: f64::from(dl) });
-                        }
-                        let mut spec = Spec {
-                            vdi: vdi.clone(),
-                            parallel,
-                            ..p.spec.clone()
-                        };
-                        if let Some(mv) = movie {
-                            // The movie plays from the first frame: no warm-up to leave out.
-                            (spec.duration, spec.warmup) = (mv.play_s(), 0.0);
-                            loads.push(mv.download(parallel));
-                        }
-                        out.push(Point {
-                            spec,
-                            loads,
-                            ..p.clone()
+                        out.push(Draft {
+                            lab: d.lab.clone(),
+                            direction: d.direction,
+                            desc: TestDesc {
+                                vdi: vdi.clone(),
+                                movie,
+                                interference: i.0.clone(),
+                                desktop_pct: (dl > 0).then_some(f64::from(dl)),
+                                ..d.desc.clone()
+                            },
                         });
                     }
                 }

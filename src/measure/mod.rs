@@ -7,6 +7,7 @@
 
 pub mod agents;
 pub mod bound;
+pub mod desc;
 pub mod iperf3;
 pub mod lab;
 pub mod load;
