@@ -1,7 +1,8 @@
 //! The JSON users see keeps its shape: a test's `--json` in a paravirt lab (a stream with
 //! repeats, request/response with repeats, a verified transfer with zero-copy, software LRO)
 //! names exactly the keys listed in tests/fixtures/result_keys.txt, which were read off the
-//! vnetlab before results became typed structs. Maps keyed by names (guests, cores, softirqs,
+//! vnetlab before results became typed structs (plus `.version` and `.cpu.parts[].role`, added
+//! with the versioned Measured document). Maps keyed by names (guests, cores, softirqs,
 //! flush reasons) count as one `<name>` key.
 
 mod common;

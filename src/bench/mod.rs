@@ -2,6 +2,8 @@
 
 pub mod engine;
 pub mod paced;
+pub mod store;
+pub mod table;
 pub mod vnic;
 
 /// Why a bench could not finish. Its `Display` is the one line users see.
@@ -23,4 +25,8 @@ pub enum Error {
     Experiment(#[from] crate::experiment::Error),
     #[error(transparent)]
     Measure(#[from] crate::measure::Error),
+    #[error(transparent)]
+    Store(#[from] crate::store::Error),
+    #[error(transparent)]
+    Report(#[from] crate::report::Error),
 }

@@ -54,49 +54,7 @@ fn bench_vnic(a: VnicBenchArgs, qemu: bool) -> CmdResult {
         print_json(&rows);
         return Ok(());
     }
-    crate::outln!(
-        "{:<36} {:<16} {:>8} {:>12} {:>12} {:>10} {:>9} {:>7} {:>8}  bound by",
-        "datapath",
-        "direction",
-        "Gb/s",
-        "host %/Gb/s",
-        "guest %/Gb/s",
-        "backend %",
-        "LRO ratio",
-        "vCPU %",
-        "emul. %"
-    );
-    for r in &rows {
-        let o = |v: Option<f64>, p: usize| v.map(|x| format!("{x:.p$}")).unwrap_or("-".into());
-        crate::outln!(
-            "{:<36} {:<16} {:>8.2} {:>12.3} {:>12} {:>10} {:>9} {:>7} {:>8}  {}",
-            r.lab,
-            r.direction,
-            r.gbps,
-            r.host_pct_per_gbps,
-            o(r.guest_pct_per_gbps, 3),
-            o(r.backend_pct, 1),
-            o(r.lro_ratio, 1),
-            o(r.vcpu_pct, 1),
-            o(r.emulation_pct, 1),
-            r.bound
-                .as_ref()
-                .map(|b| b.to_string())
-                .unwrap_or("nothing".into())
-        );
-    }
-    crate::outln!();
-    let lines = if qemu {
-        vnic::qemu_ratios(&rows)
-    } else {
-        vnic::ratios(&rows)
-    };
-    for line in lines {
-        crate::outln!("{line}");
-    }
-    if qemu {
-        crate::outln!("QEMU guests run under the acceleration `vnetlab status` names; under TCG the guest's CPU is emulated, so QEMU rows bound by the host core are bound by emulation (device and host-side costs are still real)");
-    }
+    crate::bench::table::vnic_table(&rows, qemu);
     Ok(())
 }
 
@@ -109,107 +67,25 @@ struct StoreArgs {
     json: bool,
 }
 
-/// Stores `n` synthetic points (load for timing only, in a temporary database that is removed)
-/// the way a run does, one transaction each, then reads them back and renders the HTML report.
+/// Times storing and reporting `--points` synthetic points (`bench::store`).
 fn bench_store(a: StoreArgs) -> CmdResult {
-    use crate::records::{HostFacts, PointKey, PointRecord, RunRef};
-    use crate::store::Store;
-    use crate::vocab::{Direction, Gro, Mode, PartKind, TestKind};
-    use std::time::Instant;
     if !(1..=100_000).contains(&a.points) {
         return Err(Fail::Input("--points 1…100000".into()));
     }
-    let path =
-        std::env::temp_dir().join(format!("vnetlab-bench-store-{}.sqlite", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    let store = Store::open(&path, false)?;
-    let run = store.begin_run(
-        "bench",
-        "synthetic points for timing",
-        "",
-        "",
-        &HostFacts::default(),
-        a.points,
-    )?;
-    let modes = [
-        Mode::Native,
-        Mode::Bridge,
-        Mode::Nat,
-        Mode::Macvlan,
-        Mode::Emulated,
-        Mode::Paravirt,
-    ];
-    let sizes = [64u64, 256, 1024, 4096, 8192, 16384, 32768, 65536];
-    // Each point carries a real stored result (a paravirt stream's, from a quick run): the
-    // document's size is part of what storing costs.
-    let measured = crate::records::measured::Measured::decode(include_str!(
-        "../../tests/fixtures/measured-v1/stream-paravirt.json"
-    ))
-    .map_err(|e| Fail::Run(e.to_string()))?;
-    let t0 = Instant::now();
-    for i in 0..a.points {
-        let p = PointRecord {
-            seq: i + 1,
-            key: PointKey {
-                mode: modes[i as usize % modes.len()],
-                guests: 1 + i / 48,
-                direction: Direction::GuestToClient,
-                test: TestKind::TcpStream,
-                message_bytes: sizes[(i as usize / modes.len()) % sizes.len()],
-                gro: Gro::Both,
-                ..Default::default()
-            },
-            duration_s: 1.0,
-            repeat: 1,
-            throughput_gbps: Some(1.0 + (i % 17) as f64 / 3.0),
-            host_busy_pct: Some(20.0 + (i % 13) as f64),
-            normalized_pct_per_gbps: Some(5.0 + (i % 11) as f64),
-            sd_host: Some(1.0),
-            sd_send: Some(0.5),
-            sd_recv: Some(0.4),
-            samples: (1..=10).map(|k| (k as f64 * 0.1, 1.0)).collect(),
-            parts: [
-                "g1",
-                "client",
-                "host",
-                "vnetlab driver",
-                "other processes",
-                "kernel threads",
-                "kernel (unattributed)",
-            ]
-            .iter()
-            .map(|n| (n.to_string(), PartKind::Guest, 5.0, 0.1))
-            .collect(),
-            result: Some(Box::new(measured.clone())),
-            ..Default::default()
-        };
-        store.add_point(run, &p)?;
-    }
-    let store_s = t0.elapsed().as_secs_f64();
-    let r = store.find_run(RunRef::Id(run))?;
-    let t1 = Instant::now();
-    let pts: Vec<PointRecord> = store.points(run)?.into_iter().map(|(_, p)| p).collect();
-    let html = crate::report::html::page(&r, &pts, &crate::report::capacity::sections(&r, &pts))?;
-    let report_s = t1.elapsed().as_secs_f64();
-    drop(store);
-    for s in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{s}", path.display()));
-    }
-    let per_point_ms = store_s * 1e3 / a.points as f64;
-    // The shortest point vnetlab runs by default: 0.5 s warm-up + 2 s.
-    let share = per_point_ms / 2500.0 * 100.0;
-    let v = serde_json::json!({"points": a.points, "store_ms_per_point": per_point_ms, "store_pct_of_default_point": share,
-        "report_s": report_s, "report_bytes": html.len()});
+    let b = crate::bench::store::measure(a.points)?;
     if a.json {
-        print_json(&v);
+        print_json(&b);
     } else {
         crate::outln!(
-            "store: {per_point_ms:.3} ms per point = {share:.3} % of a default 2.5 s point"
+            "store: {:.3} ms per point = {:.3} % of a default 2.5 s point",
+            b.store_ms_per_point,
+            b.store_pct_of_default_point
         );
         crate::outln!(
-            "report of {} points (read back + HTML with charts): {report_s:.3} s, {} KB",
-            a.points,
-            html.len() / 1024
+            "report of {} points (read back + HTML with charts): {:.3} s, {} KB",
+            b.points,
+            b.report_s,
+            b.report_bytes / 1024
         );
     }
     Ok(())
@@ -322,36 +198,7 @@ fn bench_engine(a: EngineArgs) -> CmdResult {
         print_json(&rows);
         return Ok(());
     }
-    crate::outln!(
-        "{:<9} {:<16} {:<12} {:>14} {:>14} {:>9} {:>12}",
-        "path",
-        "test",
-        "peer",
-        "vnetlab",
-        "peer",
-        "ratio",
-        "CPU/unit ×"
-    );
-    for r in &rows {
-        let fmt = |m: &engine::Measure| match m.tps {
-            Some(t) => format!("{:.0} tps", t),
-            None => format!("{:.2} Gb/s", m.gbps),
-        };
-        crate::outln!(
-            "{:<9} {:<16} {:<12} {:>14} {:>14} {:>8.2}× {:>11.2}×{}",
-            r.path,
-            r.test,
-            r.peer,
-            fmt(&r.vnetlab),
-            fmt(&r.peer_result),
-            r.throughput_ratio,
-            r.cpu_per_unit_ratio,
-            r.p50_ratio
-                .map(|x| format!("   p50 latency {x:.2}×"))
-                .unwrap_or_default()
-        );
-    }
-    crate::outln!("ratio = vnetlab ÷ peer (throughput or transactions/s); CPU/unit = host cores per Gb/s (per 100k tps for RR), vnetlab ÷ peer");
+    crate::bench::table::engine_table(&rows);
     Ok(())
 }
 
@@ -413,55 +260,6 @@ fn bench_paced(a: EngineArgs, repeat: u32) -> CmdResult {
         print_json(&rows);
         return Ok(());
     }
-    print_paced(&rows, repeat);
+    crate::bench::table::paced_table(&rows, repeat);
     Ok(())
-}
-
-fn print_paced(rows: &[crate::bench::paced::PacedRow], repeat: u32) {
-    use crate::stats::Spread;
-    let s = |x: &Spread, p: usize| format!("{:.p$} ({:.p$}–{:.p$})", x.median, x.min, x.max);
-    crate::outln!(
-        "{:<8} {:>4} {:>8} {:<7} {:>22} {:>22} {:>7}  {:>16}  {:>17}  {:>15}",
-        "path",
-        "msg",
-        "rate",
-        "pacing",
-        "vnetlab %/Gb/s",
-        "iperf3 %/Gb/s",
-        "ratio",
-        "NAPI % ours/iperf3",
-        "sender % ours/iperf3",
-        "Gb/s ours/iperf3"
-    );
-    for r in rows {
-        crate::outln!(
-            "{:<8} {:>4} {:>8} {:<7} {:>22} {:>22} {:>6.2}×{}  {:>7.1} / {:<7.1}  {:>8.1} / {:<7.1}  {:>6.3} / {:<6.3}{}",
-            r.path,
-            r.message,
-            crate::units::Rate(r.rate_bps).to_string(),
-            r.pacing.name(),
-            s(&r.vnetlab.pct_per_gbps, 1),
-            s(&r.iperf3.pct_per_gbps, 1),
-            r.ratio,
-            if r.within_target { " " } else { "!" },
-            r.vnetlab.napi_pct.median,
-            r.iperf3.napi_pct.median,
-            r.vnetlab.sender_pct.median,
-            r.iperf3.sender_pct.median,
-            r.vnetlab.gbps.median,
-            r.iperf3.gbps.median,
-            match (r.vnetlab.at_rate, r.iperf3.at_rate) {
-                (true, true) => "",
-                (false, _) => "  vnetlab short of the rate",
-                (_, false) => "  iperf3 short of the rate",
-            }
-        );
-    }
-    let ok = rows.iter().filter(|r| r.within_target).count();
-    crate::outln!(
-        "host CPU per Gb/s (median of {repeat}, min–max): ratio = vnetlab ÷ iperf3, target ≤ {:.2}× at the same delivered rate: {ok} of {} rows within (! marks the others)",
-        crate::bench::paced::TARGET_RATIO,
-        rows.len()
-    );
-    crate::outln!("both tools: sender in g1's cgroup on the host's cores, receiver in the client's; NAPI = the host end of the wire (the client's ACKs arriving); sender = g1's cgroup (the sending process and its system calls)");
 }

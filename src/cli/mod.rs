@@ -85,7 +85,10 @@ impl From<crate::bench::Error> for Fail {
             Error::Lab(e) => e.into(),
             Error::Experiment(e) => e.into(),
             Error::Measure(e) => e.into(),
-            e @ (Error::Failed(_) | Error::Host(_) | Error::Meter(_)) => Fail::Run(e.to_string()),
+            Error::Store(e) => e.into(),
+            e @ (Error::Failed(_) | Error::Host(_) | Error::Meter(_) | Error::Report(_)) => {
+                Fail::Run(e.to_string())
+            }
         }
     }
 }

@@ -5,7 +5,6 @@ use clap::Args;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 
 use super::{need_root, print_json, CmdResult, Fail};
-use crate::engine::controller::TestResult;
 use crate::engine::spec::Spec;
 use crate::engine::vdi::profile::VdiSpec;
 use crate::lab::folder;
@@ -16,7 +15,6 @@ use crate::measure::lab::Lab;
 use crate::measure::load::{self, Load};
 use crate::measure::source::Engine;
 use crate::measure::{self, Target, TrafficSource};
-use crate::meter::account::CpuReport;
 use crate::meter::Meter;
 use crate::stats;
 use crate::units;
@@ -414,104 +412,9 @@ pub fn test(a: TestArgs) -> CmdResult {
     if a.json {
         print_json(&out);
     } else {
-        print_text(&out, &a);
+        crate::report::text::measured(&out, a.desktop_load);
     }
     Ok(())
-}
-
-/// A measured test as text: the result, the vNIC counters, loads, the CPU and the repeats.
-fn print_text(out: &measure::Measured, a: &TestArgs) {
-    print_result(&out.result);
-    if let Some(v) = &out.vnic {
-        for (g, x) in v {
-            let extra = match &x.lro {
-                None => String::new(),
-                Some(l) => format!(
-                    ", LRO: {} segments in, {} super-frames out, ratio {:.2}",
-                    l.frames_in, l.superframes_out, l.lro_ratio
-                ),
-            };
-            let model = match x.model {
-                Some(crate::vnic::backend::Model::Emulated) => "emulated",
-                Some(crate::vnic::backend::Model::Paravirt) => "paravirt",
-                None => "?",
-            };
-            crate::outln!(
-                "  vNIC {g} ({model}): from guest {} frames ({} GSO), to guest {} frames ({} GSO){extra}",
-                x.from_guest.frames,
-                x.from_guest.gso_frames,
-                x.to_guest.frames,
-                x.to_guest.gso_frames
-            );
-        }
-    }
-    print_loads(&out.loads);
-    if let (Some(pct), Some(cpus)) = (a.desktop_load, &out.cpus) {
-        let burners = out
-            .loads
-            .iter()
-            .filter(|l| matches!(l, load::LoadReport::Burner { .. }))
-            .count();
-        crate::outln!(
-            "  desktops: {burners} guest(s) × {pct} % ask {:.2} cores of the host's {} (core(s) {}), which stand for paper 1's 16-core server",
-            burners as f64 * pct / 100.0,
-            cpus.host.0.len(),
-            cpus.host
-        );
-    }
-    if let Some(p) = &out.movie {
-        print_movie(p);
-    }
-    if let Some(c) = &out.cpu {
-        print_cpu(c);
-    } else if let Some(e) = &out.cpu_error {
-        crate::outln!("  CPU: not measured ({e})");
-    }
-    if let Some(r) = &out.repeats {
-        let ci = |s: &stats::Spread| {
-            s.ci.map(|[l, h]| format!(", {}% CI {l:.3}–{h:.3}", r.confidence_level))
-                .unwrap_or_default()
-        };
-        crate::outln!(
-            "  {} runs: Gb/s min {:.3} median {:.3} max {:.3}{}",
-            r.runs,
-            r.throughput_gbps.min,
-            r.throughput_gbps.median,
-            r.throughput_gbps.max,
-            ci(&r.throughput_gbps)
-        );
-        if let Some(c) = &r.host_busy_pct {
-            crate::outln!(
-                "          host CPU % min {:.2} median {:.2} max {:.2}{}",
-                c.min,
-                c.median,
-                c.max,
-                ci(c)
-            );
-        }
-        if let Some(c) = &r.normalized_pct_per_gbps {
-            crate::outln!(
-                "          CPU % per Gb/s min {:.3} median {:.3} max {:.3}{}",
-                c.min,
-                c.median,
-                c.max,
-                ci(c)
-            );
-        }
-        if r.unstable {
-            crate::outln!("          UNSTABLE: throughput or CPU per Gb/s varied by more than 10 % across the runs");
-        }
-        if let Some(m) = r.confidence_met {
-            crate::outln!(
-                "          confidence {}",
-                if m {
-                    "reached"
-                } else {
-                    "NOT reached within --repeat runs"
-                }
-            );
-        }
-    }
 }
 
 /// When a test in a lab fails because the lab went away under it (`vnetlab down`), says so.
@@ -523,130 +426,6 @@ fn lab_gone(target: &Target) -> Option<String> {
     let ns = std::path::Path::new("/run/netns").join(crate::lab::names::Names::new(lab).host_ns());
     (!folder::journal_path(lab).exists() || !ns.exists())
         .then(|| format!("lab {lab} was removed while the test ran (`vnetlab down`?): no result"))
-}
-
-pub fn print_cpu(c: &CpuReport) {
-    let cores = |v: &[usize]| crate::units::CpuList(v.to_vec()).to_string();
-    if c.placed {
-        let client = c
-            .client_busy_pct
-            .map(|p| format!("; client {p:.2} % of core(s) {}", cores(&c.client_cores)))
-            .unwrap_or_default();
-        crate::outln!(
-            "  host CPU {:.2} % of core(s) {} ({:.3} cores){client}",
-            c.host_busy_pct,
-            cores(&c.host_cores),
-            c.host_busy_cores
-        );
-    } else {
-        crate::outln!(
-            "  host CPU {:.2} % ({:.3} cores; machine {:.2} % with the client) — UNPLACED: the client's work may be counted as the host's",
-            c.host_busy_pct, c.host_busy_cores, c.machine_busy_pct
-        );
-    }
-    let mut line = String::from("  ");
-    if let Some(n) = c.normalized_pct_per_gbps {
-        line += &format!(
-            "{n:.3} % per Gb/s ({:.4} cores per Gb/s); ",
-            c.cores_per_gbps.unwrap_or(0.0)
-        );
-    }
-    line += &match &c.bound_by {
-        Some(b) => format!("bound by {b}"),
-        None => "bound by nothing (below every limit)".into(),
-    };
-    if let Some(l) = c.leak_pct {
-        line += &format!(
-            "; leak across the boundary {l:.2} % of host busy{}",
-            if l < 2.0 { "" } else { " (OVER 2 %)" }
-        );
-    }
-    crate::outln!("{line}");
-    if c.host_steal_pct > crate::report::table::STEAL_WARN {
-        crate::outln!(
-            "  steal: the hypervisor beneath this machine took {:.1} % of the host's cores during the test: its figures are unreliable",
-            c.host_steal_pct
-        );
-    }
-    if let Some(d) = &c.service_demand_us_per_kb {
-        crate::outln!(
-            "  service demand µs/KB: host {:.3}  send side {:.3}  receive side {:.3}",
-            d.host,
-            d.send,
-            d.recv
-        );
-    }
-    if let Some(d) = &c.service_demand_us_per_tran {
-        crate::outln!(
-            "  service demand µs/transaction: host {:.2}  initiator {:.2}  server {:.2}",
-            d.host,
-            d.send,
-            d.recv
-        );
-    }
-    for side in [crate::meter::Side::Host, crate::meter::Side::Client] {
-        let mine: Vec<&crate::meter::account::PartCpu> =
-            c.parts.iter().filter(|p| p.side == side).collect();
-        let is_guest = |n: &str| n.parse::<Role>().is_ok_and(|r| r.is_guest());
-        let guests: Vec<&&crate::meter::account::PartCpu> =
-            mine.iter().filter(|p| is_guest(&p.name)).collect();
-        // Many guests fold into one line: their sum, and the busiest.
-        let fold = guests.len() > 8;
-        let mut parts: Vec<String> = Vec::new();
-        if fold {
-            let sum: f64 = guests.iter().map(|p| p.busy_pct).sum();
-            let top = guests
-                .iter()
-                .max_by(|a, b| a.busy_pct.total_cmp(&b.busy_pct))
-                .unwrap();
-            parts.push(format!(
-                "{} guests {sum:.2} % (busiest {} {:.2} %)",
-                guests.len(),
-                top.name,
-                top.busy_pct
-            ));
-        }
-        parts.extend(
-            mine.iter()
-                .filter(|p| !(fold && is_guest(&p.name)) && p.busy_pct.abs() >= 0.05)
-                .map(|p| format!("{} {:.2} %", p.name, p.busy_pct)),
-        );
-        if !parts.is_empty() {
-            crate::outln!(
-                "  {} parts: {}",
-                if side == crate::meter::Side::Host {
-                    "host"
-                } else {
-                    "client"
-                },
-                parts.join(", ")
-            );
-        }
-    }
-    let net: Vec<String> = ["NET_RX", "NET_TX"]
-        .iter()
-        .filter_map(|k| c.softirq_per_s.get(*k).map(|v| format!("{k} {v:.0}/s")))
-        .collect();
-    crate::outln!(
-        "  softirqs {}; interrupts {:.0}/s",
-        net.join(", "),
-        c.interrupts_per_s
-    );
-    match &c.counters {
-        crate::meter::account::HwCounters::Missing(s) => crate::outln!("  hardware counters: {s}"),
-        crate::meter::account::HwCounters::Read(r) => {
-            crate::outln!(
-                "  hardware counters: host {} cycles, {} instructions",
-                r.host.cycles,
-                r.host.instructions
-            )
-        }
-    }
-    crate::outln!(
-        "  meter: {:.2} % of one core at {} Hz",
-        c.meter.own_cpu_pct_of_core,
-        c.meter.hz
-    );
 }
 
 fn resolve_host(h: &str) -> Result<IpAddr, Fail> {
@@ -685,221 +464,6 @@ fn check_allowed(ip: IpAddr) -> Result<(), Fail> {
         Ok(())
     } else {
         Err(Fail::Input(format!("{ip} is neither loopback nor a lab address: vnetlab sends test traffic only there (use --from/--to in a lab)")))
-    }
-}
-
-/// The movie's host CPU in its two phases.
-fn print_movie(p: &load::MoviePhases) {
-    let pct = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.2} %"));
-    crate::outln!(
-        "  movie (T_buffer {:.0} s, times × {}): host CPU {} while buffering (0–{:.1} s), {} playing only ({:.1}–{:.1} s)",
-        p.movie.t_buffer_s,
-        p.movie.time_scale,
-        pct(p.buffering.host_busy_pct),
-        p.buffering.to_s,
-        pct(p.play_only.host_busy_pct),
-        p.play_only.from_s,
-        p.play_only.to_s
-    );
-}
-
-/// What each interfering load did.
-fn print_loads(loads: &[load::LoadReport]) {
-    for l in loads {
-        match l {
-            load::LoadReport::Burner {
-                load,
-                at,
-                target_pct,
-                cpu_pct,
-            } => crate::outln!("  load {load}: burner in {at} used {cpu_pct:.1} % of a core (asked {target_pct:.0} %)"),
-            load::LoadReport::Download {
-                load,
-                bytes_asked,
-                bytes_arrived,
-                achieved_gbps,
-                ..
-            } => crate::outln!(
-                "  load {load}: {:.1} of {:.1} Mbit arrived at {:.1} Mb/s in all",
-                *bytes_arrived as f64 * 8.0 / 1e6,
-                *bytes_asked as f64 * 8.0 / 1e6,
-                achieved_gbps * 1e3
-            ),
-            load::LoadReport::Flood {
-                load,
-                offered_gbps,
-                arrived_gbps,
-                loss_pct,
-                measured_guest_udp_in,
-            } => crate::outln!(
-                "  load {load}: {:.1} of {:.1} Mb/s arrived{}{}",
-                arrived_gbps * 1e3,
-                offered_gbps * 1e3,
-                loss_pct.map(|l| format!(" ({l:.2} % lost)")).unwrap_or_default(),
-                measured_guest_udp_in
-                    .map(|n| format!("; the measured guest received {n} UDP datagrams"))
-                    .unwrap_or_default()
-            ),
-        }
-    }
-}
-
-/// A VDI test: each desktop (at most 16 lines, then the rest folded) and the total.
-fn print_vdi(v: &crate::engine::vdi::result::VdiResult, secs: f64) {
-    use crate::engine::vdi::result::Percentiles;
-    let ms = |p: &Option<Percentiles>| match p {
-        Some(p) => format!(
-            "p50 {:.1} p99 {:.1} max {:.1} ms",
-            p.p50 / 1e3,
-            p.p99 / 1e3,
-            p.max / 1e3
-        ),
-        None => "none".into(),
-    };
-    let t = &v.total;
-    crate::outln!(
-        "VDI {} × {} desktop(s), {secs:.1} s measured: {:.1} of {:.1} frames/s delivered, screen {:.3} Gb/s, late frames {} ({:.2} %), skipped {}",
-        v.profile, t.desktops, t.fps, t.target_fps, t.screen_gbps, t.late_frames, t.late_pct, t.skipped_frames
-    );
-    crate::outln!(
-        "  frame delay {}; input-to-screen {}",
-        ms(&t.frame_delay_us),
-        ms(&t.input_latency_us)
-    );
-    if let Some(c) = &v.clock {
-        crate::outln!(
-            "  frame delays cross two machines: their clocks were set against each other to within ±{:.3} ms (input-to-screen is timed on the client's clock alone)",
-            c.uncertainty_ns as f64 / 1e6
-        );
-    }
-    if t.usb_gbps > 0.0 {
-        crate::outln!("  USB {:.3} Gb/s", t.usb_gbps);
-    }
-    crate::outln!(
-        "  engine: its own work {:.2} % of a core ({:.3} % per desktop), the kernel's sends and receives for it {:.2} %",
-        t.engine_own_pct,
-        t.engine_own_pct / t.desktops.max(1) as f64,
-        t.engine_kernel_pct
-    );
-    for d in v.desktops.iter().take(16) {
-        crate::outln!(
-            "    {:<10} {:>6.1}/{:<5.1} fps  delay {}  input {}  late {}",
-            d.name,
-            d.fps,
-            d.target_fps,
-            ms(&d.frame_delay_us),
-            ms(&d.input_latency_us),
-            d.late_frames
-        );
-    }
-    if v.desktops.len() > 16 {
-        crate::outln!(
-            "    … and {} more desktops (see --json)",
-            v.desktops.len() - 16
-        );
-    }
-}
-
-pub fn print_result(r: &TestResult) {
-    for m in &r.remote_cpu {
-        crate::outln!(
-            "  {} (another machine, measured by its serve): {:.1} % of its {} cores busy, busiest core {:.1} %",
-            m.agent,
-            m.cpu.busy_pct,
-            m.cpu.ncpu,
-            m.cpu.max_core_pct
-        );
-    }
-    if r.engine == crate::vocab::Engine::Iperf3 {
-        crate::outln!("  the bytes were moved by a stock iperf3 (--peer), not vnetlab's engine");
-    }
-    if let Some(v) = &r.vdi {
-        return print_vdi(v, r.duration_s);
-    }
-    let cc = r
-        .congestion
-        .as_ref()
-        .map(|c| format!(", TCP {c}"))
-        .unwrap_or_default();
-    if r.transfer.is_some() && !r.intervals.is_empty() || r.transfer.is_none() {
-        crate::outln!(
-            "{} {} → {}: {} B messages, {} stream(s){cc}, {:.1} s measured after a {:.1} s warm-up",
-            r.test,
-            r.from,
-            r.to,
-            r.message_bytes,
-            r.parallel,
-            r.duration_s,
-            r.warmup_s
-        );
-    } else {
-        crate::outln!(
-            "{} {} → {}: {} B messages, {} stream(s){cc}, a fixed transfer",
-            r.test,
-            r.from,
-            r.to,
-            r.message_bytes,
-            r.parallel
-        );
-    }
-    match (&r.transactions_per_s, &r.latency_us) {
-        (Some(tps), Some(l)) => {
-            crate::outln!("  {:.0} transactions/s   latency µs: p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}", tps, l.p50, l.p90, l.p99, l.p999, l.max);
-        }
-        (Some(tps), None) => {
-            crate::outln!("  {:.0} transactions/s (none completed in the window)", tps)
-        }
-        _ => {
-            crate::outln!("  throughput {:.3} Gb/s", r.throughput_gbps);
-            if r.per_source_gbps.len() > 1 {
-                for (src, g) in &r.per_source_gbps {
-                    crate::outln!("    {src:<8} {g:.3} Gb/s");
-                }
-            }
-            if !r.starved.is_empty() {
-                let names: Vec<&str> = r.starved.iter().take(12).map(String::as_str).collect();
-                crate::outln!(
-                    "  WARNING: {} of {} senders moved nothing in the measured window ({}{}): the host could not drive them all; use fewer guests, a longer -l or --rate",
-                    r.starved.len(),
-                    r.per_source_gbps.len(),
-                    names.join(", "),
-                    if r.starved.len() > names.len() { ", …" } else { "" }
-                );
-            }
-            let iv: Vec<String> = r
-                .intervals
-                .iter()
-                .map(|i| format!("{:.2}", i.gbps))
-                .collect();
-            if !iv.is_empty() {
-                crate::outln!("  per {:.1} s: {}", r.intervals[0].t, iv.join(" "));
-            }
-        }
-    }
-    if let Some(x) = r.tcp_retransmits {
-        crate::outln!("  TCP retransmissions: {x}");
-    }
-    if let Some(l) = r.udp_loss_pct {
-        crate::outln!("  UDP loss: {l:.2} %");
-    }
-    if let Some(t) = &r.transfer {
-        let verdict = match (t.matches, &t.sent_sha256) {
-            (true, Some(_)) => ", SHA-256 matches",
-            (true, None) => "",
-            (false, _) => ", MISMATCH",
-        };
-        crate::outln!(
-            "  transfer: {} bytes sent, {} received{verdict}",
-            t.bytes_sent,
-            t.bytes_received
-        );
-    }
-    if let Some(z) = &r.zerocopy {
-        crate::outln!(
-            "  MSG_ZEROCOPY: {} sends completed, {:.0} % copied by the kernel anyway",
-            z.sends_completed,
-            z.copied_pct
-        );
     }
 }
 
@@ -1037,7 +601,7 @@ pub fn meter(a: MeterArgs) -> CmdResult {
         print_json(&serde_json::json!({ "lab": lab, "cpu": c }));
     } else {
         crate::outln!("lab {lab}, {:.1} s:", c.window_s);
-        print_cpu(&c);
+        crate::report::text::cpu(&c);
     }
     Ok(())
 }
@@ -1060,19 +624,6 @@ pub struct VnicArgs {
     lro: bool,
     #[arg(long)]
     stats: std::path::PathBuf,
-}
-
-impl std::str::FromStr for crate::vnic::backend::Model {
-    type Err = Fail;
-    fn from_str(s: &str) -> Result<Self, Fail> {
-        match s {
-            "emulated" => Ok(crate::vnic::backend::Model::Emulated),
-            "paravirt" => Ok(crate::vnic::backend::Model::Paravirt),
-            _ => Err(Fail::Input(format!(
-                "unknown device model '{s}': emulated or paravirt"
-            ))),
-        }
-    }
 }
 
 /// The vNIC backend process the lab starts per guest in modes emulated and paravirt.

@@ -7,6 +7,7 @@ pub mod charts;
 pub mod compare;
 pub mod html;
 pub mod table;
+pub mod text;
 
 /// Why a report could not be drawn or written. Its `Display` is the one line users see.
 #[derive(Debug, thiserror::Error)]

@@ -23,6 +23,20 @@ pub enum Model {
     Paravirt,
 }
 
+impl std::str::FromStr for Model {
+    type Err = super::Error;
+    fn from_str(s: &str) -> Result<Self, super::Error> {
+        match s {
+            "emulated" => Ok(Model::Emulated),
+            "paravirt" => Ok(Model::Paravirt),
+            _ => Err(super::Error::Input(format!(
+                "unknown device model '{}': emulated or paravirt",
+                crate::text::clip(s)
+            ))),
+        }
+    }
+}
+
 pub struct Config {
     pub model: Model,
     pub guest_ns: String,
