@@ -104,15 +104,6 @@ fn parse_datapath(s: &str) -> Result<model::Datapath, Fail> {
     })
 }
 
-/// A table cell of host CPU %: over 100 % is not a share of this host, so it says so.
-fn cell(v: f64, w: usize) -> String {
-    if v > 100.0 {
-        format!("{:>w$}", "no fit")
-    } else {
-        format!("{v:>w$.2}")
-    }
-}
-
 fn parse_list(s: &str) -> Result<Vec<f64>, Fail> {
     s.split(',')
         .map(|x| {
@@ -156,12 +147,12 @@ pub fn plan(a: PlanArgs) -> CmdResult {
     for u in &from.used {
         crate::outln!("  {u}");
     }
-    print_rows(&s, &rows, from.host_cores);
+    crate::report::plan::rows(&s, &rows, from.host_cores);
     crate::outln!(
         "\ndensity at {share} % of the host per desktop, {vm_rate} VM network and a {:.4} Gb/s screen stream each:",
         s.vdi_net_gbit / s.play_s
     );
-    print_density(&s, &density, &rows[0], bought, share);
+    crate::report::plan::density(&s, &density, &rows[0], bought, share);
     Ok(())
 }
 
@@ -299,109 +290,4 @@ fn costs_from_run(
         used: c.used.into_iter().chain(c.notes).collect(),
         host_cores: c.host_cores,
     })
-}
-
-/// Table V: per buffering time, each datapath's share of the host on both networks.
-fn print_rows(s: &model::Scenario, rows: &[model::Row], host_cores: Option<usize>) {
-    let names: Vec<&str> = s.datapaths.iter().map(|d| d.name.as_str()).collect();
-    let w = names.iter().map(|n| n.len()).max().unwrap_or(6).max(7);
-    let mut head = format!("{:>8} |", "T_buffer");
-    for _network in ["VM network", "VDI network"] {
-        for n in &names {
-            head += &format!(" {n:>w$}");
-        }
-        head += &format!(" {:>7} |", "diff");
-    }
-    head += "  saving";
-    let span = (w + 1) * names.len() + 7;
-    crate::outln!(
-        "{:>8} | {:^span$} | {:^span$} |",
-        "",
-        "VM network (%)",
-        "VDI network (%)"
-    );
-    crate::outln!("{head}");
-    for r in rows {
-        crate::outln!("{}", row_line(r, &names, w));
-    }
-    if names.len() == 2 {
-        crate::outln!("(differences as the paper prints them: between the rounded cells; --json has the exact values)");
-    }
-    // Percentages over 100 are not shares of this host: say how much host it would take.
-    for n in &names {
-        let worst = rows.iter().find_map(|r| {
-            let c = &r.datapaths[*n];
-            (!c.fits).then_some((r.t_buffer_s, c.vm_net_pct + c.vdi_net_pct))
-        });
-        if let Some((t, total)) = worst {
-            crate::outln!(
-                "{n} at T_buffer {t} s: {} (network CPU {:.0} % of the host)",
-                model::does_not_fit(total, host_cores),
-                total
-            );
-        }
-    }
-}
-
-/// One row of Table V; with two datapaths, rounded as the paper prints it.
-fn row_line(r: &model::Row, names: &[&str], w: usize) -> String {
-    let mut line = format!("{:>8} |", r.t_buffer_s);
-    if names.len() == 2 {
-        // As the paper prints it: cells rounded, differences of the rounded cells.
-        let p = model::paper_rounding(r, names[0], names[1]);
-        let (a, b, c, d) = (cell(p[0], w), cell(p[1], w), cell(p[3], w), cell(p[4], w));
-        line += &format!(
-            " {a} {b} {:>7.2} | {c} {d} {:>7.2} | {:>7.2}",
-            p[2], p[5], p[6]
-        );
-        return line;
-    }
-    for n in names {
-        line += &format!(" {}", cell(r.datapaths[*n].vm_net_pct, w));
-    }
-    line += &format!(" {:>7.2} |", r.vm_net_diff_pct);
-    for n in names {
-        line += &format!(" {}", cell(r.datapaths[*n].vdi_net_pct, w));
-    }
-    line += &format!(" {:>7.2} |", r.vdi_net_diff_pct);
-    line + &format!(" {:>7.2}", r.saving_pct)
-}
-
-/// How many desktops fit per datapath, and what the first row's saving buys.
-fn print_density(
-    s: &model::Scenario,
-    density: &model::Density,
-    first: &model::Row,
-    bought: Option<u32>,
-    share: f64,
-) {
-    let w = s
-        .datapaths
-        .iter()
-        .map(|d| d.name.len())
-        .max()
-        .unwrap_or(6)
-        .max(7);
-    let last = &s.datapaths[s.datapaths.len() - 1].name;
-    for d in &density.datapaths {
-        let more = if d.more_than_last > 0 {
-            format!(", {} more than {last}", d.more_than_last)
-        } else {
-            String::new()
-        };
-        crate::outln!(
-            "  {:<w$} {:>3} desktops ({:.3} % network CPU each){more}",
-            d.name,
-            d.max_desktops,
-            d.network_pct_per_desktop
-        );
-    }
-    let t = first.t_buffer_s;
-    match bought {
-        Some(n) => crate::outln!(
-            "  the saving at T_buffer {t} s ({:.2} %) buys {n} more desktops at {share} % each",
-            first.saving_pct
-        ),
-        None => crate::outln!("  the saving at T_buffer {t} s cannot be spent as desktops here: {last} does not fit on this host at these costs"),
-    }
 }

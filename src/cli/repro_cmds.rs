@@ -368,7 +368,7 @@ fn one(
     .map_err(|e| Fail::Run(format!("cannot write {}: {e}", path.display())))?;
     if !a.json {
         crate::outln!("{}", guests.text());
-        print_claims(&paper.title, &checked);
+        crate::reproduce::page::claims_text(&paper.title, &checked);
     }
     Ok(Done {
         paper: b.id.to_string(),
@@ -378,23 +378,4 @@ fn one(
         claims: checked,
         failed_points,
     })
-}
-
-fn print_claims(title: &str, checked: &[Checked]) {
-    crate::outln!("{title}");
-    for c in checked {
-        let beyond = if c.beyond { " (beyond the paper)" } else { "" };
-        crate::outln!(
-            "  [{}] {}{beyond} ({})",
-            c.verdict.text(),
-            c.claim,
-            c.source
-        );
-        crate::outln!("      size: {}", c.size.text());
-        crate::outln!("      ours: {}; the paper's: {}", c.ours, c.paper);
-        crate::outln!("      here: {}", c.stand_in);
-        if !c.why.is_empty() {
-            crate::outln!("      why: {}", c.why);
-        }
-    }
 }

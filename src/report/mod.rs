@@ -6,6 +6,7 @@ pub mod capacity;
 pub mod charts;
 pub mod compare;
 pub mod html;
+pub mod plan;
 pub mod table;
 pub mod text;
 

@@ -301,3 +301,23 @@ pub fn index(papers: &[(String, String, Vec<Checked>)]) -> String {
     }
     h + "</table>" + &tail()
 }
+
+/// The checked claims of one paper as text, for the terminal.
+pub fn claims_text(title: &str, checked: &[Checked]) {
+    crate::outln!("{title}");
+    for c in checked {
+        let beyond = if c.beyond { " (beyond the paper)" } else { "" };
+        crate::outln!(
+            "  [{}] {}{beyond} ({})",
+            c.verdict.text(),
+            c.claim,
+            c.source
+        );
+        crate::outln!("      size: {}", c.size.text());
+        crate::outln!("      ours: {}; the paper's: {}", c.ours, c.paper);
+        crate::outln!("      here: {}", c.stand_in);
+        if !c.why.is_empty() {
+            crate::outln!("      why: {}", c.why);
+        }
+    }
+}
