@@ -241,15 +241,16 @@ pub fn start(
 /// read from a thread that enters it (the namespace checked by identity).
 fn udp_in(ep: &crate::lab::state::Endpoint) -> Result<u64, Error> {
     let ns = crate::lab::exec::netns_fd(ep)?;
-    let read = std::thread::spawn(move || -> Result<String, String> {
-        crate::sys::ident::enter_netns_fd(&ns).map_err(|e| e.to_string())?;
+    let failed =
+        |e: &dyn std::fmt::Display| Error::Failed(format!("the measured guest's UDP counter: {e}"));
+    let read = std::thread::spawn(move || -> Result<String, Error> {
+        crate::sys::ident::enter_netns_fd(&ns).map_err(|e| failed(&e))?;
         crate::text::read_capped(std::path::Path::new("/proc/thread-self/net/snmp"), 64 << 10)
-            .map_err(|e| e.to_string())
+            .map_err(|e| failed(&e))
     });
     let text = read
         .join()
-        .map_err(|_| Error::Failed("reading a namespace's UDP counter panicked".into()))?
-        .map_err(|e| Error::Failed(format!("the measured guest's UDP counter: {e}")))?;
+        .map_err(|_| Error::Failed("reading a namespace's UDP counter panicked".into()))??;
     udp_in_datagrams(&text).ok_or_else(|| {
         Error::Failed("the measured guest's /proc/net/snmp has no Udp InDatagrams".into())
     })

@@ -49,13 +49,13 @@ fn size_label(x: &f64) -> String {
 fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
     c: &mut ChartContext<'a, DB, CT>,
     pos: SeriesLabelPosition,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     c.configure_series_labels()
         .position(pos)
         .background_style(WHITE.mix(0.85))
         .border_style(RGBColor(200, 200, 200))
         .draw()
-        .map_err(|x| x.to_string())
+        .map_err(|x| Error::Failed(x.to_string()))
 }
 
 /// One figure against message size (log scale), one line per series.

@@ -18,9 +18,12 @@ const REFUSED: [(&str, &str); 5] = [
 
 /// The items a text cites, as ids ("Fig. 4(c)", "Table IV", "Sec. IV-B", "Eq. (5)"), or why a
 /// citation cannot be read.
-pub fn cites(text: &str) -> Result<Vec<String>, String> {
+pub fn cites(text: &str) -> Result<Vec<String>, Error> {
     if let Some((_, fix)) = REFUSED.iter().find(|(bad, _)| text.contains(bad)) {
-        return Err(format!("'{}': {fix}", crate::text::clip(text)));
+        return Err(Error::Input(format!(
+            "'{}': {fix}",
+            crate::text::clip(text)
+        )));
     }
     let mut out = Vec::new();
     for kind in KINDS {
@@ -29,11 +32,11 @@ pub fn cites(text: &str) -> Result<Vec<String>, String> {
             let start = from + at;
             let id_end = start + kind.len() + id_len(kind, &text[start + kind.len()..]);
             if id_end == start + kind.len() {
-                return Err(format!(
+                return Err(Error::Input(format!(
                     "'{}': '{}' names no item",
                     crate::text::clip(text),
                     kind.trim()
-                ));
+                )));
             }
             out.push(text[start..id_end].to_string());
             from = id_end;
@@ -72,7 +75,7 @@ pub fn check(p: &Paper) -> Result<(), Error> {
     let declared = |id: &str| p.items.iter().any(|i| i.id == id);
     let mut ids = std::collections::HashSet::new();
     for i in &p.items {
-        if cites(&i.id).map_err(bad)? != [i.id.clone()] {
+        if cites(&i.id)? != [i.id.clone()] {
             return Err(bad(format!(
                 "item '{}': an id is one citation, as Fig. 4(c), Table IV, Sec. IV-B or Eq. (5)",
                 i.id

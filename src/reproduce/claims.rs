@@ -485,7 +485,7 @@ impl Claim {
 
     /// The figure of each series in `points`, or why it is missing. A cost is read only from a
     /// point nothing bound, in every repeat.
-    fn figures(&self, points: &[PointRecord]) -> Result<Vec<Figure>, String> {
+    fn figures(&self, points: &[PointRecord]) -> Result<Vec<Figure>, Unmeasurable> {
         self.series
             .iter()
             .map(|s| {
@@ -495,14 +495,13 @@ impl Claim {
                     .filter(|p| p.error.is_none() && sel.matches(p))
                     .collect();
                 let p = match found.as_slice() {
-                    [] => return Err(format!("no measured point for {}", sel.name())),
+                    [] => return Err(Unmeasurable::NoPoint(sel.name())),
                     [p] => p,
                     many => {
-                        return Err(format!(
-                            "{} points match {}: the check must name one",
-                            many.len(),
-                            sel.name()
-                        ))
+                        return Err(Unmeasurable::Ambiguous {
+                            count: many.len(),
+                            name: sel.name(),
+                        })
                     }
                 };
                 if self.metric.is_cost() {
@@ -511,7 +510,10 @@ impl Claim {
                     unsaturated(p, &sel.name())?;
                 }
                 let f = Figure::of(self.metric, p, s.over(&Selector::default()).name())
-                    .ok_or_else(|| format!("{} has no {}", sel.name(), self.metric.unit()))?;
+                    .ok_or_else(|| Unmeasurable::NoValue {
+                        name: sel.name(),
+                        unit: self.metric.unit(),
+                    })?;
                 if let Some(q) = self.metric.tail_quantile() {
                     sampled(p, q, &sel.name())?;
                 }
@@ -588,7 +590,7 @@ impl Claim {
             },
         };
         let (verdict, ours, why) = match &figures {
-            Err(why) => (Verdict::NotMeasurable, "-".into(), why.clone()),
+            Err(why) => (Verdict::NotMeasurable, "-".into(), why.to_string()),
             Ok(f) => {
                 let ours = f.iter().map(Figure::text).collect::<Vec<_>>().join(", ");
                 let (v, why) = match self.wire_tie(f) {
@@ -950,17 +952,40 @@ enum Read {
     For,
 }
 
+/// Why a figure cannot be read from a run's points. Its `Display` is the page's "why".
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Unmeasurable {
+    #[error("no measured point for {0}")]
+    NoPoint(String),
+    #[error("{count} points match {name}: the check must name one")]
+    Ambiguous { count: usize, name: String },
+    #[error("{name} has no {unit}")]
+    NoValue { name: String, unit: &'static str },
+    #[error("{name} did not carry its offered load in full: a cost compares only points nothing bound (a paced load carried in full)")]
+    ShortLoad { name: String },
+    #[error("{name} was bound by {bound}: a cost compares only points nothing bound (a paced load carried in full)")]
+    BoundCost { name: String, bound: Bound },
+    #[error("{name} was bound by {bound}: this claim compares only points no saturated core, side or wire bound (a saturated core's rate is its capacity, not the path's)")]
+    Saturated { name: String, bound: Bound },
+    #[error("{name} held {fewest:.0} request/response samples in a {window_s:.1} s window: its {} percentile is {}, not a tail; a tail needs {need:.0} samples ({TAIL_BEYOND:.0} beyond it), a window of {:.0} s or more at its rate", percentile_name(*q), largest(*q, *fewest), (need / (fewest / window_s).max(1e-9)).ceil())]
+    FewSamples {
+        name: String,
+        q: f64,
+        fewest: f64,
+        window_s: f64,
+        need: f64,
+    },
+}
+
 /// A cost's point must be one nothing bound (a paced load carried in full), in every repeat: a
 /// saturated point's CPU per Gb/s is its ceiling's, and a load that fell short was not carried.
-fn unbound(p: &PointRecord, name: &str) -> Result<(), String> {
-    let what = match p.bound_in_any_run() {
-        None => return Ok(()),
-        Some(Bound::Latency) => "did not carry its offered load in full".to_string(),
-        Some(b) => format!("was bound by {b}"),
-    };
-    Err(format!(
-        "{name} {what}: a cost compares only points nothing bound (a paced load carried in full)"
-    ))
+fn unbound(p: &PointRecord, name: &str) -> Result<(), Unmeasurable> {
+    let name = name.to_string();
+    match p.bound_in_any_run() {
+        None => Ok(()),
+        Some(Bound::Latency) => Err(Unmeasurable::ShortLoad { name }),
+        Some(bound) => Err(Unmeasurable::BoundCost { name, bound }),
+    }
 }
 
 /// Samples a tail percentile must have beyond it in each window to be read: with fewer, the
@@ -969,7 +994,7 @@ pub const TAIL_BEYOND: f64 = 5.0;
 
 /// A tail figure is read only from windows that held enough request/response samples for it:
 /// `TAIL_BEYOND` beyond the quantile (5,000 for the 99.9th percentile, 500 for the 99th).
-fn sampled(p: &PointRecord, q: f64, name: &str) -> Result<(), String> {
+fn sampled(p: &PointRecord, q: f64, name: &str) -> Result<(), Unmeasurable> {
     let need = TAIL_BEYOND / (1.0 - q);
     // Each repeat's window, or the point's where it keeps no repeats.
     let rates: Vec<_> = match p.repeats.as_slice() {
@@ -983,17 +1008,21 @@ fn sampled(p: &PointRecord, q: f64, name: &str) -> Result<(), String> {
     if fewest + 0.5 >= need {
         return Ok(());
     }
-    let beyond = ((1.0 - q) * fewest).ceil();
-    let largest = match beyond {
+    Err(Unmeasurable::FewSamples {
+        name: name.to_string(),
+        q,
+        fewest,
+        window_s: p.duration_s,
+        need,
+    })
+}
+
+/// What a window's `q` percentile is when it holds only `fewest` samples.
+fn largest(q: f64, fewest: f64) -> String {
+    match ((1.0 - q) * fewest).ceil() {
         b if b <= 1.0 => "its largest sample".to_string(),
         b => format!("one of its {b:.0} largest samples"),
-    };
-    Err(format!(
-        "{name} held {fewest:.0} request/response samples in a {:.1} s window: its {} percentile is {largest}, not a tail; a tail needs {need:.0} samples ({TAIL_BEYOND:.0} beyond it), a window of {:.0} s or more at its rate",
-        p.duration_s,
-        percentile_name(q),
-        (need / (fewest / p.duration_s).max(1e-9)).ceil(),
-    ))
+    }
 }
 
 /// "99.9th", "99th".
@@ -1004,16 +1033,17 @@ fn percentile_name(q: f64) -> String {
 
 /// A claim that compares what a path does, not what a core can: no saturated core, side,
 /// backend or wire may have bound the point in any repeat.
-fn unsaturated(p: &PointRecord, name: &str) -> Result<(), String> {
+fn unsaturated(p: &PointRecord, name: &str) -> Result<(), Unmeasurable> {
     let bound = std::iter::once(&p.bound_by)
         .chain(p.repeats.iter().map(|r| &r.bound_by))
         .flatten()
         .find(|b| **b != Bound::Latency);
     match bound {
         None => Ok(()),
-        Some(b) => Err(format!(
-            "{name} was bound by {b}: this claim compares only points no saturated core, side or wire bound (a saturated core's rate is its capacity, not the path's)"
-        )),
+        Some(b) => Err(Unmeasurable::Saturated {
+            name: name.to_string(),
+            bound: *b,
+        }),
     }
 }
 

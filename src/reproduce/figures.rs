@@ -95,29 +95,29 @@ impl Figure {
     }
 
     /// Where a written x (`8K`, `cpu@host`, `4`) sits on this figure's axis: its order and label.
-    fn place(&self, x: &str) -> Result<(u64, String), String> {
+    fn place(&self, x: &str) -> Result<(u64, String), Error> {
         match self.x {
             Axis::Message => parse_size(x)
                 .map(|b| (b as u64, size_label(b as u64)))
-                .map_err(|e| e.to_string()),
+                .map_err(|e| Error::Input(e.to_string())),
             Axis::Buffer => x
                 .parse::<SockBuf>()
                 .map(|b| buffer_place(b.0.map(|v| v as u64)))
-                .map_err(|e| e.to_string()),
+                .map_err(|e| Error::Input(e.to_string())),
             Axis::Guests => x
                 .parse::<u32>()
                 .map(|g| (u64::from(g), g.to_string()))
-                .map_err(|_| format!("'{x}' is not a number of guests")),
+                .map_err(|_| Error::Input(format!("'{x}' is not a number of guests"))),
             Axis::Interference => x
                 .parse::<Interference>()
                 .map(|i| (0, i.to_string()))
-                .map_err(|e| e.to_string()),
+                .map_err(|e| Error::Input(e.to_string())),
             Axis::Buffering => x
                 .parse::<f64>()
                 .ok()
                 .filter(|t| t.is_finite() && *t > 0.0)
                 .map(|t| (t as u64, format!("{t}")))
-                .ok_or_else(|| format!("'{x}' is not a buffering time in seconds")),
+                .ok_or_else(|| Error::Input(format!("'{x}' is not a buffering time in seconds"))),
             Axis::Series | Axis::Time => Ok((0, String::new())),
         }
     }

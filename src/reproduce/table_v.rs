@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::claims::{Metric, Selector};
+use super::claims::{Metric, Selector, Unmeasurable};
 use super::Error;
 use crate::capacity::model::{Datapath, Row, Scenario};
 use crate::records::PointRecord;
@@ -60,30 +60,35 @@ impl PlanTable {
 }
 
 /// One cost from its one point, or why there is none.
-fn cost(sel: &Selector, points: &[PointRecord]) -> Result<f64, String> {
+fn cost(sel: &Selector, points: &[PointRecord]) -> Result<f64, Unmeasurable> {
     let found: Vec<_> = points
         .iter()
         .filter(|p| p.error.is_none() && sel.matches(p))
         .collect();
+    let name = sel.name();
     match found.as_slice() {
-        [p] if p.bound_by.is_some() => Err(format!(
-            "{} was bound by {}",
-            sel.name(),
-            p.bound_by
-                .as_ref()
-                .map(ToString::to_string)
-                .unwrap_or_default()
-        )),
-        [p] => Metric::NormalizedPctPerGbps
-            .of(p)
-            .ok_or_else(|| format!("{} has no CPU per Gb/s", sel.name())),
-        [] => Err(format!("no measured point for {}", sel.name())),
-        many => Err(format!("{} points match {}", many.len(), sel.name())),
+        [p] => match &p.bound_by {
+            Some(bound) => Err(Unmeasurable::BoundCost {
+                name,
+                bound: *bound,
+            }),
+            None => Metric::NormalizedPctPerGbps
+                .of(p)
+                .ok_or(Unmeasurable::NoValue {
+                    name,
+                    unit: Metric::NormalizedPctPerGbps.unit(),
+                }),
+        },
+        [] => Err(Unmeasurable::NoPoint(name)),
+        many => Err(Unmeasurable::Ambiguous {
+            count: many.len(),
+            name,
+        }),
     }
 }
 
 /// Our rows, or why our costs cannot be had.
-type Ours = Result<Vec<Row>, String>;
+type Ours = Result<Vec<Row>, Unmeasurable>;
 
 /// Table V twice, the paper's costs and ours, or why ours cannot be computed.
 pub fn rows(t: &PlanTable, points: &[PointRecord]) -> Result<(Vec<Row>, Ours), Error> {
@@ -98,7 +103,7 @@ pub fn rows(t: &PlanTable, points: &[PointRecord]) -> Result<(Vec<Row>, Ours), E
                 vdi_net_pct_per_gbps: cost(&d.vdi, points)?,
             })
         })
-        .collect::<Result<Vec<_>, String>>()
+        .collect::<Result<Vec<_>, Unmeasurable>>()
         .map(|datapaths| {
             Scenario {
                 datapaths,
@@ -160,7 +165,7 @@ pub fn render(t: &PlanTable, points: &[PointRecord]) -> String {
     if let Err(why) = ours {
         h += &format!(
             "<p class=\"muted\">Our costs are not measurable: {}.</p>",
-            esc(&why)
+            esc(&why.to_string())
         );
     }
     h
@@ -230,7 +235,7 @@ mod tests {
         assert!((ours[0].saving_pct - want).abs() < 1e-9);
         // A missing cost says which point, and the page still renders the paper's rows.
         let (_, missing) = rows(&t, &pts[..3]).unwrap();
-        assert!(missing.unwrap_err().contains("no measured point for nat"));
+        assert!(missing.unwrap_err() == Unmeasurable::NoPoint("nat".into()));
         let html = render(&t, &pts[..3]);
         assert!(html.contains("the paper&#39;s") || html.contains("the paper's"));
         assert!(html.contains("not measurable"));

@@ -538,7 +538,10 @@ impl Store {
             finished_at: r.get(6)?,
             status,
             planned_points: r.get(8)?,
-            host_facts: serde_json::from_str(&r.get::<_, String>(9)?).unwrap_or_default(),
+            // A run's host facts that do not parse are a damaged store, said, not emptied.
+            host_facts: serde_json::from_str(&r.get::<_, String>(9)?).map_err(|e| {
+                rusqlite::Error::FromSqlConversionFailure(9, rusqlite::types::Type::Text, e.into())
+            })?,
             points: r.get(10)?,
             experiment_text: r.get(11)?,
             host: r.get(13)?,

@@ -190,7 +190,10 @@ impl Pg {
                         status
                     },
                     planned_points: r.get::<_, i64>(8) as u32,
-                    host_facts: serde_json::from_str(r.get(9)).unwrap_or_default(),
+                    host_facts: serde_json::from_str(r.get(9)).map_err(|e| Error::Pg {
+                        url: self.shown.clone(),
+                        message: format!("run {}'s host facts: {e}", r.get::<_, i64>(0)),
+                    })?,
                     points: r.get::<_, i64>(10) as u32,
                     experiment_text: r.get(11),
                     host: Some(host),
