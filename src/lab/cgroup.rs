@@ -332,6 +332,11 @@ pub fn remove_unused(dir: &Path) -> Result<(), Error> {
 /// Removes the lab's folder `dir` (still the one made, `id`); a missing one is fine, a shared one
 /// other labs still use is left to them, another folder by that name is refused.
 pub fn remove(dir: &Path, shared: bool, id: FileId) -> Result<(), Error> {
+    // The shared folder goes whenever someone finds it empty (another lab, `cleanup`): one made
+    // anew since ours went belongs to the lab that made it, and is left to it.
+    if shared && ident::id_of(dir).is_ok_and(|have| have != id) {
+        return Ok(());
+    }
     if open_own(dir, id)?.is_none() {
         return Ok(());
     }
@@ -430,5 +435,22 @@ cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
             .unwrap_err()
             .to_string()
             .contains("cpuset"));
+    }
+
+    #[test]
+    fn a_shared_folder_made_anew_by_another_is_left_to_it() {
+        let dir = std::env::temp_dir().join(format!("vl-shared-{}", std::process::id()));
+        std::fs::create_dir(&dir).unwrap();
+        let ours = ident::id_of(&dir).unwrap();
+        // Someone found it empty and removed it; another lab made a new one by the same name.
+        std::fs::remove_dir(&dir).unwrap();
+        let keep = dir.with_extension("keep");
+        std::fs::create_dir(&keep).unwrap();
+        std::fs::create_dir(&dir).unwrap();
+        assert_ne!(ident::id_of(&dir).unwrap(), ours);
+        assert!(remove(&dir, true, ours).is_ok());
+        assert!(dir.exists(), "another lab's shared folder was removed");
+        std::fs::remove_dir(&dir).unwrap();
+        std::fs::remove_dir(&keep).unwrap();
     }
 }
