@@ -6,7 +6,7 @@ CARGO ?= cargo
 DEPS := ip:iproute2 tc:iproute2 ethtool:ethtool nft:nftables sysctl:procps pgrep:procps iperf3:iperf3 sockperf:sockperf chromium:chromium busybox:busybox-static qemu-system-x86_64:qemu-system-x86 xz:xz-utils strip:binutils pg_ctlcluster:postgresql ss:iproute2 runuser:util-linux unshare:util-linux
 BIN := target/release/vnetlab
 
-.PHONY: all deps build test lint demo bench reproduce fuzz clean
+.PHONY: all deps build install test lint demo bench reproduce fuzz clean
 
 all: build
 
@@ -24,6 +24,11 @@ deps:
 
 build: deps
 	$(CARGO) build --release
+
+# Puts vnetlab on the PATH: $(PREFIX)/bin (default /usr/local/bin, where sudo finds it).
+PREFIX ?= /usr/local
+install: build
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/vnetlab
 
 # Gates first: formatting, then clippy with every unsafe block documented, then the tests.
 test: deps lint
