@@ -439,3 +439,47 @@ fn paced_streams_arrive_at_their_rate_in_each_pacing_mode() {
     c.ok(&["down", "tpace"]);
     assert_eq!(before, host_snapshot());
 }
+
+/// The measuring core's contract, the same for every `TrafficSource`: vnetlab's engine and a
+/// stock iperf3, each through `measure()` on one lab, name themselves, report a rate over a
+/// window of the length asked (its per-second intervals inside it), get the meter's host CPU
+/// over that window with what bound the point, and repeat with the spread kept.
+#[test]
+fn every_traffic_source_keeps_the_measuring_contract() {
+    let c = ctx("contract");
+    let before = host_snapshot();
+    c.ok(&["up", "--name", "tcon", "--guests", "1"]);
+    for (peer, engine) in [(None, "vnetlab"), (Some("iperf3"), "iperf3")] {
+        let mut a = vec![
+            "test", "--lab", "tcon", "--from", "g1", "--to", "client", "-m", "64K", "-l", "2",
+            "--repeat", "2", "--json",
+        ];
+        a.extend(peer.iter().flat_map(|p| ["--peer", *p]));
+        let r = c.json(&a);
+        assert_eq!(r["engine"], engine, "{r}");
+        assert!(
+            r["throughput_gbps"].as_f64().unwrap() > 0.0,
+            "{engine}: {r}"
+        );
+        let d = r["duration_s"].as_f64().unwrap();
+        assert!((d - 2.0).abs() < 0.3, "{engine}: a {d} s window for -l 2");
+        let last = r["intervals"].as_array().unwrap().last().unwrap()["t"]
+            .as_f64()
+            .unwrap();
+        assert!(last <= d + 0.3, "{engine}: an interval at {last} s of {d}");
+        let cpu = &r["cpu"];
+        assert!(
+            cpu["host_busy_pct"].as_f64().unwrap() > 0.0,
+            "{engine}: {cpu}"
+        );
+        assert!(cpu.get("bound_by").is_some(), "{engine}: {cpu}");
+        assert_eq!(
+            r["repeats"]["each"].as_array().unwrap().len(),
+            2,
+            "{engine}"
+        );
+    }
+    c.ok(&["down", "tcon"]);
+    assert_eq!(agents_running(), 0, "an agent outlived its test");
+    assert_eq!(before, host_snapshot());
+}
