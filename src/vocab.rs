@@ -31,7 +31,7 @@ fn unknown(what: &'static str, value: &str, choices: &str) -> Error {
     }
 }
 
-/// How a guest's NIC reaches the wire (DESIGN.md, "Modes").
+/// How a guest's NIC reaches the wire (docs/labs.md, "What a lab is").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
@@ -210,7 +210,7 @@ impl fmt::Display for TestKind {
     }
 }
 
-/// How a paced stream (`--rate`) meets its rate (README, "Pacing").
+/// How a paced stream (`--rate`) meets its rate (docs/traffic.md, "Pacing").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Pacing {
@@ -250,7 +250,7 @@ impl fmt::Display for Pacing {
     }
 }
 
-/// The TCP congestion control every data connection of a test uses (README, "Congestion
+/// The TCP congestion control every data connection of a test uses (docs/traffic.md, "Congestion
 /// control"), set on each socket (TCP_CONGESTION) rather than taken from the machine's default: a
 /// lab's guest stands for its own OS, whose TCP is not the host's (a host defaulting to bbr paced
 /// every guest's segments apart and cost the host up to 5x per Gb/s at 1 KB). Default: cubic,

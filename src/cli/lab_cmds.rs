@@ -14,7 +14,7 @@ pub struct UpArgs {
     /// Lab name: 1–6 lowercase letters/digits [default: lab]
     #[arg(long)]
     name: Option<String>,
-    /// Read the topology from a TOML file (same keys as these flags; see README)
+    /// Read the topology from a TOML file (same keys as these flags; see docs/labs.md)
     #[arg(long, short = 'f')]
     file: Option<String>,
     /// How guests' NICs reach the wire: native, bridge, nat, macvlan, sriov, emulated, paravirt, or a QEMU VM's device: qemu-e1000, qemu-virtio, qemu-vhost, qemu-macvtap, qemu-vfio [default: bridge]
@@ -296,6 +296,8 @@ pub struct StatusArgs {
     json: bool,
 }
 
+/// `vnetlab status`: every lab, its state and each object read back.
+// Long on purpose: one printed section per field of a lab's status, in the order shown.
 pub fn status(a: StatusArgs) -> CmdResult {
     let s = lstatus::status(a.lab.as_deref())?;
     if a.json {

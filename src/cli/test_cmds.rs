@@ -81,7 +81,7 @@ pub struct TestArgs {
     /// TCP congestion control of every data connection, set on each socket: cubic (Linux's
     /// default, what a stock guest kernel runs), reno, bbr, or any the kernel lists in
     /// net.ipv4.tcp_available_congestion_control. Not the machine's default: a lab's guest
-    /// stands for its own OS (README, "Congestion control")
+    /// stands for its own OS (docs/traffic.md, "Congestion control")
     #[arg(long, default_value = "cubic")]
     congestion: crate::vocab::Congestion,
     /// TCP_NODELAY on every connection
@@ -308,6 +308,8 @@ fn read_bounded(p: &std::path::Path) -> Result<String, Fail> {
         .map_err(|e| Fail::Input(format!("--profiles: {e}")))
 }
 
+/// `vnetlab test`: one test, measured through the measuring core, printed or as JSON.
+// Long on purpose: the command's steps in order (refusals, target, repeats, output).
 pub fn test(a: TestArgs) -> CmdResult {
     let spec = a.spec()?;
     let confidence = a

@@ -406,6 +406,8 @@ impl Agent {
     }
 
     /// Runs everything prepared against one clock, then reports.
+    // Long on purpose: every stream starts against one clock here; one spawn loop keeps the
+    // start skew between streams in one place.
     fn run_streams(&mut self) -> SideReport {
         let t0 = Instant::now();
         let mut report = SideReport::default();

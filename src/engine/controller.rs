@@ -409,6 +409,8 @@ pub struct RemoteCpu {
 /// Stream ids: pair k's streams are k*1000, k*1000+1, …
 const IDS_PER_PAIR: u32 = 1000;
 
+// Long on purpose: the control protocol's steps in order (clock sync, prepare, start, collect),
+// read top to bottom as the protocol runs.
 /// Runs one test over the pairs and returns the combined result. `on_start` is called with the
 /// instant every agent was told to run (the meter's window starts a warm-up after it).
 pub fn run_test(
@@ -545,6 +547,9 @@ pub fn run_test(
     Ok(r)
 }
 
+/// Every side's report combined into the test's result.
+// Long on purpose: one pass over the sides' reports accumulates the totals (bytes, datagrams,
+// transactions, the latency histogram, TCP samples) that the result needs together.
 fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> TestResult {
     let pair_of = |id: u32| &pairs[(id / IDS_PER_PAIR) as usize];
     let secs = spec.duration;

@@ -12,7 +12,7 @@ pub const MAX_MSG: usize = 64 << 20;
 pub const MAX_BUFFERS: usize = 256 << 20;
 /// The smallest socket buffer a test may ask for (-s, -S); the kernel's own floor is about 4 KB.
 pub const MIN_SOCKBUF: usize = 1024;
-/// The slowest and fastest pace a stream or connection may ask for, bits/s (README: 1 kbit/s to
+/// The slowest and fastest pace a stream or connection may ask for, bits/s (docs/traffic.md: 1 kbit/s to
 /// 10 Tbit/s).
 pub const MIN_RATE: u64 = 1_000;
 pub const MAX_RATE: u64 = 10_000_000_000_000;
@@ -94,6 +94,7 @@ impl Default for Spec {
 }
 
 impl Spec {
+    // Long on purpose: one bound per field, in the field order of `Spec`.
     /// Checks every field, whether it came from the command line or a control connection: each
     /// size, count and rate within its bounds before anything is allocated.
     pub fn validate(&self) -> Result<(), Error> {

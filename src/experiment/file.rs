@@ -464,7 +464,7 @@ pub struct PointSettings {
     /// (SO_MAX_PACING_RATE).
     #[serde(default)]
     pub pacing: crate::vocab::Pacing,
-    /// TCP congestion control of every data connection (default "cubic"; README, "Congestion
+    /// TCP congestion control of every data connection (default "cubic"; docs/traffic.md, "Congestion
     /// control").
     #[serde(default)]
     pub congestion: crate::vocab::Congestion,
@@ -623,6 +623,7 @@ fn vdi_checks(m: &Matrix, scale: f64, at: &dyn Fn(&str) -> String) -> Result<(),
     Ok(())
 }
 
+// Long on purpose: each section's checks in the file's order, each naming its line.
 /// Parses and checks an experiment; errors read `FILE:LINE:COL: message`.
 pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, Error> {
     let e: ExperimentFile =

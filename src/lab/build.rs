@@ -693,6 +693,7 @@ impl Undo {
     }
 }
 
+// Long on purpose: one match arm per journal entry kind, each its own undo.
 /// The undo steps for a journal: its entries in reverse; objects inside a lab namespace go with
 /// it. Namespaces and folders are undone only as they were made (their `…Made` identity); one
 /// the lab only meant to make was never its own.

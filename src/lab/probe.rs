@@ -70,6 +70,7 @@ fn to_remote(from: &Endpoint, to: &Endpoint, r: &super::topology::RemoteClient) 
     }
 }
 
+// Long on purpose: each way the probe can fail is reported in place, in the order it happens.
 /// Connects from `from` to `to` over TCP and checks an echo.
 pub fn tcp(lab: &LabRecord, from: &Endpoint, to: &Endpoint) -> ProbeResult {
     if let Some(r) = &to.remote {

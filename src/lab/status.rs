@@ -120,6 +120,8 @@ pub fn status(only: Option<&str>) -> Result<Status, Error> {
     Ok(Status { labs, broken })
 }
 
+// Long on purpose: every object of a lab's record is read back in one pass, in the record's
+// order, each check a few lines.
 fn lab_status(r: &LabRecord) -> Result<LabStatus, Error> {
     let t = &r.topology;
     let n = Names::new(&t.name);

@@ -16,7 +16,7 @@ pub struct Wire {
     pub delay: Option<Delay>,
     pub loss: Option<Loss>,
     /// The wire carries frames of at most the MTU: both ends segment their sends (no TSO/GSO
-    /// across the wire), so receive-side GRO has something to merge (DESIGN.md conventions).
+    /// across the wire), so receive-side GRO has something to merge (docs/labs.md, "What a lab is").
     pub segment: bool,
 }
 

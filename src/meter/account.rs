@@ -305,6 +305,10 @@ impl PartCpu {
     }
 }
 
+/// The CPU report of one window from the meter's data and the test's traffic.
+// Long on purpose: one pass from the window's two snapshots to the report, each figure reading
+// the ones before it (window, core times, sides, parts, demand); split, that state would travel
+// through a dozen arguments.
 pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, Error> {
     let [a, b] = match d.edges.as_slice() {
         [a, b, ..] => [a, b],

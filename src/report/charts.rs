@@ -45,6 +45,20 @@ fn size_label(x: &f64) -> String {
     }
 }
 
+/// Every chart's frame: its caption (at `size` points), margin and label areas.
+fn frame<'a, 'b, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, plotters::coord::Shift>,
+    title: &'b str,
+    size: u32,
+) -> ChartBuilder<'a, 'b, DB> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(title, ("sans-serif", size))
+        .margin(12)
+        .x_label_area_size(38)
+        .y_label_area_size(56);
+    b
+}
+
 /// Draws a chart's legend at `pos` on a translucent white box.
 fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
     c: &mut ChartContext<'a, DB, CT>,
@@ -89,11 +103,7 @@ pub fn lines(
     {
         let root = SVGBackend::with_string(&mut s, (W, H)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(&x))?;
-        let mut c = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 17))
-            .margin(12)
-            .x_label_area_size(38)
-            .y_label_area_size(56)
+        let mut c = frame(&root, title, 17)
             .build_cartesian_2d((xmin.max(0.5)..xmax).log_scale().base(2.0), 0f64..ymax)
             .map_err(|x| e(&x))?;
         c.configure_mesh()
@@ -143,11 +153,7 @@ pub fn stacked_bars(
     {
         let root = SVGBackend::with_string(&mut s, (W, H)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(&x))?;
-        let mut c = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 17))
-            .margin(12)
-            .x_label_area_size(38)
-            .y_label_area_size(56)
+        let mut c = frame(&root, title, 17)
             .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..ymax)
             .map_err(|x| e(&x))?;
         let cats = categories.to_vec();
@@ -229,6 +235,8 @@ fn slot(j: usize, i: usize, k: usize) -> (f64, f64) {
     (j as f64 - 0.4 + (i as f64 + 0.5) * w, w * 0.42)
 }
 
+/// A paper's bar figure with ours beside the paper's values, one group per category.
+// Long on purpose: the chart's drawing calls in the order they paint (axes, bars, marks, legend).
 pub fn paper_bars(f: &PaperChart) -> Result<String, Error> {
     let e = |x: &dyn std::fmt::Display| Error::Failed(format!("chart '{}': {x}", f.title));
     let n = f.categories.len().max(1);
@@ -261,11 +269,7 @@ pub fn paper_bars(f: &PaperChart) -> Result<String, Error> {
     {
         let root = SVGBackend::with_string(&mut s, (width, H)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(&x))?;
-        let mut c = ChartBuilder::on(&root)
-            .caption(f.title, ("sans-serif", 15))
-            .margin(12)
-            .x_label_area_size(38)
-            .y_label_area_size(56)
+        let mut c = frame(&root, f.title, 15)
             .right_y_label_area_size(if f.y2_desc.is_some() { 56 } else { 0 })
             .build_cartesian_2d(xr.clone(), 0f64..ymax)
             .map_err(|x| e(&x))?
@@ -368,11 +372,7 @@ pub fn trace(
     {
         let root = SVGBackend::with_string(&mut s, (W, H)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(&x))?;
-        let mut c = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 15))
-            .margin(12)
-            .x_label_area_size(38)
-            .y_label_area_size(56)
+        let mut c = frame(&root, title, 15)
             .build_cartesian_2d(0f64..xmax, 0f64..ymax)
             .map_err(|x| e(&x))?;
         c.configure_mesh()

@@ -102,25 +102,10 @@ pub fn measured(out: &Measured, desktop_pct: Option<f64>) {
     }
 }
 
+/// The meter's report of a test: where the host ran and how busy it was, what bound the point,
+/// the service demand, each side's parts, softirqs and the meter's own cost.
 pub fn cpu(c: &CpuReport) {
-    let cores = |v: &[usize]| crate::units::CpuList(v.to_vec()).to_string();
-    if c.placed {
-        let client = c
-            .client_busy_pct
-            .map(|p| format!("; client {p:.2} % of core(s) {}", cores(&c.client_cores)))
-            .unwrap_or_default();
-        crate::outln!(
-            "  host CPU {:.2} % of core(s) {} ({:.3} cores){client}",
-            c.host_busy_pct,
-            cores(&c.host_cores),
-            c.host_busy_cores
-        );
-    } else {
-        crate::outln!(
-            "  host CPU {:.2} % ({:.3} cores; machine {:.2} % with the client) — UNPLACED: the client's work may be counted as the host's",
-            c.host_busy_pct, c.host_busy_cores, c.machine_busy_pct
-        );
-    }
+    cpu_headline(c);
     let mut line = String::from("  ");
     if let Some(n) = c.normalized_pct_per_gbps {
         line += &format!(
@@ -162,46 +147,7 @@ pub fn cpu(c: &CpuReport) {
         );
     }
     for side in [crate::meter::Side::Host, crate::meter::Side::Client] {
-        let mine: Vec<&crate::meter::account::PartCpu> =
-            c.parts.iter().filter(|p| p.side == side).collect();
-        let guests: Vec<&&crate::meter::account::PartCpu> = mine
-            .iter()
-            .filter(|p| p.kind == crate::vocab::PartKind::Guest)
-            .collect();
-        // Many guests fold into one line: their sum, and the busiest.
-        let fold = guests.len() > 8;
-        let mut parts: Vec<String> = Vec::new();
-        if fold {
-            let sum: f64 = guests.iter().map(|p| p.busy_pct).sum();
-            let top = guests
-                .iter()
-                .max_by(|a, b| a.busy_pct.total_cmp(&b.busy_pct))
-                .unwrap();
-            parts.push(format!(
-                "{} guests {sum:.2} % (busiest {} {:.2} %)",
-                guests.len(),
-                top.name,
-                top.busy_pct
-            ));
-        }
-        parts.extend(
-            mine.iter()
-                .filter(|p| {
-                    !(fold && p.kind == crate::vocab::PartKind::Guest) && p.busy_pct.abs() >= 0.05
-                })
-                .map(|p| format!("{} {:.2} %", p.name, p.busy_pct)),
-        );
-        if !parts.is_empty() {
-            crate::outln!(
-                "  {} parts: {}",
-                if side == crate::meter::Side::Host {
-                    "host"
-                } else {
-                    "client"
-                },
-                parts.join(", ")
-            );
-        }
+        cpu_parts(c, side);
     }
     let net: Vec<String> = ["NET_RX", "NET_TX"]
         .iter()
@@ -227,6 +173,100 @@ pub fn cpu(c: &CpuReport) {
         c.meter.own_cpu_pct_of_core,
         c.meter.hz
     );
+}
+
+/// Where the host (and the client) ran and how busy each was.
+fn cpu_headline(c: &CpuReport) {
+    let cores = |v: &[usize]| crate::units::CpuList(v.to_vec()).to_string();
+    if c.placed {
+        let client = c
+            .client_busy_pct
+            .map(|p| format!("; client {p:.2} % of core(s) {}", cores(&c.client_cores)))
+            .unwrap_or_default();
+        crate::outln!(
+            "  host CPU {:.2} % of core(s) {} ({:.3} cores){client}",
+            c.host_busy_pct,
+            cores(&c.host_cores),
+            c.host_busy_cores
+        );
+    } else {
+        crate::outln!(
+            "  host CPU {:.2} % ({:.3} cores; machine {:.2} % with the client) — UNPLACED: the client's work may be counted as the host's",
+            c.host_busy_pct, c.host_busy_cores, c.machine_busy_pct
+        );
+    }
+}
+
+/// One side's parts on one line; many guests fold into their sum and the busiest.
+fn cpu_parts(c: &CpuReport, side: crate::meter::Side) {
+    let mine: Vec<&crate::meter::account::PartCpu> =
+        c.parts.iter().filter(|p| p.side == side).collect();
+    let guests: Vec<&&crate::meter::account::PartCpu> = mine
+        .iter()
+        .filter(|p| p.kind == crate::vocab::PartKind::Guest)
+        .collect();
+    // Many guests fold into one line: their sum, and the busiest.
+    let fold = guests.len() > 8;
+    let mut parts: Vec<String> = Vec::new();
+    if fold {
+        let sum: f64 = guests.iter().map(|p| p.busy_pct).sum();
+        let top = guests
+            .iter()
+            .max_by(|a, b| a.busy_pct.total_cmp(&b.busy_pct))
+            .unwrap();
+        parts.push(format!(
+            "{} guests {sum:.2} % (busiest {} {:.2} %)",
+            guests.len(),
+            top.name,
+            top.busy_pct
+        ));
+    }
+    parts.extend(
+        mine.iter()
+            .filter(|p| {
+                !(fold && p.kind == crate::vocab::PartKind::Guest) && p.busy_pct.abs() >= 0.05
+            })
+            .map(|p| format!("{} {:.2} %", p.name, p.busy_pct)),
+    );
+    if !parts.is_empty() {
+        crate::outln!(
+            "  {} parts: {}",
+            if side == crate::meter::Side::Host {
+                "host"
+            } else {
+                "client"
+            },
+            parts.join(", ")
+        );
+    }
+}
+
+/// A stream's rate: the total, each sender's, senders that moved nothing, and the intervals.
+fn stream(r: &TestResult) {
+    crate::outln!("  throughput {:.3} Gb/s", r.throughput_gbps);
+    if r.per_source_gbps.len() > 1 {
+        for (src, g) in &r.per_source_gbps {
+            crate::outln!("    {src:<8} {g:.3} Gb/s");
+        }
+    }
+    if !r.starved.is_empty() {
+        let names: Vec<&str> = r.starved.iter().take(12).map(String::as_str).collect();
+        crate::outln!(
+            "  WARNING: {} of {} senders moved nothing in the measured window ({}{}): the host could not drive them all; use fewer guests, a longer -l or --rate",
+            r.starved.len(),
+            r.per_source_gbps.len(),
+            names.join(", "),
+            if r.starved.len() > names.len() { ", …" } else { "" }
+        );
+    }
+    let iv: Vec<String> = r
+        .intervals
+        .iter()
+        .map(|i| format!("{:.2}", i.gbps))
+        .collect();
+    if !iv.is_empty() {
+        crate::outln!("  per {:.1} s: {}", r.intervals[0].t, iv.join(" "));
+    }
 }
 
 /// The movie's host CPU in its two phases.
@@ -390,32 +430,7 @@ pub fn result(r: &TestResult) {
         (Some(tps), None) => {
             crate::outln!("  {:.0} transactions/s (none completed in the window)", tps)
         }
-        _ => {
-            crate::outln!("  throughput {:.3} Gb/s", r.throughput_gbps);
-            if r.per_source_gbps.len() > 1 {
-                for (src, g) in &r.per_source_gbps {
-                    crate::outln!("    {src:<8} {g:.3} Gb/s");
-                }
-            }
-            if !r.starved.is_empty() {
-                let names: Vec<&str> = r.starved.iter().take(12).map(String::as_str).collect();
-                crate::outln!(
-                    "  WARNING: {} of {} senders moved nothing in the measured window ({}{}): the host could not drive them all; use fewer guests, a longer -l or --rate",
-                    r.starved.len(),
-                    r.per_source_gbps.len(),
-                    names.join(", "),
-                    if r.starved.len() > names.len() { ", …" } else { "" }
-                );
-            }
-            let iv: Vec<String> = r
-                .intervals
-                .iter()
-                .map(|i| format!("{:.2}", i.gbps))
-                .collect();
-            if !iv.is_empty() {
-                crate::outln!("  per {:.1} s: {}", r.intervals[0].t, iv.join(" "));
-            }
-        }
+        _ => stream(r),
     }
     if let Some(x) = r.tcp_retransmits {
         crate::outln!("  TCP retransmissions: {x}");
