@@ -138,7 +138,7 @@ fn read_part(p: &Part, hz: f64) -> PartTime {
     }
     if let (Some(pid), true) = (p.pid, p.cgroups.is_empty()) {
         return PartTime {
-            total: procs::read(pid, hz).map(|t| t.cpu_s).unwrap_or(0.0),
+            total: procs::read_fine(pid, hz).unwrap_or(0.0),
             per_cpu: None,
         };
     }

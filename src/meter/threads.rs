@@ -38,11 +38,6 @@ pub fn classify(tid: u32, comm: &str, vcpus: &[u32]) -> ThreadClass {
     }
 }
 
-/// The first field of a schedstat file: time on a CPU, in seconds.
-pub fn parse_schedstat(text: &str) -> Option<f64> {
-    Some(text.split_whitespace().next()?.parse::<u64>().ok()? as f64 / 1e9)
-}
-
 /// Each live thread of `pid`: id, name and CPU seconds.
 fn tasks(pid: u32) -> Vec<(u32, String, f64)> {
     let dir = format!("/proc/{pid}/task");
@@ -53,7 +48,9 @@ fn tasks(pid: u32) -> Vec<(u32, String, f64)> {
         .filter_map(|e| {
             let tid: u32 = e.file_name().to_str()?.parse().ok()?;
             let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
-            let secs = parse_schedstat(&std::fs::read_to_string(e.path().join("schedstat")).ok()?)?;
+            let secs = super::procs::parse_schedstat(
+                &std::fs::read_to_string(e.path().join("schedstat")).ok()?,
+            )?;
             Some((tid, comm.trim().to_string(), secs))
         })
         .collect()
@@ -67,7 +64,11 @@ fn kernel_vhost(pid: u32) -> f64 {
         .flatten()
         .flatten()
         .filter(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == name))
-        .filter_map(|e| parse_schedstat(&std::fs::read_to_string(e.path().join("schedstat")).ok()?))
+        .filter_map(|e| {
+            super::procs::parse_schedstat(
+                &std::fs::read_to_string(e.path().join("schedstat")).ok()?,
+            )
+        })
         .sum()
 }
 
@@ -119,9 +120,12 @@ mod tests {
 
     #[test]
     fn schedstat_is_nanoseconds_on_a_cpu() {
-        assert_eq!(parse_schedstat("2500000000 120 33\n"), Some(2.5));
-        assert_eq!(parse_schedstat(""), None);
-        assert_eq!(parse_schedstat("x 1 2"), None);
+        assert_eq!(
+            super::super::procs::parse_schedstat("2500000000 120 33\n"),
+            Some(2.5)
+        );
+        assert_eq!(super::super::procs::parse_schedstat(""), None);
+        assert_eq!(super::super::procs::parse_schedstat("x 1 2"), None);
     }
 
     #[test]
