@@ -65,16 +65,69 @@ fn a_run_is_stored_reported_exported_and_compared() {
         assert!(p["throughput_gbps"].as_f64().unwrap() > 0.0);
         assert!(p["host_busy_pct"].as_f64().unwrap() > 0.0);
         assert!(!p["samples"].as_array().unwrap().is_empty());
-        assert!(p["parts"].as_array().unwrap().iter().any(|x| x[0] == "g1"));
+        assert!(p["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["name"] == "g1" && x["kind"] == "guest"));
         assert!(p["lab_facts"]["host_interfaces"].is_array());
     }
     assert!(r["run"]["host_facts"]["kernel"].as_str().unwrap().len() > 1);
+    assert_eq!(r["version"], 3, "the report's JSON says its schema version");
     let csv = c.ok(&["export", "1", "--csv", "--db", dbs]);
     assert_eq!(csv.lines().count(), 5);
+    let parts = c.ok(&["export", "1", "--format", "parts-csv", "--db", dbs]);
+    assert!(
+        parts.starts_with("run,host,seq,") && parts.contains(",g1,guest,"),
+        "{parts}"
+    );
+    // OpenMetrics, read back by Prometheus' own Python client's OpenMetrics parser.
+    let om = c.state.join("run.om");
+    c.ok(&[
+        "export",
+        "1",
+        "--format",
+        "openmetrics",
+        "--db",
+        dbs,
+        "-o",
+        om.to_str().unwrap(),
+    ]);
+    let parsed = sh(&format!(
+        "/usr/bin/python3 -c 'import sys; from prometheus_client.openmetrics.parser import text_string_to_metric_families as p; fams = list(p(open(sys.argv[1]).read())); print(sum(len(f.samples) for f in fams), [f.name for f in fams])' {}",
+        om.display()
+    ));
+    assert!(
+        parsed.contains("vnetlab_throughput_gbps") && parsed.contains("vnetlab_part_busy_percent"),
+        "{parsed}"
+    );
+    let samples: usize = parsed.split_whitespace().next().unwrap().parse().unwrap();
+    assert!(samples >= 4 * 4, "{parsed}");
     assert!(c.ok(&["runs", "--db", dbs]).contains("small"));
     let cmp = c.json(&["compare", "1", "1", "--db", dbs, "--json"]);
     assert_eq!(cmp["rows"].as_array().unwrap().len(), 4);
     assert_eq!(cmp["rows"][0]["ratio"], 1.0);
+    // Two runs side by side as a page: the bars with whiskers and every shared point's row.
+    let side = c.state.join("compare.html");
+    c.ok(&[
+        "compare",
+        "1",
+        "1",
+        "--db",
+        dbs,
+        "--html",
+        side.to_str().unwrap(),
+    ]);
+    let page = std::fs::read_to_string(&side).unwrap();
+    assert!(
+        page.contains("<svg") && page.matches("<tr><td>").count() == 4,
+        "{page}"
+    );
+    // Every mark on the run's page says its exact value and conditions when hovered.
+    assert!(
+        html.contains("<title>") && html.contains(" repeats); "),
+        "no hover tips"
+    );
 }
 
 #[test]

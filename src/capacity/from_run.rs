@@ -30,6 +30,9 @@ pub struct Pick {
     pub load: Option<Option<u64>>,
     /// Take points a saturated core, backend or the wire bound (their CPU per Gb/s is a ceiling's).
     pub allow_bound: bool,
+    /// Take costs from UNSTABLE points (CPU per Gb/s or throughput varied by more than 10 % over
+    /// the repeats); they are then named in the notes. Without it a plan from one is refused.
+    pub allow_unstable: bool,
 }
 
 fn describe(p: &PointRecord) -> String {
@@ -113,6 +116,45 @@ fn vdi_points<'a>(
     native
 }
 
+/// A cost from an UNSTABLE point is refused unless allowed, naming each such point and its spread;
+/// allowed, each is named in the notes.
+fn unstable_costs(
+    run: &RunRow,
+    used: &[&PointRecord],
+    allow: bool,
+    notes: &mut Vec<String>,
+) -> Result<(), Error> {
+    let shaky: Vec<String> = used
+        .iter()
+        .filter(|p| p.unstable == Some(true))
+        .map(|p| {
+            let cpu = p
+                .spread
+                .as_ref()
+                .and_then(|s| s.normalized_pct_per_gbps.as_ref())
+                .map(|s| format!(", CPU per Gb/s {:.2}–{:.2}", s.min, s.max))
+                .unwrap_or_default();
+            format!("{}{cpu}", describe(p))
+        })
+        .collect();
+    if shaky.is_empty() {
+        return Ok(());
+    }
+    if !allow {
+        return Err(Error::NoData(format!(
+            "run {}: costs from UNSTABLE points (varied by more than 10 % over their repeats): {}; measure again with more rounds, or pass --allow-unstable to plan with them",
+            run.id,
+            shaky.join("; ")
+        )));
+    }
+    notes.extend(
+        shaky
+            .into_iter()
+            .map(|s| format!("UNSTABLE cost used: {s}")),
+    );
+    Ok(())
+}
+
 /// `vdi_required`: fail without host → client points (plan), or leave the VDI cost at 0 (report).
 pub fn costs(
     run: &RunRow,
@@ -142,8 +184,10 @@ pub fn costs(
     } else {
         " nothing bound"
     };
+    let mut used_points: Vec<&PointRecord> = Vec::new();
     let vdi = match pick(&host, how, &mut notes) {
         Some(p) => {
+            used_points.push(p);
             used.push(format!("VDI network: {}, offloads {}: {:.4} % per Gb/s", describe(p), if p.key.tso { "on" } else { "off" }, cost(p)));
             cost(p)
         }
@@ -175,6 +219,7 @@ pub fn costs(
             ));
             continue;
         };
+        used_points.push(p);
         used.push(format!(
             "VM network {m}: {}: {:.4} % per Gb/s",
             describe(p),
@@ -192,6 +237,7 @@ pub fn costs(
             vm_net_pct_per_gbps: cost(p),
         });
     }
+    unstable_costs(run, &used_points, how.allow_unstable, &mut notes)?;
     if datapaths.is_empty() {
         return Err(Error::NoData(format!(
             "run {} has no VM network point{unbound} to take costs from ({}): measure paced loads (loads = [\"500mbit\"] in the experiment) or pass --allow-bound",
@@ -315,8 +361,7 @@ mod tests {
             &pts,
             Pick {
                 allow_bound: true,
-                load: None,
-                size: None,
+                ..Pick::default()
             },
             true,
             true,
@@ -421,5 +466,41 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.datapaths[0].vm_net_pct_per_gbps, 10.0);
+    }
+
+    #[test]
+    fn a_cost_from_an_unstable_point_is_refused_unless_allowed() {
+        let mut shaky = pt(2, "nat", "guest-to-client", Some(300_000_000), 48.0, None);
+        shaky.unstable = Some(true);
+        let pts = vec![
+            pt(
+                1,
+                "bridge",
+                "guest-to-client",
+                Some(300_000_000),
+                44.0,
+                None,
+            ),
+            shaky,
+            pt(3, "native", "host-to-client", Some(300_000_000), 34.0, None),
+        ];
+        let e = costs(&sample_run(), &pts, Pick::default(), true, true)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("UNSTABLE") && e.contains("point 2 (nat"), "{e}");
+        assert!(
+            e.contains("--allow-unstable") && !e.contains("point 1 "),
+            "{e}"
+        );
+        let how = Pick {
+            allow_unstable: true,
+            ..Pick::default()
+        };
+        let c = costs(&sample_run(), &pts, how, true, true).unwrap();
+        assert_eq!(c.datapaths.len(), 2);
+        assert!(c
+            .notes
+            .iter()
+            .any(|n| n.contains("UNSTABLE cost used: point 2")));
     }
 }

@@ -12,6 +12,10 @@ use crate::vocab::RunStatus;
 
 const DEFAULT_DB: &str = "vnetlab.sqlite";
 
+/// The schema version of the JSON documents `run`, `report` and `compare` print (that of a
+/// point's `Measured`: named fields throughout since 3).
+const DOC_VERSION: u32 = crate::records::measured::VERSION;
+
 #[derive(Args)]
 pub struct RunArgs {
     /// The experiment file (TOML), e.g. experiments/quick.toml
@@ -33,6 +37,7 @@ pub struct RunArgs {
     force: bool,
     #[command(flatten)]
     site: SiteArgs,
+    /// One JSON document on stdout, for scripts
     #[arg(long)]
     json: bool,
 }
@@ -202,10 +207,12 @@ pub fn refuse_special(path: &Path, flag: &str) -> Result<(), Fail> {
 }
 
 /// A folder for the report: made if missing (its parent must exist: vnetlab makes no folder the
-/// user did not name) and checked writable, before the first point runs.
-pub fn output_dir(dir: &Path) -> Result<(), Fail> {
+/// user did not name) and checked writable, before the first point runs. Whether it was made
+/// here (`OutDir::undo` removes it again when the command is refused after all).
+pub fn output_dir(dir: &Path) -> Result<OutDir, Fail> {
     refuse_special(dir, "--out")?;
     let name = crate::text::clip(&dir.display().to_string());
+    let mut made = false;
     match std::fs::metadata(dir) {
         Ok(m) if !m.is_dir() => {
             return Err(Fail::Input(format!(
@@ -216,11 +223,12 @@ pub fn output_dir(dir: &Path) -> Result<(), Fail> {
         // Another run given the same folder may make it first: that is fine.
         Err(_) => match std::fs::create_dir(dir) {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => {}
-            r => r.map_err(|e| {
-                Fail::Input(format!(
+            Ok(()) => made = true,
+            Err(e) => {
+                return Err(Fail::Input(format!(
                     "--out {name}: cannot make the folder ({e}); its parent must exist"
-                ))
-            })?,
+                )))
+            }
         },
     }
     let probe = dir.join(format!(".vnetlab-write-test-{}", std::process::id()));
@@ -230,7 +238,26 @@ pub fn output_dir(dir: &Path) -> Result<(), Fail> {
         ))
     })?;
     let _ = std::fs::remove_file(probe);
-    Ok(())
+    Ok(OutDir {
+        path: dir.to_path_buf(),
+        made,
+    })
+}
+
+/// The report folder as `output_dir` left it.
+pub struct OutDir {
+    path: PathBuf,
+    made: bool,
+}
+
+impl OutDir {
+    /// Removes the folder if this command made it and it is still empty: a refused command
+    /// leaves nothing behind.
+    pub fn undo(&self) {
+        if self.made {
+            let _ = std::fs::remove_dir(&self.path);
+        }
+    }
 }
 
 /// A file vnetlab will write: its folder must exist, and the path must not be a folder nor
@@ -332,23 +359,21 @@ pub fn run(a: RunArgs) -> CmdResult {
         return Ok(());
     }
     need_root("vnetlab run")?;
-    output_dir(&a.out)?;
-    let store = a.db.write(a.create)?;
+    let out = output_dir(&a.out)?;
+    let store = a.db.write(a.create).inspect_err(|_| out.undo())?;
     let eta: f64 = points.iter().map(matrix::estimate_s).sum();
     if eta > 24.0 * 3600.0 && !a.json {
         crate::errln!("vnetlab: note: {} points will take about {:.0} hours; Ctrl-C stops after the point under way and keeps what finished", points.len(), eta / 3600.0);
     }
     let outcome = execute(&loaded, &store, a.json)?;
     let rrow = store.find_run(RunRef::Id(outcome.run_id))?;
-    let pts: Vec<PointRecord> = store
-        .points(outcome.run_id)?
-        .into_iter()
-        .map(|(_, p)| p)
-        .collect();
+    let pts: Vec<PointRecord> = store.points_whole(outcome.run_id)?;
     let html_path = a.out.join(format!("run-{}.html", outcome.run_id));
     crate::report::write_page(&rrow, &pts, &html_path)?;
     if a.json {
-        print_json(&serde_json::json!({"run": rrow, "points": pts, "html": html_path}));
+        print_json(
+            &serde_json::json!({"version": DOC_VERSION, "run": rrow, "points": pts, "html": html_path}),
+        );
     } else {
         crate::outln!(
             "run {} ({}): {} of {} points, {} failed, status {}",
@@ -392,6 +417,7 @@ pub struct ReportArgs {
     /// Write the HTML report to this file
     #[arg(long)]
     html: Option<PathBuf>,
+    /// One JSON document on stdout, for scripts
     #[arg(long)]
     json: bool,
 }
@@ -402,7 +428,11 @@ pub fn report(a: ReportArgs) -> CmdResult {
     }
     let store = a.db.read()?;
     let r = store.find_run(a.run)?;
-    let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
+    // The page draws each point across its window from the whole stored result.
+    let pts: Vec<PointRecord> = match &a.html {
+        Some(_) => store.points_whole(r.id)?,
+        None => store.points(r.id)?.into_iter().map(|(_, p)| p).collect(),
+    };
     if let Some(h) = &a.html {
         if is_stdout(h) {
             if a.json {
@@ -419,7 +449,7 @@ pub fn report(a: ReportArgs) -> CmdResult {
         crate::report::write_page(&r, &pts, h)?;
     }
     if a.json {
-        print_json(&serde_json::json!({"run": r, "points": pts}));
+        print_json(&serde_json::json!({"version": DOC_VERSION, "run": r, "points": pts}));
     } else {
         crate::outln!(
             "run {} ({}){}, {}: {} of {} points",
@@ -445,6 +475,7 @@ pub fn report(a: ReportArgs) -> CmdResult {
 pub struct RunsArgs {
     #[command(flatten)]
     db: DbArgs,
+    /// One JSON document on stdout, for scripts
     #[arg(long)]
     json: bool,
 }
@@ -467,8 +498,12 @@ pub struct ExportArgs {
     /// The run: its id, or latest
     #[arg(allow_hyphen_values = true)]
     run: RunRef,
-    /// CSV (the only format today; JSON is `vnetlab report RUN --json`)
-    #[arg(long)]
+    /// csv (a row per point), repeats-csv (a row per repeat), parts-csv (a row per CPU part) or
+    /// openmetrics (for a fleet's Prometheus); JSON is `vnetlab report RUN --json`
+    #[arg(long, value_parser = |s: &str| s.parse::<crate::report::export::Format>().map_err(|e| e.to_string()))]
+    format: Option<crate::report::export::Format>,
+    /// The same as --format csv
+    #[arg(long, conflicts_with = "format")]
     csv: bool,
     #[command(flatten)]
     db: DbArgs,
@@ -478,22 +513,26 @@ pub struct ExportArgs {
 }
 
 pub fn export(a: ExportArgs) -> CmdResult {
-    if !a.csv {
-        return Err(Fail::Input(
-            "say the format: --csv (or use `vnetlab report RUN --json`)".into(),
-        ));
-    }
+    let format = match (a.format, a.csv) {
+        (Some(f), _) => f,
+        (None, true) => crate::report::export::Format::Csv,
+        (None, false) => {
+            return Err(Fail::Input(
+                "say the format: --format csv, repeats-csv, parts-csv or openmetrics (JSON is `vnetlab report RUN --json`)".into(),
+            ))
+        }
+    };
     if let Some(o) = &a.output {
         output_file(o, "-o")?;
     }
     let store = a.db.read()?;
     let r = store.find_run(a.run)?;
     let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
-    let csv = table::csv(&r, &pts);
+    let text = crate::report::export::export(format, &r, &pts);
     match &a.output {
-        Some(p) if !is_stdout(p) => std::fs::write(p, csv)
+        Some(p) if !is_stdout(p) => std::fs::write(p, text)
             .map_err(|e| Fail::Input(format!("cannot write {}: {e}", p.display())))?,
-        _ => crate::out!("{csv}"),
+        _ => crate::out!("{text}"),
     }
     Ok(())
 }
@@ -526,19 +565,44 @@ pub struct CompareArgs {
     run_b: RunRef,
     #[command(flatten)]
     db: DbArgs,
+    /// One JSON document on stdout, for scripts
     #[arg(long)]
     json: bool,
+    /// Also write the two runs side by side as an HTML page (bars with whiskers, the table)
+    #[arg(long)]
+    html: Option<PathBuf>,
 }
 
 pub fn compare(a: CompareArgs) -> CmdResult {
+    if let Some(h) = &a.html {
+        output_file(h, "--html")?;
+    }
     let store = a.db.read()?;
     let (ra, rb) = (store.find_run(a.run_a)?, store.find_run(a.run_b)?);
     let pa: Vec<PointRecord> = store.points(ra.id)?.into_iter().map(|(_, p)| p).collect();
     let pb: Vec<PointRecord> = store.points(rb.id)?.into_iter().map(|(_, p)| p).collect();
     let rows = rcompare::compare(&pa, &pb);
+    if let Some(h) = &a.html {
+        let page = rcompare::page(&ra, &rb, &rows)?;
+        if is_stdout(h) {
+            if a.json {
+                return Err(Fail::Input(
+                    "--html - and --json both write to standard output: pick one".into(),
+                ));
+            }
+            crate::out!("{page}");
+            return Ok(());
+        }
+        std::fs::write(h, page).map_err(|e| {
+            Fail::Run(format!(
+                "cannot write {}: {e}",
+                crate::text::clip(&h.display().to_string())
+            ))
+        })?;
+    }
     if a.json {
         print_json(
-            &serde_json::json!({"a": ra.id, "b": rb.id, "a_host": ra.host, "b_host": rb.host, "rows": rows}),
+            &serde_json::json!({"version": DOC_VERSION, "a": ra.id, "b": rb.id, "a_host": ra.host, "b_host": rb.host, "rows": rows}),
         );
         return Ok(());
     }

@@ -32,6 +32,9 @@ pub struct PlanArgs {
     /// --from-run: also take costs from points a saturated core, backend or the wire bound
     #[arg(long)]
     allow_bound: bool,
+    /// --from-run: also take costs from UNSTABLE points (varied by more than 10 % over their repeats); each is named
+    #[arg(long)]
+    allow_unstable: bool,
     /// --from-run: the VDI network's cost with offloads on (the TOE stand-in) or off
     #[arg(long, default_value = "on", value_parser = crate::units::parse_on_off, action = clap::ArgAction::Set)]
     vdi_offload: bool,
@@ -59,6 +62,7 @@ pub struct PlanArgs {
     /// Per-desktop VM network traffic for the density table, e.g. 100mbit
     #[arg(long, default_value = "100mbit")]
     vm_rate: String,
+    /// One JSON document on stdout, for scripts
     #[arg(long)]
     json: bool,
 }
@@ -282,6 +286,7 @@ fn costs_from_run(
         size: size.map(|v| v as u64),
         load,
         allow_bound: a.allow_bound,
+        allow_unstable: a.allow_unstable,
     };
     let c = from_run::costs(&r, &pts, pick, a.vdi_offload, true)?;
     s.datapaths = c.datapaths;

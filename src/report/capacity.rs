@@ -11,7 +11,11 @@ pub fn sections(run: &RunRow, points: &[PointRecord]) -> Vec<Section> {
     let c = match crate::capacity::from_run::costs(
         run,
         points,
-        crate::capacity::from_run::Pick::default(),
+        // The report plans with what the run has and names any UNSTABLE cost in its notes.
+        crate::capacity::from_run::Pick {
+            allow_unstable: true,
+            ..Default::default()
+        },
         true,
         false,
     ) {

@@ -72,38 +72,114 @@ fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
         .map_err(|x| Error::Failed(x.to_string()))
 }
 
-/// One figure against message size (log scale), one line per series.
-pub fn lines(
-    title: &str,
-    y_desc: &str,
-    series: &[(String, Vec<(f64, f64)>)],
-) -> Result<String, Error> {
+/// A point on a chart: its value, the least and greatest over its repeats (drawn as a whisker)
+/// and what hovering it says (its exact value and conditions).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mark {
+    pub x: f64,
+    pub y: f64,
+    pub low: f64,
+    pub high: f64,
+    pub tip: String,
+}
+
+/// How a key entry shows its series.
+#[derive(Clone, Copy)]
+enum Swatch {
+    Line,
+    Block,
+}
+
+const KEY_ROW: i32 = 18;
+
+/// Where each key entry sits under a chart `width` wide, and the key's height: entries left to
+/// right, wrapping to a new row.
+fn key_layout(names: &[String], width: u32) -> (Vec<(i32, i32)>, u32) {
+    let (mut x, mut y) = (56, 6);
+    let mut at = Vec::new();
+    for n in names {
+        let w = 30 + 7 * n.chars().count() as i32;
+        if x + w > width as i32 - 8 && x > 56 {
+            (x, y) = (56, y + KEY_ROW);
+        }
+        at.push((x, y));
+        x += w + 12;
+    }
+    let h = if names.is_empty() { 0 } else { y + KEY_ROW + 4 };
+    (at, h as u32)
+}
+
+/// Draws a chart's key in its own area under the plot, so it never covers the data.
+fn draw_key<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    entries: &[(String, RGBColor, Swatch)],
+    at: &[(i32, i32)],
+) -> Result<(), Error> {
+    let fail = |x: DrawingAreaErrorKind<DB::ErrorType>| Error::Failed(x.to_string());
+    for ((name, color, swatch), &(x, y)) in entries.iter().zip(at) {
+        let mid = y + KEY_ROW / 2;
+        match swatch {
+            Swatch::Line => area.draw(&PathElement::new(
+                vec![(x, mid), (x + 18, mid)],
+                color.stroke_width(2),
+            )),
+            Swatch::Block => area.draw(&Rectangle::new(
+                [(x + 3, mid - 5), (x + 15, mid + 5)],
+                color.filled(),
+            )),
+        }
+        .map_err(fail)?;
+        area.draw(&Text::new(
+            name.clone(),
+            (x + 24, mid - 7),
+            ("sans-serif", 12).into_font(),
+        ))
+        .map_err(fail)?;
+    }
+    Ok(())
+}
+
+/// Hover targets over a drawn SVG: an invisible circle at each pixel with its `<title>`, which a
+/// browser shows as a tooltip.
+fn with_tips(svg: String, tips: &[((i32, i32), String)]) -> String {
+    let Some(end) = svg.rfind("</svg>") else {
+        return svg;
+    };
+    let mut out = String::with_capacity(svg.len() + tips.len() * 96);
+    out.push_str(&svg[..end]);
+    for ((x, y), tip) in tips {
+        out.push_str(&format!(
+            "<circle cx=\"{x}\" cy=\"{y}\" r=\"7\" fill=\"#000\" fill-opacity=\"0\"><title>{}</title></circle>\n",
+            super::html::esc(tip)
+        ));
+    }
+    out.push_str(&svg[end..]);
+    out
+}
+
+/// One figure against message size (log scale), one line per series, each point with its
+/// repeats' whisker and a hover tip; the key under the plot.
+pub fn lines(title: &str, y_desc: &str, series: &[(String, Vec<Mark>)]) -> Result<String, Error> {
     let e = |e: &dyn std::fmt::Display| Error::Failed(format!("chart '{title}': {e}"));
-    let xs: Vec<f64> = series
-        .iter()
-        .flat_map(|(_, v)| v.iter().map(|p| p.0))
-        .collect();
-    let ys: Vec<f64> = series
-        .iter()
-        .flat_map(|(_, v)| v.iter().map(|p| p.1))
-        .filter(|y| y.is_finite())
-        .collect();
-    let (xmin, xmax) = xs
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
-    let (xmin, xmax) = if xs.is_empty() {
+    let marks = || series.iter().flat_map(|(_, v)| v.iter());
+    let (xmin, xmax) = marks().fold((f64::MAX, f64::MIN), |(a, b), m| (a.min(m.x), b.max(m.x)));
+    let (xmin, xmax) = if xmin > xmax {
         (1.0, 2.0)
     } else if xmin == xmax {
         (xmin / 2.0, xmax * 2.0)
     } else {
         (xmin / 1.3, xmax * 1.3)
     };
-    let ymax = nice_max(ys.iter().cloned().fold(0.0, f64::max) * 1.05);
+    let ymax = nice_max(finite_max(marks().map(|m| m.high.max(m.y))) * 1.05);
+    let names: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
+    let (at, key_h) = key_layout(&names, W);
+    let mut tips = Vec::new();
     let mut s = String::new();
     {
-        let root = SVGBackend::with_string(&mut s, (W, H)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut s, (W, H + key_h)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(&x))?;
-        let mut c = frame(&root, title, 17)
+        let (plot, keys) = root.split_vertically(H);
+        let mut c = frame(&plot, title, 17)
             .build_cartesian_2d((xmin.max(0.5)..xmax).log_scale().base(2.0), 0f64..ymax)
             .map_err(|x| e(&x))?;
         c.configure_mesh()
@@ -113,22 +189,90 @@ pub fn lines(
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(|x| e(&x))?;
-        for (i, (name, pts)) in series.iter().enumerate() {
+        let mut entries = Vec::new();
+        for (i, (name, v)) in series.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
-            let pts: Vec<(f64, f64)> = pts.iter().copied().filter(|p| p.1.is_finite()).collect();
-            c.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-                .map_err(|x| e(&x))?
-                .label(name.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-                });
-            c.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+            let v: Vec<&Mark> = v.iter().filter(|m| m.y.is_finite()).collect();
+            c.draw_series(LineSeries::new(
+                v.iter().map(|m| (m.x, m.y)),
+                color.stroke_width(2),
+            ))
+            .map_err(|x| e(&x))?;
+            c.draw_series(v.iter().map(|m| {
+                PathElement::new(vec![(m.x, m.low), (m.x, m.high)], color.stroke_width(1))
+            }))
+            .map_err(|x| e(&x))?;
+            c.draw_series(v.iter().map(|m| Circle::new((m.x, m.y), 3, color.filled())))
                 .map_err(|x| e(&x))?;
+            tips.extend(
+                v.iter()
+                    .map(|m| (c.backend_coord(&(m.x, m.y)), m.tip.clone())),
+            );
+            entries.push((name.clone(), color, Swatch::Line));
         }
-        legend(&mut c, SeriesLabelPosition::UpperLeft).map_err(|x| e(&x))?;
+        draw_key(&keys, &entries, &at)?;
         root.present().map_err(|x| e(&x))?;
     }
-    Ok(s)
+    Ok(with_tips(s, &tips))
+}
+
+/// One bar per category (an axis with one value: one bar per datapath), each with its repeats'
+/// whisker and a hover tip.
+pub fn bars(title: &str, y_desc: &str, bars: &[(String, Mark)]) -> Result<String, Error> {
+    let e = |x: &dyn std::fmt::Display| Error::Failed(format!("chart '{title}': {x}"));
+    let n = bars.len().max(1);
+    let ymax = nice_max(finite_max(bars.iter().map(|(_, m)| m.high.max(m.y))) * 1.05);
+    let mut tips = Vec::new();
+    let mut s = String::new();
+    {
+        let root = SVGBackend::with_string(&mut s, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(|x| e(&x))?;
+        let mut c = frame(&root, title, 17)
+            .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..ymax)
+            .map_err(|x| e(&x))?;
+        let cats: Vec<String> = bars.iter().map(|(l, _)| l.clone()).collect();
+        c.configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&move |x: &f64| category(&cats, *x))
+            .y_desc(y_desc)
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(|x| e(&x))?;
+        for (i, (_, m)) in bars.iter().enumerate() {
+            let (x, color) = (i as f64, PALETTE[i % PALETTE.len()]);
+            c.draw_series([Rectangle::new(
+                [(x - 0.32, 0.0), (x + 0.32, m.y)],
+                color.filled(),
+            )])
+            .map_err(|x| e(&x))?;
+            c.draw_series([
+                PathElement::new(vec![(x, m.low), (x, m.high)], BLACK.stroke_width(1)),
+                PathElement::new(
+                    vec![(x - 0.08, m.low), (x + 0.08, m.low)],
+                    BLACK.stroke_width(1),
+                ),
+                PathElement::new(
+                    vec![(x - 0.08, m.high), (x + 0.08, m.high)],
+                    BLACK.stroke_width(1),
+                ),
+            ])
+            .map_err(|x| e(&x))?;
+            tips.push((c.backend_coord(&(x, m.y)), m.tip.clone()));
+        }
+        root.present().map_err(|x| e(&x))?;
+    }
+    Ok(with_tips(s, &tips))
+}
+
+/// The label of the category at `x` on a bar chart's axis (none between categories).
+fn category(cats: &[String], x: f64) -> String {
+    let i = x.round();
+    if (x - i).abs() < 1e-6 && i >= 0.0 {
+        cats.get(i as usize).cloned().unwrap_or_default()
+    } else {
+        String::new()
+    }
 }
 
 /// Stacked bars: one bar per category, one colour per stack (e.g. CPU part).
@@ -149,54 +293,54 @@ pub fn stacked_bars(
         })
         .collect();
     let ymax = nice_max(totals.iter().cloned().fold(0.0, f64::max) * 1.05);
+    let names: Vec<String> = stacks.iter().map(|(n, _)| n.clone()).collect();
+    let (at, key_h) = key_layout(&names, W);
+    let mut tips = Vec::new();
     let mut s = String::new();
     {
-        let root = SVGBackend::with_string(&mut s, (W, H)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut s, (W, H + key_h)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(&x))?;
-        let mut c = frame(&root, title, 17)
+        let (plot, keys) = root.split_vertically(H);
+        let mut c = frame(&plot, title, 17)
             .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..ymax)
             .map_err(|x| e(&x))?;
         let cats = categories.to_vec();
         c.configure_mesh()
             .disable_x_mesh()
             .x_labels(n)
-            .x_label_formatter(&move |x: &f64| {
-                let i = x.round();
-                if (x - i).abs() < 1e-6 && i >= 0.0 {
-                    cats.get(i as usize).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
+            .x_label_formatter(&move |x: &f64| category(&cats, *x))
             .y_desc(y_desc)
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(|x| e(&x))?;
         let mut base = vec![0.0; n];
+        let mut entries = Vec::new();
         for (k, (name, vals)) in stacks.iter().enumerate() {
             let color = PALETTE[k % PALETTE.len()];
-            let rects: Vec<Rectangle<(f64, f64)>> = (0..n)
-                .map(|i| {
-                    let v = vals.get(i).copied().unwrap_or(0.0).max(0.0);
-                    let r = Rectangle::new(
-                        [(i as f64 - 0.32, base[i]), (i as f64 + 0.32, base[i] + v)],
-                        color.filled(),
-                    );
-                    base[i] += v;
-                    r
-                })
-                .collect();
-            c.draw_series(rects)
-                .map_err(|x| e(&x))?
-                .label(name.clone())
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
-                });
+            let mut rects = Vec::new();
+            for (i, below) in base.iter_mut().enumerate() {
+                let v = vals.get(i).copied().unwrap_or(0.0).max(0.0);
+                let (x, y) = (i as f64, *below);
+                rects.push(Rectangle::new(
+                    [(x - 0.32, y), (x + 0.32, y + v)],
+                    color.filled(),
+                ));
+                if v > 0.0 {
+                    let cat = categories.get(i).map(String::as_str).unwrap_or("");
+                    tips.push((
+                        c.backend_coord(&(x, y + v / 2.0)),
+                        format!("{cat}: {name} {v:.3} {y_desc}"),
+                    ));
+                }
+                *below += v;
+            }
+            c.draw_series(rects).map_err(|x| e(&x))?;
+            entries.push((name.clone(), color, Swatch::Block));
         }
-        legend(&mut c, SeriesLabelPosition::UpperRight).map_err(|x| e(&x))?;
+        draw_key(&keys, &entries, &at)?;
         root.present().map_err(|x| e(&x))?;
     }
-    Ok(s)
+    Ok(with_tips(s, &tips))
 }
 
 /// One bar of ours: the median over the repeats and their least and greatest.
@@ -368,11 +512,14 @@ pub fn trace(
     let pts = series.iter().flat_map(|(_, v)| v.iter());
     let xmax = nice_max(finite_max(pts.clone().map(|p| p.0)));
     let ymax = nice_max(finite_max(pts.map(|p| p.1)) * 1.1);
+    let names: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
+    let (at, key_h) = key_layout(&names, W);
     let mut s = String::new();
     {
-        let root = SVGBackend::with_string(&mut s, (W, H)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut s, (W, H + key_h)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(&x))?;
-        let mut c = frame(&root, title, 15)
+        let (plot, keys) = root.split_vertically(H);
+        let mut c = frame(&plot, title, 15)
             .build_cartesian_2d(0f64..xmax, 0f64..ymax)
             .map_err(|x| e(&x))?;
         c.configure_mesh()
@@ -381,17 +528,15 @@ pub fn trace(
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(|x| e(&x))?;
+        let mut entries = Vec::new();
         for (i, (name, v)) in series.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
             let v: Vec<(f64, f64)> = v.iter().copied().filter(|p| p.0 >= 0.0).collect();
             c.draw_series(LineSeries::new(v, color.stroke_width(2)))
-                .map_err(|x| e(&x))?
-                .label(name.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-                });
+                .map_err(|x| e(&x))?;
+            entries.push((name.clone(), color, Swatch::Line));
         }
-        legend(&mut c, SeriesLabelPosition::LowerRight).map_err(|x| e(&x))?;
+        draw_key(&keys, &entries, &at)?;
         root.present().map_err(|x| e(&x))?;
     }
     Ok(s)
@@ -403,15 +548,26 @@ mod tests {
 
     #[test]
     fn charts_are_svg_with_their_series() {
+        let m = |x: f64, y: f64| Mark {
+            x,
+            y,
+            low: y * 0.9,
+            high: y * 1.1,
+            tip: format!("{x} B: {y} Gb/s"),
+        };
         let s = lines(
             "Bandwidth",
             "Gb/s",
             &[
-                ("bridge".into(), vec![(64.0, 0.5), (65536.0, 9.0)]),
-                ("nat".into(), vec![(64.0, 0.4)]),
+                ("bridge".into(), vec![m(64.0, 0.5), m(65536.0, 9.0)]),
+                ("nat".into(), vec![m(64.0, 0.4)]),
             ],
         )
         .unwrap();
+        // Each point hovers its exact value; the key sits under the plot.
+        assert!(s.contains("<title>65536 B: 9 Gb/s</title>"), "{s}");
+        let one = bars("CPU per Gb/s", "%", &[("bridge".into(), m(8192.0, 44.0))]).unwrap();
+        assert!(one.contains("<rect") && one.contains("<title>8192 B: 44 Gb/s</title>"));
         assert!(
             s.starts_with("<svg")
                 && s.contains("bridge")
@@ -478,5 +634,26 @@ mod tests {
         )
         .unwrap();
         assert!(t.contains("guest0") && t.contains("<polyline"));
+    }
+
+    #[test]
+    fn the_key_wraps_under_the_plot() {
+        let short: Vec<String> = vec!["a".into(), "b".into()];
+        let (at, h) = key_layout(&short, W);
+        assert_eq!(at[0].1, at[1].1, "two short entries share a row");
+        assert!(h > 0 && h < 40);
+        let long: Vec<String> = (0..12)
+            .map(|i| format!("bridge guests {i} at 300M"))
+            .collect();
+        let (at, h2) = key_layout(&long, W);
+        assert!(
+            at.iter().all(|&(x, _)| x < W as i32),
+            "every entry starts inside the chart"
+        );
+        assert!(
+            h2 > h && at.last().unwrap().1 > at[0].1,
+            "many entries wrap to rows"
+        );
+        assert_eq!(key_layout(&[], W).1, 0);
     }
 }

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::records::PointRecord;
+use crate::records::{PointRecord, RunRow};
 
 #[derive(Serialize, Debug)]
 pub struct Row {
@@ -21,10 +21,28 @@ pub struct Row {
     pub range_b: Option<[f64; 2]>,
     /// Either point varied by more than 10 % across its repeats.
     pub unstable: bool,
+    /// [min, max] of each run's CPU per Gb/s over its repeats.
+    pub cpu_range_a: Option<[f64; 2]>,
+    pub cpu_range_b: Option<[f64; 2]>,
 }
 
 fn value(p: &PointRecord) -> Option<f64> {
     p.transactions_per_s.or(p.throughput_gbps)
+}
+
+/// [min, max] of the point's CPU per Gb/s over its repeats (None with fewer than two).
+fn cpu_range(p: &PointRecord) -> Option<[f64; 2]> {
+    let v: Vec<f64> = p
+        .repeats
+        .iter()
+        .filter_map(|r| r.normalized_pct_per_gbps)
+        .collect();
+    (v.len() > 1).then(|| {
+        [
+            v.iter().cloned().fold(f64::MAX, f64::min),
+            v.iter().cloned().fold(f64::MIN, f64::max),
+        ]
+    })
 }
 
 /// [min, max] of the point's throughput (or tps) over its repetitions.
@@ -78,9 +96,103 @@ pub fn compare(a: &[PointRecord], b: &[PointRecord]) -> Vec<Row> {
             range_a: range(pa),
             range_b: range(pb),
             unstable: pa.unstable == Some(true) || pb.unstable == Some(true),
+            cpu_range_a: cpu_range(pa),
+            cpu_range_b: cpu_range(pb),
         });
     }
     out
+}
+
+/// Two runs side by side as one page: their CPU per Gb/s per shared point as bars with the
+/// repeats' whiskers, and the table of medians, spreads and ratios.
+pub fn page(a: &RunRow, b: &RunRow, rows: &[Row]) -> Result<String, super::Error> {
+    use super::html::esc;
+    let name = |r: &RunRow| {
+        let on = r
+            .host
+            .as_deref()
+            .map(|h| format!(" on {h}"))
+            .unwrap_or_default();
+        format!("run {} ({}{on})", r.id, r.name)
+    };
+    let (na, nb) = (name(a), name(b));
+    let mut h = super::html::head(&format!("vnetlab: {nb} against {na}"));
+    h += &format!(
+        "<h1>{} against {}</h1><p class=\"muted\">B = {}, A = {}: the points both runs measured (same mode, test, size, direction, offloads, wire). Medians over the repeats with min–max; ratio = B ÷ A; <b>*</b> where each run's median lies outside the other's spread.</p>",
+        esc(&nb), esc(&na), esc(&nb), esc(&na)
+    );
+    if rows.is_empty() {
+        h += "<p>The two runs share no points.</p>";
+        return Ok(h + &super::html::tail());
+    }
+    let cats: Vec<String> = (1..=rows.len()).map(|i| format!("#{i}")).collect();
+    let bar = |v: Option<f64>, r: Option<[f64; 2]>| {
+        v.map(|value| super::charts::Bar {
+            value,
+            low: r.map_or(value, |r| r[0]),
+            high: r.map_or(value, |r| r[1]),
+        })
+    };
+    let ours = vec![
+        (
+            format!("A: run {}", a.id),
+            rows.iter().map(|r| bar(r.cpu_a, r.cpu_range_a)).collect(),
+        ),
+        (
+            format!("B: run {}", b.id),
+            rows.iter().map(|r| bar(r.cpu_b, r.cpu_range_b)).collect(),
+        ),
+    ];
+    let paper = vec![vec![None; rows.len()]; 2];
+    let svg = super::charts::paper_bars(&super::charts::PaperChart {
+        title: "Host CPU per Gb/s, point by point",
+        x_desc: "point (# in the table below)",
+        y_desc: "% of the host per Gb/s",
+        y2_desc: None,
+        categories: &cats,
+        one_per_category: false,
+        ours: &ours,
+        paper: &paper,
+    })?;
+    h += &format!("<div class=\"figs\"><figure data-chart=\"compare\">{svg}</figure></div>");
+    h += &table(rows);
+    Ok(h + &super::html::tail())
+}
+
+/// The comparison's table: each shared point with both runs' figures and the ratios.
+fn table(rows: &[Row]) -> String {
+    let f = |v: Option<f64>, r: Option<[f64; 2]>| {
+        let v = v.map_or("–".into(), |x| format!("{x:.3}"));
+        match r {
+            Some([lo, hi]) => format!("{v} <span class=\"muted\">({lo:.3}–{hi:.3})</span>"),
+            None => v,
+        }
+    };
+    let mut h = String::from("<h2>Points</h2><table><tr><th>#</th><th class=\"l\">point</th><th>A</th><th>B</th><th>B ÷ A</th><th>A CPU/Gb/s</th><th>B CPU/Gb/s</th><th>CPU B ÷ A</th><th class=\"l\">note</th></tr>");
+    for (i, r) in rows.iter().enumerate() {
+        let mark = if r.significant == Some(true) {
+            " *"
+        } else {
+            ""
+        };
+        let note = if r.unstable {
+            "UNSTABLE (over 10 % across repeats)"
+        } else {
+            ""
+        };
+        h += &format!(
+            "<tr><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}{mark}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l warn\">{note}</td></tr>",
+            i + 1,
+            super::html::esc(&r.key),
+            f(r.a, r.range_a),
+            f(r.b, r.range_b),
+            r.ratio.map_or("–".into(), |x| format!("{x:.3}")),
+            f(r.cpu_a, r.cpu_range_a),
+            f(r.cpu_b, r.cpu_range_b),
+            r.cpu_ratio.map_or("–".into(), |x| format!("{x:.3}")),
+        );
+    }
+    h + "</table>"
 }
 
 #[cfg(test)]
@@ -118,5 +230,34 @@ mod tests {
         let mut other = pt(10.0, 9.0, 11.0);
         other.key.mode = crate::vocab::Mode::Nat;
         assert!(compare(&[pt(10.0, 9.0, 11.0)], &[other]).is_empty());
+    }
+
+    #[test]
+    fn the_compare_page_puts_two_runs_side_by_side() {
+        let run = |id| RunRow {
+            id,
+            name: format!("r{id}"),
+            description: String::new(),
+            experiment_hash: String::new(),
+            vnetlab_version: String::new(),
+            started_at: String::new(),
+            finished_at: None,
+            status: crate::vocab::RunStatus::Complete,
+            host: None,
+            planned_points: 0,
+            points: 0,
+            host_facts: Default::default(),
+            experiment_text: String::new(),
+        };
+        let rows = compare(&[pt(10.0, 9.5, 10.5)], &[pt(12.0, 11.8, 12.2)]);
+        let h = page(&run(1), &run(2), &rows).unwrap();
+        assert!(h.contains("run 2 (r2) against run 1 (r1)") && h.contains("<svg"));
+        assert!(
+            h.contains("1.200 *"),
+            "the ratio, marked outside both spreads"
+        );
+        assert!(page(&run(1), &run(2), &[])
+            .unwrap()
+            .contains("share no points"));
     }
 }

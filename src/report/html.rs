@@ -112,31 +112,18 @@ fn figures(ok: &[&PointRecord]) -> Result<Vec<(String, String)>, Error> {
         .collect();
     let mut figures: Vec<(String, String)> = Vec::new();
     if !streams.is_empty() {
-        figures.push((
-            "Bandwidth".into(),
-            charts::lines(
-                "Bandwidth vs message size",
-                "Gb/s",
-                &series_of(&streams, |p| p.throughput_gbps),
-            )?,
-        ));
-        figures.push((
-            "Host CPU".into(),
-            charts::lines(
-                "Host CPU vs message size",
-                "host CPU %",
-                &series_of(&streams, |p| p.host_busy_pct),
-            )?,
-        ));
-        let norm = series_of(&streams, |p| p.normalized_pct_per_gbps);
-        figures.push((
-            "Host CPU per Gb/s".into(),
-            charts::lines(
-                "Host CPU per Gb/s vs message size",
+        for (name, fig, what) in [
+            ("Bandwidth", super::THROUGHPUT, "Gb/s"),
+            ("Host CPU", super::HOST_CPU, "host CPU %"),
+            (
+                "Host CPU per Gb/s",
+                super::CPU_PER_GBPS,
                 "host CPU % per Gb/s",
-                &norm,
-            )?,
-        ));
+            ),
+        ] {
+            figures.push((name.into(), size_figure(name, what, &streams, fig)?));
+        }
+        figures.extend(over_time(&streams)?);
     }
     if !rrs.is_empty() {
         let rl = Labeler::new(&rrs);
@@ -166,6 +153,56 @@ fn figures(ok: &[&PointRecord]) -> Result<Vec<(String, String)>, Error> {
         figures.push(("CPU parts".into(), parts));
     }
     Ok(figures)
+}
+
+/// One figure of the stream points against message size: lines where the run has several sizes,
+/// one bar per series where it has one (a line of one point is a dot).
+fn size_figure(
+    name: &str,
+    what: &str,
+    streams: &[&PointRecord],
+    fig: super::Figure,
+) -> Result<String, Error> {
+    let series = series_of(streams, fig);
+    let sizes: std::collections::BTreeSet<u64> =
+        streams.iter().map(|p| p.key.message_bytes).collect();
+    if let [size] = sizes.into_iter().collect::<Vec<_>>().as_slice() {
+        let bars: Vec<(String, charts::Mark)> = series
+            .into_iter()
+            .filter_map(|(l, mut m)| Some((l, m.pop()?)))
+            .collect();
+        return charts::bars(&format!("{name} at {size} B messages"), what, &bars);
+    }
+    charts::lines(&format!("{name} vs message size"), what, &series)
+}
+
+/// Each stream point across its measured window: its throughput per interval and the host's
+/// CPU at 10 Hz (from the stored result, where the point has one).
+fn over_time(streams: &[&PointRecord]) -> Result<Vec<(String, String)>, Error> {
+    let l = Labeler::new(streams);
+    let name = |p: &PointRecord| format!("{} {} B", l.label(p), p.key.message_bytes);
+    let rate: Vec<(String, Vec<(f64, f64)>)> = streams
+        .iter()
+        .filter(|p| !p.samples.is_empty())
+        .map(|p| (name(p), p.samples.clone()))
+        .collect();
+    let cpu: Vec<(String, Vec<(f64, f64)>)> = streams
+        .iter()
+        .filter_map(|p| {
+            let c = p.result.as_ref()?.cpu.as_ref()?;
+            (!c.series.is_empty()).then(|| (name(p), c.series.clone()))
+        })
+        .collect();
+    let mut out = Vec::new();
+    if !rate.is_empty() {
+        let svg = charts::trace("Throughput across each point's window", "Gb/s", &rate)?;
+        out.push(("Throughput over time".into(), svg));
+    }
+    if !cpu.is_empty() {
+        let svg = charts::trace("Host CPU across each point's window", "% of the host", &cpu)?;
+        out.push(("Host CPU over time".into(), svg));
+    }
+    Ok(out)
 }
 
 /// The host's CPU by part per datapath, at each series' largest message size (or its RR point).

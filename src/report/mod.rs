@@ -5,7 +5,9 @@
 pub mod capacity;
 pub mod charts;
 pub mod compare;
+pub mod export;
 pub mod html;
+pub mod openmetrics;
 pub mod plan;
 pub mod table;
 pub mod text;
@@ -95,25 +97,83 @@ impl Labeler {
     }
 }
 
-/// Lines for one figure: per series, (message size, value) sorted by size.
-pub fn series_of(
-    points: &[&PointRecord],
-    value: impl Fn(&PointRecord) -> Option<f64>,
-) -> Vec<(String, Vec<(f64, f64)>)> {
+/// A figure a chart draws: read from a point (its median over the repeats) and from each repeat
+/// (for the whisker), in its unit.
+#[derive(Clone, Copy)]
+pub struct Figure {
+    pub point: fn(&PointRecord) -> Option<f64>,
+    pub repeat: fn(&crate::records::Repeat) -> Option<f64>,
+    pub unit: &'static str,
+}
+
+pub const THROUGHPUT: Figure = Figure {
+    point: |p| p.throughput_gbps,
+    repeat: |r| Some(r.throughput_gbps),
+    unit: "Gb/s",
+};
+pub const HOST_CPU: Figure = Figure {
+    point: |p| p.host_busy_pct,
+    repeat: |r| r.host_busy_pct,
+    unit: "% of the host",
+};
+pub const CPU_PER_GBPS: Figure = Figure {
+    point: |p| p.normalized_pct_per_gbps,
+    repeat: |r| r.normalized_pct_per_gbps,
+    unit: "% of the host per Gb/s",
+};
+
+/// A point's mark for `fig`: the median, the repeats' least and greatest, and a tip with the
+/// exact value and its conditions (where it ran, what bound it, whether it held still).
+pub fn mark(p: &PointRecord, fig: Figure, label: &str) -> Option<charts::Mark> {
+    let y = (fig.point)(p)?;
+    let each: Vec<f64> = p.repeats.iter().filter_map(fig.repeat).collect();
+    let low = each.iter().copied().fold(y, f64::min);
+    let high = each.iter().copied().fold(y, f64::max);
+    let bound = p
+        .bound_by
+        .map(|b| format!("bound by {b}"))
+        .unwrap_or_else(|| "bound by nothing".into());
+    let cores = match (&p.host_cpus, &p.client_cpus) {
+        (Some(h), Some(c)) => format!("host cores {h}, client cores {c}; "),
+        _ => String::new(),
+    };
+    let unstable = if p.unstable == Some(true) {
+        "; UNSTABLE"
+    } else {
+        ""
+    };
+    Some(charts::Mark {
+        x: p.key.message_bytes as f64,
+        y,
+        low,
+        high,
+        tip: format!(
+            "{label}, {} B: {y:.3} {} (min–max {low:.3}–{high:.3} over {} repeats); {cores}{bound}{unstable}",
+            p.key.message_bytes,
+            fig.unit,
+            each.len().max(1)
+        ),
+    })
+}
+
+/// Lines for one figure: per series, its marks sorted by message size.
+pub fn series_of(points: &[&PointRecord], fig: Figure) -> Vec<(String, Vec<charts::Mark>)> {
     let labeler = Labeler::new(points);
-    let mut out: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    let mut out: Vec<(String, Vec<charts::Mark>)> = Vec::new();
     let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for p in points {
-        let Some(v) = value(p) else { continue };
         let label = labeler.label(p);
+        let Some(m) = mark(p, fig, &label) else {
+            continue;
+        };
         let k = *index.entry(label.clone()).or_insert_with(|| {
             out.push((label, Vec::new()));
             out.len() - 1
         });
-        out[k].1.push((p.key.message_bytes as f64, v));
+        out[k].1.push(m);
     }
     for (_, v) in &mut out {
-        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        v.sort_by(|a, b| a.x.total_cmp(&b.x));
     }
     out
 }

@@ -336,6 +336,18 @@ impl Store {
         rows.map_err(e)
     }
 
+    /// A run's points by sequence, each with its whole stored result (for pages that draw a
+    /// point across its window).
+    pub fn points_whole(&self, run: i64) -> Result<Vec<PointRecord>> {
+        self.points(run)?
+            .into_iter()
+            .map(|(id, mut p)| {
+                p.result = self.point_result(id)?.map(Box::new);
+                Ok(p)
+            })
+            .collect()
+    }
+
     /// The stored full result of one point (the test's --json), read back as the one type it was
     /// written as; a document this build cannot read is an error naming the point.
     pub fn point_result(&self, point_id: i64) -> Result<Option<Measured>> {

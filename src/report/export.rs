@@ -1,0 +1,311 @@
+//! A run exported for other tools: CSV of its points (one median row each), of every repeat, or
+//! of every CPU part, each row with its run and host, for pandas and spreadsheets; and the
+//! OpenMetrics text format, which a fleet's Prometheus ingests.
+
+use crate::records::{PointRecord, RunRow};
+
+/// What `vnetlab export --format` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// One row per point: medians over its repeats.
+    Csv,
+    /// One row per repeat of every point.
+    RepeatsCsv,
+    /// One row per CPU part of every point.
+    PartsCsv,
+    /// The OpenMetrics text format: one gauge sample per point and figure, and per part.
+    Openmetrics,
+}
+
+impl std::str::FromStr for Format {
+    type Err = super::Error;
+    fn from_str(s: &str) -> Result<Format, super::Error> {
+        match s {
+            "csv" => Ok(Format::Csv),
+            "repeats-csv" => Ok(Format::RepeatsCsv),
+            "parts-csv" => Ok(Format::PartsCsv),
+            "openmetrics" => Ok(Format::Openmetrics),
+            _ => Err(super::Error::Failed(format!(
+                "--format {}: use csv, repeats-csv, parts-csv or openmetrics",
+                crate::text::clip(s)
+            ))),
+        }
+    }
+}
+
+/// The run in `format`.
+pub fn export(format: Format, run: &RunRow, points: &[PointRecord]) -> String {
+    match format {
+        Format::Csv => points_csv(run, points),
+        Format::RepeatsCsv => repeats_csv(run, points),
+        Format::PartsCsv => parts_csv(run, points),
+        Format::Openmetrics => super::openmetrics::render(run, points),
+    }
+}
+
+/// The host a run measured (empty where the store kept none).
+fn host(run: &RunRow) -> &str {
+    run.host.as_deref().unwrap_or("")
+}
+
+/// A CSV cell: quoted where it holds a comma, a quote or a line break.
+fn q(t: &str) -> String {
+    if t.contains([',', '"', '\n']) {
+        format!("\"{}\"", t.replace('"', "\"\""))
+    } else {
+        t.to_string()
+    }
+}
+
+/// An optional number as a cell (empty for none).
+fn f(v: Option<f64>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_default()
+}
+
+/// The cells that name a point in the per-repeat and per-part tables.
+const KEY_COLS: [&str; 9] = [
+    "run",
+    "host",
+    "seq",
+    "mode",
+    "guests",
+    "direction",
+    "test",
+    "message_bytes",
+    "load_bps",
+];
+
+fn key_cells(run: &RunRow, p: &PointRecord) -> Vec<String> {
+    vec![
+        run.id.to_string(),
+        q(host(run)),
+        p.seq.to_string(),
+        q(&p.key.mode.to_string()),
+        p.key.guests.to_string(),
+        q(p.key.direction.name()),
+        q(&p.key.test.to_string()),
+        p.key.message_bytes.to_string(),
+        p.key.load_bps.map(|v| v.to_string()).unwrap_or_default(),
+    ]
+}
+
+/// One row per repeat: what each window measured, in the order they ran.
+fn repeats_csv(run: &RunRow, points: &[PointRecord]) -> String {
+    let cols = [
+        "repeat",
+        "throughput_gbps",
+        "transactions_per_s",
+        "host_busy_pct",
+        "normalized_pct_per_gbps",
+        "bound_by",
+        "leak_pct",
+        "host_steal_pct",
+        "latency_p99_us",
+    ];
+    let mut s = [&KEY_COLS[..], &cols[..]].concat().join(",") + "\n";
+    for p in points {
+        for (i, r) in p.repeats.iter().enumerate() {
+            let mut row = key_cells(run, p);
+            row.extend([
+                (i + 1).to_string(),
+                r.throughput_gbps.to_string(),
+                f(r.transactions_per_s),
+                f(r.host_busy_pct),
+                f(r.normalized_pct_per_gbps),
+                q(&r.bound_by.map(|b| b.to_string()).unwrap_or_default()),
+                f(r.leak_pct),
+                f(r.host_steal_pct),
+                f(r.latency_p99_us),
+            ]);
+            s += &(row.join(",") + "\n");
+        }
+    }
+    s
+}
+
+/// One row per CPU part of each point (its median repeat's split of the host).
+fn parts_csv(run: &RunRow, points: &[PointRecord]) -> String {
+    let cols = ["part", "kind", "busy_pct", "cores"];
+    let mut s = [&KEY_COLS[..], &cols[..]].concat().join(",") + "\n";
+    for p in points {
+        for (name, kind, busy, cores) in &p.parts {
+            let mut row = key_cells(run, p);
+            row.extend([
+                q(name),
+                q(&serde_json::to_value(kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default()),
+                busy.to_string(),
+                cores.to_string(),
+            ]);
+            s += &(row.join(",") + "\n");
+        }
+    }
+    s
+}
+
+/// CSV of a run's points, for pandas and spreadsheets.
+fn points_csv(run: &RunRow, points: &[PointRecord]) -> String {
+    let cols = [
+        "run",
+        "host",
+        "seq",
+        "mode",
+        "guests",
+        "direction",
+        "test",
+        "message_bytes",
+        "socket_buffer",
+        "gro",
+        "tso",
+        "lro",
+        "mtu",
+        "wire_rate_bps",
+        "parallel",
+        "duration_s",
+        "repeat",
+        "throughput_gbps",
+        "transactions_per_s",
+        "latency_p50_us",
+        "latency_p99_us",
+        "host_busy_pct",
+        "machine_busy_pct",
+        "normalized_pct_per_gbps",
+        "sd_host",
+        "sd_send",
+        "sd_recv",
+        "error",
+        "load_bps",
+        "client_busy_pct",
+        "bound_by",
+        "leak_pct",
+        "placed",
+        "host_cpus",
+        "client_cpus",
+        "unstable",
+    ];
+    let mut s = cols.join(",") + "\n";
+    for p in points {
+        let row = [
+            run.id.to_string(),
+            q(host(run)),
+            p.seq.to_string(),
+            q(&p.key.mode.to_string()),
+            p.key.guests.to_string(),
+            q(p.key.direction.name()),
+            q(&p.key.test.to_string()),
+            p.key.message_bytes.to_string(),
+            p.key
+                .socket_buffer
+                .map(|v| v.to_string())
+                .unwrap_or_default(),
+            q(p.key.gro.name()),
+            p.key.tso.to_string(),
+            p.key.lro.to_string(),
+            p.key.mtu.to_string(),
+            p.key.wire_rate.map(|v| v.to_string()).unwrap_or_default(),
+            p.key.parallel.to_string(),
+            p.duration_s.to_string(),
+            p.repeat.to_string(),
+            f(p.throughput_gbps),
+            f(p.transactions_per_s),
+            f(p.latency_p50_us),
+            f(p.latency_p99_us),
+            f(p.host_busy_pct),
+            f(p.machine_busy_pct),
+            f(p.normalized_pct_per_gbps),
+            f(p.sd_host),
+            f(p.sd_send),
+            f(p.sd_recv),
+            q(p.error.as_deref().unwrap_or("")),
+            p.key.load_bps.map(|v| v.to_string()).unwrap_or_default(),
+            f(p.client_busy_pct),
+            q(&p.bound_by
+                .as_ref()
+                .map(|b| b.to_string())
+                .unwrap_or_default()),
+            f(p.leak_pct),
+            p.placed.map(|v| v.to_string()).unwrap_or_default(),
+            q(p.host_cpus.as_deref().unwrap_or("")),
+            q(p.client_cpus.as_deref().unwrap_or("")),
+            p.unstable.map(|v| v.to_string()).unwrap_or_default(),
+        ];
+        s += &(row.join(",") + "\n");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_quotes_and_has_a_header() {
+        let run = RunRow {
+            id: 3,
+            name: "q".into(),
+            description: String::new(),
+            experiment_hash: String::new(),
+            vnetlab_version: String::new(),
+            started_at: String::new(),
+            finished_at: None,
+            status: crate::vocab::RunStatus::Complete,
+            host: None,
+            planned_points: 1,
+            points: 1,
+            host_facts: Default::default(),
+            experiment_text: String::new(),
+        };
+        let p = PointRecord {
+            seq: 1,
+            key: crate::records::PointKey {
+                mode: crate::vocab::Mode::Bridge,
+                ..Default::default()
+            },
+            throughput_gbps: Some(1.5),
+            error: Some("a, \"b\"".into()),
+            ..Default::default()
+        };
+        let c = export(Format::Csv, &run, &[p]);
+        let lines: Vec<&str> = c.lines().collect();
+        assert!(lines[0].starts_with("run,host,seq,mode"));
+        assert!(lines[1].starts_with("3,,1,bridge,"));
+        assert!(lines[1].contains(",\"a, \"\"b\"\"\","), "{}", lines[1]);
+        assert_eq!(lines[0].split(',').count(), 36);
+    }
+
+    #[test]
+    fn repeats_and_parts_have_a_row_each_with_run_and_host() {
+        let run = RunRow {
+            id: 7,
+            name: "q".into(),
+            description: String::new(),
+            experiment_hash: String::new(),
+            vnetlab_version: String::new(),
+            started_at: String::new(),
+            finished_at: None,
+            status: crate::vocab::RunStatus::Complete,
+            host: Some("hostA".into()),
+            planned_points: 1,
+            points: 1,
+            host_facts: Default::default(),
+            experiment_text: String::new(),
+        };
+        let p = PointRecord {
+            seq: 2,
+            repeats: vec![Default::default(), Default::default(), Default::default()],
+            parts: vec![
+                ("g1".into(), crate::vocab::PartKind::Guest, 4.0, 0.04),
+                ("NAPI".into(), crate::vocab::PartKind::Napi, 1.0, 0.01),
+            ],
+            ..Default::default()
+        };
+        let r = export(Format::RepeatsCsv, &run, std::slice::from_ref(&p));
+        assert_eq!(r.lines().count(), 4, "{r}");
+        assert!(r.lines().nth(3).unwrap().starts_with("7,hostA,2,"));
+        let c = export(Format::PartsCsv, &run, &[p]);
+        assert_eq!(c.lines().count(), 3, "{c}");
+        assert!(c.contains(",g1,guest,4,0.04"), "{c}");
+    }
+}
