@@ -4,6 +4,9 @@
 CARGO ?= cargo
 # command:package pairs the lab runs
 DEPS := ip:iproute2 tc:iproute2 ethtool:ethtool nft:nftables sysctl:procps pgrep:procps iperf3:iperf3 sockperf:sockperf chromium:chromium busybox:busybox-static qemu-system-x86_64:qemu-system-x86 xz:xz-utils strip:binutils pg_ctlcluster:postgresql ss:iproute2 runuser:util-linux unshare:util-linux
+# python-module:package pairs the tests use with the distribution's /usr/bin/python3 (a real
+# OpenMetrics parser reads `export --format openmetrics`)
+PYDEPS := prometheus_client:python3-prometheus-client
 BIN := target/release/vnetlab
 
 .PHONY: all deps build install test lint demo bench reproduce fuzz clean
@@ -13,6 +16,8 @@ all: build
 deps:
 	@missing=""; for d in $(DEPS); do c=$${d%%:*}; p=$${d##*:}; \
 	  command -v $$c >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	for d in $(PYDEPS); do m=$${d%%:*}; p=$${d##*:}; \
+	  /usr/bin/python3 -c "import $$m" >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  if command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing:$$missing"; \

@@ -11,6 +11,7 @@ pub mod guest;
 pub mod lab;
 pub mod measure;
 pub mod meter;
+pub mod named;
 pub mod records;
 pub mod report;
 pub mod reproduce;

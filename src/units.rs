@@ -120,27 +120,43 @@ pub struct Rate(pub u64);
 
 impl FromStr for Rate {
     type Err = Error;
+    /// As tc writes rates (`100mbit`, `1gbit`) or as iperf3's `-b` does (`500K`, `100M`, `1G`, or
+    /// a bare number: bits per second, powers of 1000). `MB`, `mbps` and the like are refused: tc
+    /// reads `mbps` as megabytes.
     fn from_str(s: &str) -> Result<Self, Error> {
         let bad = || {
             malformed(
                 "rate",
                 s,
-                "write a number and a unit, e.g. 100mbit, 1gbit, 10gbit",
+                "write bits per second as iperf3 does (500K, 100M, 1G) or as tc does (100mbit, 1gbit)",
             )
         };
-        let (num, unit) = split_unit(s).ok_or_else(bad)?;
-        // As tc reads them: `500Mbit` is `500mbit`.
+        let (num, unit) = match split_unit(s) {
+            Some(x) => x,
+            None => (
+                s.parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite())
+                    .ok_or_else(bad)?,
+                "",
+            ),
+        };
+        // As tc reads them: `500Mbit` is `500mbit`; as iperf3 reads them: `100m` is `100M`.
         let mult = match unit.to_ascii_lowercase().as_str() {
-            "bit" => 1.0,
-            "kbit" => 1e3,
-            "mbit" => 1e6,
-            "gbit" => 1e9,
-            "tbit" => 1e12,
+            "" | "bit" => 1.0,
+            "k" | "kbit" => 1e3,
+            "m" | "mbit" => 1e6,
+            "g" | "gbit" => 1e9,
+            "t" | "tbit" => 1e12,
             _ => return Err(bad()),
         };
         let bps = num * mult;
         if !(1000.0..=1e13).contains(&bps) {
-            return Err(out_of_range("rate", s, "1kbit to 10tbit"));
+            return Err(out_of_range(
+                "rate",
+                s,
+                "1K to 10T bits/s (1kbit to 10tbit)",
+            ));
         }
         Ok(Rate(bps as u64))
     }
@@ -460,8 +476,19 @@ mod tests {
             assert_eq!(Rate(r).to_string(), text);
             assert_eq!(text.parse::<Rate>().unwrap(), Rate(r));
         }
+        // iperf3's -b: K, M, G, T as bits/s in powers of 1000, or a bare number of bits/s.
+        for (text, bps) in [
+            ("500K", 500_000),
+            ("100M", 100_000_000),
+            ("1G", 1_000_000_000),
+            ("2.5g", 2_500_000_000),
+            ("1000000", 1_000_000),
+        ] {
+            assert_eq!(text.parse::<Rate>().unwrap().0, bps, "{text}");
+        }
         for bad in [
-            "", "gbit", "1", "1gb", "-1gbit", "1 gbit", "nangbit", "1e30gbit", "0bit",
+            "", "gbit", "1", "1gb", "-1gbit", "1 gbit", "nangbit", "1e30gbit", "0bit", "100MB",
+            "100mbps", "inf", "NaN", "-5M", "1e30",
         ] {
             assert!(bad.parse::<Rate>().is_err(), "{bad} should not parse");
         }

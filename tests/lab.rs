@@ -186,6 +186,7 @@ fn bad_input_is_one_line_exit_2_and_leaves_nothing() {
             &["up", "--guests", "300", "--subnet", "10.99.0.0/24"],
             "holds at most",
         ),
+        (&["up", "--guests", "300"], "pass --force"),
         (&["up", "--wire-rate", "fast"], "bad rate"),
         (&["up", "--wire-delay", "5"], "bad delay"),
         (&["up", "--wire-loss", "2"], "bad loss"),

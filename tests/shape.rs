@@ -2,8 +2,9 @@
 //! repeats, request/response with repeats, a verified transfer with zero-copy, software LRO)
 //! names exactly the keys listed in tests/fixtures/result_keys.txt, which were read off the
 //! vnetlab before results became typed structs (plus `.version` and `.cpu.parts[].role`, added
-//! with the versioned Measured document). Maps keyed by names (guests, cores, softirqs,
-//! flush reasons) count as one `<name>` key.
+//! with the versioned Measured document, and the CPU series' named `t` and `busy_pct` of
+//! version 3). Maps keyed by names (guests, cores, softirqs, flush reasons) count as one
+//! `<name>` key.
 
 mod common;
 use common::*;

@@ -550,7 +550,7 @@ fn a_run_takes_the_uplink_for_every_lab_and_gives_it_back() {
         assert!(
             parts
                 .iter()
-                .all(|x| !x[0].as_str().unwrap().contains("client")),
+                .all(|x| !x["name"].as_str().unwrap().contains("client")),
             "{parts:?}"
         );
     }

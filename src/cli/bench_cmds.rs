@@ -35,6 +35,7 @@ struct VnicBenchArgs {
     /// Runs per point; the median is compared
     #[arg(long, default_value_t = 3, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=50))]
     repeat: u32,
+    /// One JSON document on stdout, for scripts
     #[arg(long)]
     json: bool,
 }
@@ -63,6 +64,7 @@ struct StoreArgs {
     /// Points to store and report
     #[arg(long, default_value_t = 1000)]
     points: u32,
+    /// One JSON document on stdout, for scripts
     #[arg(long)]
     json: bool,
 }
@@ -114,6 +116,7 @@ struct EngineArgs {
     /// or both, comma-separated
     #[arg(long, default_value = "app")]
     pacing: String,
+    /// One JSON document on stdout, for scripts
     #[arg(long)]
     json: bool,
 }

@@ -14,6 +14,9 @@ pub struct UpArgs {
     /// Lab name: 1–6 lowercase letters/digits [default: lab]
     #[arg(long)]
     name: Option<String>,
+    /// Build a lab of more than 64 guests
+    #[arg(long)]
+    force: bool,
     /// Read the topology from a TOML file (same keys as these flags; see docs/labs.md)
     #[arg(long, short = 'f')]
     file: Option<String>,
@@ -187,8 +190,20 @@ fn vm_line(name: &str, vm: &lstatus::VmStatus) -> String {
     )
 }
 
+/// Past this many guests a lab is built only with --force: each is a namespace (and in userspace
+/// modes a process), and a slip of a digit should not build hundreds.
+const MANY_GUESTS: u32 = 64;
+
 pub fn up(a: UpArgs) -> CmdResult {
     let t = a.topology()?;
+    if t.guests > MANY_GUESTS && !a.force && !a.dry_run {
+        return Err(Fail::Input(format!(
+            "--guests {}: a lab of {} guests builds {} network namespaces; pass --force to build it (over {MANY_GUESTS} guests)",
+            t.guests,
+            t.guests,
+            t.guests + 2
+        )));
+    }
     if a.dry_run {
         let p = build::prepare(&t)?;
         for line in crate::lab::plan::shell(&p) {

@@ -43,6 +43,7 @@ pub struct ReproduceArgs {
     guests: GuestsArg,
     #[command(flatten)]
     site: super::exp_cmds::SiteArgs,
+    /// One JSON document on stdout, for scripts
     #[arg(long)]
     json: bool,
 }

@@ -64,9 +64,9 @@ pub struct TestArgs {
     /// Parallel streams (or RR connections) per sender
     #[arg(short = 'P', long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=256))]
     parallel: u32,
-    /// Pace each stream to this rate, e.g. 100mbit (paper 1's per-desktop load); for RR tests,
-    /// the requests' and responses' bytes together
-    #[arg(long)]
+    /// Pace each stream to this rate in bits/s, as iperf3's -b (500K, 100M, 1G) or tc (100mbit):
+    /// paper 1's per-desktop load; for RR tests, the requests' and responses' bytes together
+    #[arg(short = 'b', long)]
     rate: Option<String>,
     /// RR tests: pace each connection to N transactions per second (an open load, so latency is
     /// not the connection's own back-to-back limit)
@@ -141,14 +141,18 @@ pub struct TestArgs {
     /// With --movie: scale the paper's times (rates stay), e.g. 0.1 plays 25.3 s
     #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
     time_scale: f64,
-    /// In a lab: a stock `iperf3 -s` at the client is the far end of a TCP_STREAM or UDP_STREAM
-    /// (iperf3[:PORT], default port 5201): vnetlab starts it in a local client's namespace; on a
+    /// In a lab: a stock `iperf3 -s` at the client is the far end of a TCP_STREAM, TCP_MAERTS
+    /// (iperf3 -R) or UDP_STREAM (iperf3[:PORT], default port 5201): vnetlab starts it in a local client's namespace; on a
     /// client machine (`up --client`) it must be running there. The result says iperf3 moved
     /// the bytes; the meter measures the host as for any test
     #[arg(long, value_name = "iperf3[:PORT]")]
     peer: Option<String>,
-    /// One JSON document on stdout
-    #[arg(long)]
+    /// Reverse, as iperf3's -R: the far end sends (in a lab, --to sends to --from; with -H, a
+    /// TCP_STREAM runs as TCP_MAERTS)
+    #[arg(short = 'R', long)]
+    reverse: bool,
+    /// One JSON document on stdout (iperf3's -J)
+    #[arg(short = 'J', long)]
     json: bool,
 }
 
@@ -158,12 +162,16 @@ impl TestArgs {
         let d = TestDesc::default();
         let size = |v: &Option<String>| v.as_deref().map(units::parse_size).transpose();
         let rr = match &self.rr {
-            Some(r) => units::parse_rr(r)?,
+            Some(r) => msg_sizes("-r", r, units::parse_rr(r))?,
             None => d.rr,
         };
+        let msg = match &self.msg {
+            Some(m) => msg_sizes("-m", m, units::parse_size(m).map(|v| (v, v)))?.0,
+            None => d.msg,
+        };
         Ok(TestDesc {
-            test: self.test,
-            msg: size(&self.msg)?.unwrap_or(d.msg),
+            test: self.test_kind()?,
+            msg,
             rr,
             bufs: (size(&self.local_buf)?, size(&self.remote_buf)?),
             duration: self.duration,
@@ -198,6 +206,94 @@ impl TestArgs {
             crate::engine::sockets::check_congestion(&s.congestion)?;
         }
         Ok(s)
+    }
+
+    /// The test as asked: reversed with -R as iperf3 does (with -H a TCP_STREAM runs as
+    /// TCP_MAERTS; in a lab the endpoints swap instead).
+    fn test_kind(&self) -> Result<TestKind, Fail> {
+        if !self.reverse || self.host.is_none() {
+            return Ok(self.test);
+        }
+        match self.test {
+            TestKind::TcpStream => Ok(TestKind::TcpMaerts),
+            TestKind::TcpMaerts => Ok(TestKind::TcpStream),
+            t => Err(Fail::Input(format!(
+                "-R with -H reverses TCP_STREAM (it runs as TCP_MAERTS); {t} has no reverse there: run it in a lab with --from and --to swapped"
+            ))),
+        }
+    }
+
+    /// In a lab, who sends to whom: as asked; VDI between the host and the client; with only
+    /// `--lab` (or no lab named and no -H), g1 → client; -R swaps the two.
+    fn endpoints(&self) -> Result<(Option<Senders>, Option<Role>), Fail> {
+        let in_lab = self.host.is_none();
+        let (from, to) = match (self.from, self.to) {
+            (None, None) if in_lab && self.test == TestKind::Vdi => {
+                (Some(Senders::One(Role::Host)), Some(Role::Client))
+            }
+            (None, None) if in_lab => (Some(Senders::One(Role::Guest(1))), Some(Role::Client)),
+            ft => ft,
+        };
+        if !self.reverse || !in_lab {
+            return Ok((from, to));
+        }
+        match (from, to) {
+            _ if self.test == TestKind::Vdi => Err(Fail::Input(
+                "-t VDI always streams the host's screens to the client: drop -R".into(),
+            )),
+            (Some(Senders::One(f)), Some(t)) => Ok((Some(Senders::One(t)), Some(f))),
+            _ => Err(Fail::Input(
+                "-R swaps --from and --to: give one sender (g1…, client or host), not guests"
+                    .into(),
+            )),
+        }
+    }
+
+    /// A test in a lab (the one named, or the only one) between `from` and `to`.
+    fn in_lab(&self, from: Option<Senders>, to: Option<Role>) -> Result<Target, Fail> {
+        need_root("vnetlab test in a lab")?;
+        let rec = Lab::open(self.lab.as_deref())?.record().clone();
+        let from = from.ok_or(Fail::Input(
+            "--to needs --from (g1…, client, host or guests)".into(),
+        ))?;
+        let to = to.ok_or(Fail::Input(
+            "--from needs --to (g1…, client or host)".into(),
+        ))?;
+        if let Senders::One(r) = from {
+            rec.endpoint(r)?;
+        }
+        rec.endpoint(to)?;
+        if from == Senders::One(to) || (from == Senders::AllGuests && to.is_guest()) {
+            return Err(Fail::Input(format!("--from {from} --to {to}: a test needs two different endpoints (e.g. --from g1 --to client)")));
+        }
+        let loads = self.loads(&rec)?;
+        Ok(Target::Lab {
+            rec: Box::new(rec),
+            from,
+            to,
+            loads,
+            other: None,
+        })
+    }
+
+    /// A standalone test against the `vnetlab serve` at `host`.
+    fn remote(&self, host: &str) -> Result<Target, Fail> {
+        if !self.load.is_empty() || self.desktop_load.is_some() {
+            return Err(Fail::Input(
+                "--load and --desktop-load run in a lab: use --from/--to instead of -H".into(),
+            ));
+        }
+        let ip = resolve_host(host)?;
+        check_allowed(ip)?;
+        let token = self.token.clone().ok_or(Fail::Input(
+            "-H needs --token: pass the token `vnetlab serve` printed".into(),
+        ))?;
+        Ok(Target::Remote {
+            host: host.to_string(),
+            ip,
+            port: self.port,
+            token,
+        })
     }
 
     /// `--tps N` as the bit rate of N transactions of `req` + `resp` bytes per second.
@@ -299,6 +395,28 @@ impl TestArgs {
     }
 }
 
+/// Message sizes as parsed, held to the engine's one range and said so whichever bound was
+/// crossed (a size parses up to 1G; a message is at most `MAX_MSG`).
+fn msg_sizes(
+    flag: &str,
+    text: &str,
+    parsed: Result<(usize, usize), units::Error>,
+) -> Result<(usize, usize), Fail> {
+    let max = crate::engine::spec::MAX_MSG;
+    let out = || {
+        Fail::Input(format!(
+            "{flag} {}: out of range: use 1 byte to {}M",
+            crate::text::clip(text),
+            max >> 20
+        ))
+    };
+    match parsed {
+        Ok((a, b)) if (1..=max).contains(&a) && (1..=max).contains(&b) => Ok((a, b)),
+        Ok(_) | Err(units::Error::OutOfRange { .. }) => Err(out()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// The largest profiles file read.
 const MAX_PROFILES_BYTES: u64 = 1 << 20;
 
@@ -320,68 +438,22 @@ pub fn test(a: TestArgs) -> CmdResult {
     if !(1..=1000).contains(&a.repeat) {
         return Err(Fail::Input(format!("--repeat {}: use 1 to 1000", a.repeat)));
     }
-    let vdi_default = a.test == TestKind::Vdi && a.host.is_none();
-    let (from, to) = match (a.from, a.to) {
-        (None, None) if vdi_default => (Some(Senders::One(Role::Host)), Some(Role::Client)),
-        ft => ft,
-    };
+    let (from, to) = a.endpoints()?;
     if a.test == TestKind::Vdi
         && a.host.is_none()
         && (from, to) != (Some(Senders::One(Role::Host)), Some(Role::Client))
     {
         return Err(Fail::Input("-t VDI runs between the lab's host (the protocol engine) and the client: drop --from/--to".into()));
     }
-    let target = if from.is_some() || to.is_some() {
-        if a.host.is_some() {
-            return Err(Fail::Input(
-                "use either -H (standalone) or --from/--to (in a lab), not both".into(),
-            ));
+    let target = match &a.host {
+        Some(h) if a.from.is_some() || a.to.is_some() => {
+            return Err(Fail::Input(format!(
+                "use either -H {} (standalone) or --from/--to (in a lab), not both",
+                crate::text::clip(h)
+            )))
         }
-        need_root("vnetlab test in a lab")?;
-        let rec = Lab::open(a.lab.as_deref())?.record().clone();
-        let from = from.ok_or(Fail::Input(
-            "--to needs --from (g1…, client, host or guests)".into(),
-        ))?;
-        let to = to.ok_or(Fail::Input(
-            "--from needs --to (g1…, client or host)".into(),
-        ))?;
-        if let Senders::One(r) = from {
-            rec.endpoint(r)?;
-        }
-        rec.endpoint(to)?;
-        if from == Senders::One(to) || (from == Senders::AllGuests && to.is_guest()) {
-            return Err(Fail::Input(format!("--from {from} --to {to}: a test needs two different endpoints (e.g. --from g1 --to client)")));
-        }
-        let loads = a.loads(&rec)?;
-        Target::Lab {
-            rec: Box::new(rec),
-            from,
-            to,
-            loads,
-            other: None,
-        }
-    } else if let Some(h) = &a.host {
-        if !a.load.is_empty() || a.desktop_load.is_some() {
-            return Err(Fail::Input(
-                "--load and --desktop-load run in a lab: use --from/--to instead of -H".into(),
-            ));
-        }
-        let ip = resolve_host(h)?;
-        check_allowed(ip)?;
-        let token = a.token.clone().ok_or(Fail::Input(
-            "-H needs --token: pass the token `vnetlab serve` printed".into(),
-        ))?;
-        Target::Remote {
-            host: h.clone(),
-            ip,
-            port: a.port,
-            token,
-        }
-    } else {
-        return Err(Fail::Input(
-            "say where to test: -H HOST (with `vnetlab serve` there) or --from/--to inside a lab"
-                .into(),
-        ));
+        Some(h) => a.remote(h)?,
+        None => a.in_lab(from, to)?,
     };
     let progress = |i: u32, n: u32| {
         if n > 1 && !a.json {
@@ -555,6 +627,7 @@ pub struct MeterArgs {
         allow_negative_numbers = true
     )]
     seconds: f64,
+    /// One JSON document on stdout, for scripts
     #[arg(long)]
     json: bool,
 }

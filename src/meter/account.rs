@@ -120,6 +120,7 @@ pub struct CpuReport {
     pub meter: MeterInfo,
     pub check: Check,
     /// Host busy per 0.1 s inside the window.
+    #[serde(with = "crate::named::busy_series")]
     pub series: Vec<(f64, f64)>,
 }
 

@@ -15,9 +15,10 @@ use crate::meter::account::CpuReport;
 use crate::vnic::backend::VnicDelta;
 use crate::vocab::Role;
 
-/// The version of `Measured` this build writes. 1 is the document before versions (no `version`
-/// field): read as 2, whose fields it has.
-pub const VERSION: u32 = 2;
+/// The version of `Measured` (and of every JSON document vnetlab prints) this build writes. 1 is
+/// the document before versions (no `version` field); 2 added parts' roles; 3 writes the CPU
+/// series, a point's samples and its parts with named fields. Older ones are read.
+pub const VERSION: u32 = 3;
 
 /// The largest stored document read back (a point's intervals, TCP samples and CPU series).
 pub const MAX_DOCUMENT: usize = 16 << 20;
@@ -97,8 +98,9 @@ impl Measured {
         .expect("a measured result serializes")
     }
 
-    /// A stored document read back: this version, or version 1 (migrated: its fields are this
-    /// version's, every field added since has a default).
+    /// A stored document read back: this version or an older one (migrated: version 2 added
+    /// `version` and parts' roles, version 3 named the fields of the CPU series; every field
+    /// added since version 1 has a default and the series reads either form).
     pub fn decode(text: &str) -> Result<Measured, DocError> {
         if text.len() > MAX_DOCUMENT {
             return Err(DocError::TooLarge(text.len()));
@@ -114,7 +116,7 @@ impl Measured {
         };
         let probe: Probe = serde_json::from_str(text).map_err(|e| corrupt(0, e))?;
         match probe.version {
-            1 | VERSION => {
+            1..=VERSION => {
                 let mut m: Measured =
                     serde_json::from_str(text).map_err(|e| corrupt(probe.version, e))?;
                 m.version = VERSION;

@@ -241,8 +241,11 @@ pub struct PointRecord {
     #[serde(skip)]
     pub result: Option<Box<measured::Measured>>,
     pub error: Option<String>,
+    /// Throughput per interval of the measured window.
+    #[serde(with = "crate::named::rate_samples")]
     pub samples: Vec<(f64, f64)>,
     /// The host's CPU parts.
+    #[serde(with = "crate::named::parts")]
     pub parts: Vec<PartRecord>,
     /// The client's busy share of its own cores.
     #[serde(default)]
@@ -392,9 +395,10 @@ mod tests {
             ),
             (Some("both"), Some("host core 0"), Some(500_000_000))
         );
+        // Parts by name since version 3 (they were positional arrays).
         assert_eq!(
             v["parts"][0],
-            serde_json::json!(["g1", "guest", 12.5, 0.125])
+            serde_json::json!({"name": "g1", "kind": "guest", "busy_pct": 12.5, "cores": 0.125})
         );
         let back: PointRecord = serde_json::from_value(v).unwrap();
         assert_eq!(back.key, p.key);

@@ -35,6 +35,8 @@ pub enum Error {
     EmptyFile(String),
     #[error("cannot write {0} (a read-only file, folder or file system): write to another --db; `runs` and `report` can still read it")]
     ReadOnly(String),
+    #[error("--db {path}: the folder {folder} does not exist (vnetlab makes no folder you did not ask for): make it, or give a --db in a folder that exists")]
+    NoFolder { path: String, folder: String },
     #[error("{path} is damaged ({why}): vnetlab will not write to it; `vnetlab export` and `report` read what is left")]
     Damaged { path: String, why: String },
     #[error("{path} was written by an older vnetlab (schema {found} of {known}): `vnetlab migrate --db {path}` brings it up to date")]
@@ -256,6 +258,15 @@ impl Store {
     /// a store vnetlab cannot write, and a damaged one.
     pub fn open(path: &Path, create: bool) -> Result<Store> {
         let exists = check_path(path)?;
+        if let Some(d) = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
+        {
+            return Err(Error::NoFolder {
+                path: shown(path),
+                folder: shown(d),
+            });
+        }
         if !crate::sys::writable(path) {
             return Err(Error::ReadOnly(shown(path)));
         }

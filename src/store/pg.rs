@@ -62,7 +62,7 @@ impl Pg {
     fn err(&self) -> impl Fn(postgres::Error) -> Error + '_ {
         move |e| Error::Pg {
             url: self.shown.clone(),
-            message: e.to_string(),
+            message: with_causes(&e),
         }
     }
 
@@ -84,7 +84,7 @@ impl Pg {
         cfg.connect_timeout(std::time::Duration::from_secs(CONNECT_TIMEOUT_S as u64));
         let client = cfg.connect(NoTls).map_err(|e| Error::Pg {
             url: shown.clone(),
-            message: format!("cannot connect: {e}"),
+            message: format!("cannot connect: {}", with_causes(&e)),
         })?;
         let pg = Pg {
             client: RefCell::new(client),
@@ -260,6 +260,21 @@ impl Pg {
     }
 }
 
+/// An error with every cause under it ("error connecting to server: Connection refused (os
+/// error 111)"): the postgres crate's own text names only the outermost.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let c_text = c.to_string();
+        if !text.contains(&c_text) {
+            text = format!("{text}: {c_text}");
+        }
+        cause = c.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -269,5 +284,26 @@ mod tests {
             "postgresql://vl@db.example:5432/lab"
         );
         assert_eq!(super::shown("postgresql://h/db"), "postgresql://h/db");
+    }
+
+    #[test]
+    fn an_error_says_its_causes() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "Connection refused");
+        #[derive(Debug)]
+        struct Outer(std::io::Error);
+        impl std::fmt::Display for Outer {
+            fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("error connecting to server")
+            }
+        }
+        impl std::error::Error for Outer {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        assert_eq!(
+            super::with_causes(&Outer(io)),
+            "error connecting to server: Connection refused"
+        );
     }
 }
