@@ -124,9 +124,11 @@ fn unstable_costs(
     allow: bool,
     notes: &mut Vec<String>,
 ) -> Result<(), Error> {
+    let mut seen = std::collections::BTreeSet::new();
+    // A point may give two costs (the native guest's stream stands for the VDI network too).
     let shaky: Vec<String> = used
         .iter()
-        .filter(|p| p.unstable == Some(true))
+        .filter(|p| p.unstable == Some(true) && seen.insert(p.seq))
         .map(|p| {
             let cpu = p
                 .spread

@@ -391,6 +391,8 @@ pub fn paper_bars(f: &PaperChart) -> Result<String, Error> {
     };
     let bars = f.ours.iter().flat_map(|(_, v)| v.iter().flatten());
     let paper = f.paper.iter().flat_map(|v| v.iter().flatten().copied());
+    // Without the paper's values there is nothing to tell ours from.
+    let has_paper = paper.clone().next().is_some();
     let ours_max = finite_max(bars.map(|b| b.high.max(b.value)));
     let (ymax, y2max) = match f.y2_desc {
         Some(_) => (nice_max(ours_max * 1.7), nice_max(finite_max(paper) * 1.7)),
@@ -453,7 +455,11 @@ pub fn paper_bars(f: &PaperChart) -> Result<String, Error> {
                 Rectangle::new([(x - h, 0.0), (x + h, b.value)], color.filled())
             }))
             .map_err(|x| e(&x))?
-            .label(format!("{name} (ours)"))
+            .label(if has_paper {
+                format!("{name} (ours)")
+            } else {
+                name.clone()
+            })
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
             c.draw_series(cells.iter().filter(|(_, b)| b.high > b.low).map(|&(j, b)| {
                 let (x, h) = at(j, i);
