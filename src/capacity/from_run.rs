@@ -269,21 +269,7 @@ mod tests {
     use crate::records::PointKey;
 
     fn sample_run() -> RunRow {
-        RunRow {
-            id: 1,
-            name: "r".into(),
-            description: String::new(),
-            experiment_hash: String::new(),
-            vnetlab_version: String::new(),
-            started_at: String::new(),
-            finished_at: None,
-            status: crate::vocab::RunStatus::Complete,
-            host: None,
-            planned_points: 0,
-            points: 0,
-            host_facts: Default::default(),
-            experiment_text: String::new(),
-        }
+        RunRow::sample(1, "r", None)
     }
 
     fn pt(

@@ -324,6 +324,28 @@ pub struct RunRow {
     pub host: Option<String>,
 }
 
+impl RunRow {
+    /// A complete run of that id and name with nothing else recorded, for tests.
+    #[cfg(test)]
+    pub fn sample(id: i64, name: &str, host: Option<&str>) -> RunRow {
+        RunRow {
+            id,
+            name: name.into(),
+            description: String::new(),
+            experiment_hash: String::new(),
+            vnetlab_version: String::new(),
+            started_at: String::new(),
+            finished_at: None,
+            status: RunStatus::Complete,
+            planned_points: 1,
+            points: 1,
+            host_facts: Default::default(),
+            experiment_text: String::new(),
+            host: host.map(str::to_string),
+        }
+    }
+}
+
 /// Which run a command means: the newest, or one by id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunRef {

@@ -234,21 +234,7 @@ mod tests {
 
     #[test]
     fn the_compare_page_puts_two_runs_side_by_side() {
-        let run = |id| RunRow {
-            id,
-            name: format!("r{id}"),
-            description: String::new(),
-            experiment_hash: String::new(),
-            vnetlab_version: String::new(),
-            started_at: String::new(),
-            finished_at: None,
-            status: crate::vocab::RunStatus::Complete,
-            host: None,
-            planned_points: 0,
-            points: 0,
-            host_facts: Default::default(),
-            experiment_text: String::new(),
-        };
+        let run = |id| RunRow::sample(id, &format!("r{id}"), None);
         let rows = compare(&[pt(10.0, 9.5, 10.5)], &[pt(12.0, 11.8, 12.2)]);
         let h = page(&run(1), &run(2), &rows).unwrap();
         assert!(h.contains("run 2 (r2) against run 1 (r1)") && h.contains("<svg"));

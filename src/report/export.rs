@@ -242,21 +242,7 @@ mod tests {
 
     #[test]
     fn csv_quotes_and_has_a_header() {
-        let run = RunRow {
-            id: 3,
-            name: "q".into(),
-            description: String::new(),
-            experiment_hash: String::new(),
-            vnetlab_version: String::new(),
-            started_at: String::new(),
-            finished_at: None,
-            status: crate::vocab::RunStatus::Complete,
-            host: None,
-            planned_points: 1,
-            points: 1,
-            host_facts: Default::default(),
-            experiment_text: String::new(),
-        };
+        let run = RunRow::sample(3, "q", None);
         let p = PointRecord {
             seq: 1,
             key: crate::records::PointKey {
@@ -277,21 +263,7 @@ mod tests {
 
     #[test]
     fn repeats_and_parts_have_a_row_each_with_run_and_host() {
-        let run = RunRow {
-            id: 7,
-            name: "q".into(),
-            description: String::new(),
-            experiment_hash: String::new(),
-            vnetlab_version: String::new(),
-            started_at: String::new(),
-            finished_at: None,
-            status: crate::vocab::RunStatus::Complete,
-            host: Some("hostA".into()),
-            planned_points: 1,
-            points: 1,
-            host_facts: Default::default(),
-            experiment_text: String::new(),
-        };
+        let run = RunRow::sample(7, "q", Some("hostA"));
         let p = PointRecord {
             seq: 2,
             repeats: vec![Default::default(), Default::default(), Default::default()],

@@ -115,21 +115,7 @@ mod tests {
 
     #[test]
     fn every_sample_is_labelled_escaped_and_the_text_ends_with_eof() {
-        let run = RunRow {
-            id: 4,
-            name: "q".into(),
-            description: String::new(),
-            experiment_hash: String::new(),
-            vnetlab_version: String::new(),
-            started_at: String::new(),
-            finished_at: None,
-            status: crate::vocab::RunStatus::Complete,
-            host: Some("a\"b".into()),
-            planned_points: 1,
-            points: 1,
-            host_facts: Default::default(),
-            experiment_text: String::new(),
-        };
+        let run = RunRow::sample(4, "q", Some("a\"b"));
         let p = PointRecord {
             seq: 1,
             throughput_gbps: Some(0.3),
