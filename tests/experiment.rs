@@ -71,6 +71,9 @@ fn a_run_is_stored_reported_exported_and_compared() {
             .iter()
             .any(|x| x["name"] == "g1" && x["kind"] == "guest"));
         assert!(p["lab_facts"]["host_interfaces"].is_array());
+        // How its TCP ran is kept with the point.
+        assert_eq!(p["congestion"], "cubic", "{p}");
+        assert!(p["tcp_retransmits"].is_u64(), "{p}");
     }
     assert!(r["run"]["host_facts"]["kernel"].as_str().unwrap().len() > 1);
     assert_eq!(r["version"], 3, "the report's JSON says its schema version");

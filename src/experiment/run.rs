@@ -101,6 +101,9 @@ pub fn record(p: &Point, m: &Measured, lab_facts: &LabFacts) -> PointRecord {
         host_cpus: m.cpus.as_ref().map(|x| x.host.to_string()),
         client_cpus: m.cpus.as_ref().map(|x| x.client.to_string()),
         unstable: r.map(|r| r.unstable),
+        congestion: m.result.congestion.as_ref().map(|c| c.to_string()),
+        pacing: p.spec.rate.map(|_| p.spec.pacing),
+        tcp_retransmits: m.result.tcp_retransmits,
         host_steal_pct: largest(each.iter().filter_map(|x| x.host_steal_pct))
             .or(c.map(|c| c.host_steal_pct)),
         repeats: each.clone(),

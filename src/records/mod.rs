@@ -266,6 +266,15 @@ pub struct PointRecord {
     /// Throughput or CPU per Gb/s varied by more than 10 % across the repeats.
     #[serde(default)]
     pub unstable: Option<bool>,
+    /// The TCP congestion control its data connections used (None: UDP, or stored before).
+    #[serde(default)]
+    pub congestion: Option<String>,
+    /// How its paced load was met (None: not paced, or stored before).
+    #[serde(default)]
+    pub pacing: Option<crate::vocab::Pacing>,
+    /// TCP retransmissions over the measured window (None: UDP, or stored before).
+    #[serde(default)]
+    pub tcp_retransmits: Option<u64>,
     /// CPU the hypervisor beneath this machine stole from the host's cores, % (the largest over
     /// the repeats): above a few percent the figures are unreliable.
     #[serde(default)]

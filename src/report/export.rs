@@ -184,6 +184,9 @@ fn points_csv(run: &RunRow, points: &[PointRecord]) -> String {
         "host_cpus",
         "client_cpus",
         "unstable",
+        "congestion",
+        "pacing",
+        "tcp_retransmits",
     ];
     let mut s = cols.join(",") + "\n";
     for p in points {
@@ -230,6 +233,9 @@ fn points_csv(run: &RunRow, points: &[PointRecord]) -> String {
             q(p.host_cpus.as_deref().unwrap_or("")),
             q(p.client_cpus.as_deref().unwrap_or("")),
             p.unstable.map(|v| v.to_string()).unwrap_or_default(),
+            q(p.congestion.as_deref().unwrap_or("")),
+            p.pacing.map(|v| v.to_string()).unwrap_or_default(),
+            p.tcp_retransmits.map(|v| v.to_string()).unwrap_or_default(),
         ];
         s += &(row.join(",") + "\n");
     }
@@ -258,7 +264,7 @@ mod tests {
         assert!(lines[0].starts_with("run,host,seq,mode"));
         assert!(lines[1].starts_with("3,,1,bridge,"));
         assert!(lines[1].contains(",\"a, \"\"b\"\"\","), "{}", lines[1]);
-        assert_eq!(lines[0].split(',').count(), 36);
+        assert_eq!(lines[0].split(',').count(), 39);
     }
 
     #[test]

@@ -12,7 +12,7 @@ const POINT_COLS: &str = "seq, mode, guests, direction, test, message_bytes, soc
    repeat, throughput_gbps, transactions_per_s, latency_p50_us, latency_p99_us, host_busy_pct, machine_busy_pct,
    normalized_pct_per_gbps, sd_host, sd_send, sd_recv, spread, lab_facts, result, error, lro,
    client_busy_pct, bound_by, leak_pct, placed, host_cpus, client_cpus, load_bps, unstable, host_steal_pct,
-   vdi_profile, interference";
+   vdi_profile, interference, congestion, pacing, tcp_retransmits";
 
 fn bad<E: Into<Box<dyn std::error::Error + Send + Sync>>>(i: usize, e: E) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(i, Type::Text, e.into())
@@ -91,6 +91,12 @@ fn point_from(r: &Row) -> rusqlite::Result<(i64, PointRecord)> {
         client_cpus: r.get(35)?,
         unstable: r.get(37)?,
         host_steal_pct: r.get(38)?,
+        congestion: r.get(41)?,
+        pacing: r
+            .get::<_, Option<String>>(42)?
+            .map(|x| x.parse().map_err(|e| bad(42, e)))
+            .transpose()?,
+        tcp_retransmits: r.get::<_, Option<i64>>(43)?.map(|v| v as u64),
         repeats: vec![],
         host: None,
     };
@@ -122,7 +128,7 @@ impl Store {
             .as_ref()
             .map(|f| serde_json::to_string(f).unwrap_or_default());
         let k = &p.key;
-        let placeholders: Vec<String> = (1..=41).map(|i| format!("?{i}")).collect();
+        let placeholders: Vec<String> = (1..=44).map(|i| format!("?{i}")).collect();
         tx.execute(
             &format!(
                 "INSERT INTO points (run_id, {POINT_COLS}) VALUES ({})",
@@ -169,7 +175,10 @@ impl Store {
                 p.unstable,
                 p.host_steal_pct,
                 k.profile,
-                k.interference
+                k.interference,
+                p.congestion,
+                p.pacing.map(|x| x.to_string()),
+                p.tcp_retransmits.map(|v| v as i64)
             ],
         )
         .map_err(&e)?;

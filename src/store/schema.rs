@@ -74,4 +74,7 @@ pub const MIGRATIONS: &[&str] = &[
     "ALTER TABLE runs ADD COLUMN host TEXT;",
     "ALTER TABLE repeats ADD COLUMN movie_buffering_pct REAL;
     ALTER TABLE repeats ADD COLUMN movie_playing_pct REAL;",
+    "ALTER TABLE points ADD COLUMN congestion TEXT;
+    ALTER TABLE points ADD COLUMN pacing TEXT;
+    ALTER TABLE points ADD COLUMN tcp_retransmits INTEGER;",
 ];

@@ -88,6 +88,9 @@ fn round_trip_of_runs_points_samples_and_parts() {
             rounds: Some(crate::records::Rounds { count: 3, run: 1 }),
         }),
         repeats: vec![rep(9.4), rep(9.5), rep(9.6)],
+        congestion: Some("bbr".into()),
+        pacing: Some(crate::vocab::Pacing::Kernel),
+        tcp_retransmits: Some(17),
         ..Default::default()
     };
     s.add_point(run, &pt).unwrap();
@@ -115,6 +118,15 @@ fn round_trip_of_runs_points_samples_and_parts() {
         "the rounds the repeats came from are kept"
     );
     assert_eq!(back.samples, vec![(0.5, 9.4), (1.0, 9.6)]);
+    assert_eq!(
+        (
+            back.congestion.as_deref(),
+            back.pacing,
+            back.tcp_retransmits
+        ),
+        (Some("bbr"), Some(crate::vocab::Pacing::Kernel), Some(17)),
+        "a point keeps how its TCP ran"
+    );
     assert_eq!(
         back.parts[0],
         ("g1".to_string(), PartKind::Guest, 20.0, 0.4)
