@@ -1,6 +1,6 @@
 //! Small helpers for the text vnetlab shows people: output that never panics when its reader goes
-//! away (`| head`), and user input echoed in an error clipped, so a hostile or mistaken 50 MB
-//! argument never comes back whole.
+//! away (`| head`), user input echoed in an error clipped, so a hostile or mistaken 50 MB
+//! argument never comes back whole, and text escaped for the HTML and SVG pages.
 
 use std::io::Write;
 
@@ -154,6 +154,14 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
     (line, col)
+}
+
+/// Text made safe inside HTML or SVG: `&`, `<`, `>` and `"` escaped.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 #[cfg(test)]

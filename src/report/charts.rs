@@ -150,7 +150,7 @@ fn with_tips(svg: String, tips: &[((i32, i32), String)]) -> String {
     for ((x, y), tip) in tips {
         out.push_str(&format!(
             "<circle cx=\"{x}\" cy=\"{y}\" r=\"7\" fill=\"#000\" fill-opacity=\"0\"><title>{}</title></circle>\n",
-            super::html::esc(tip)
+            crate::text::esc(tip)
         ));
     }
     out.push_str(&svg[end..]);

@@ -7,12 +7,7 @@ use super::{charts, part_group, series_of, Labeler};
 use crate::records::{IfaceFacts, PointRecord, RunRow};
 use crate::vocab::PartKind;
 
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+pub use crate::text::esc;
 
 fn f(v: Option<f64>, prec: usize) -> String {
     v.map(|x| format!("{x:.prec$}"))
