@@ -250,7 +250,14 @@ fn run_step(
 ) -> Result<(), Error> {
     match step {
         Step::MakeNetns { names } => names.iter().try_for_each(|n| make_netns(n, j)),
-        Step::MakeCgroup { path, shared } => make_cgroup(path, *shared, j),
+        Step::MakeCgroup { path, shared } => {
+            make_cgroup(path, *shared, j)?;
+            if *shared {
+                Ok(())
+            } else {
+                follow_shared(path, j)
+            }
+        }
         Step::Run { creates, cmd } => {
             j.record(creates)?;
             cmd.run().map_err(|e| match e.failure() {
@@ -422,6 +429,37 @@ fn make_cgroup(path: &Path, shared: bool, j: &mut Journal) -> Result<(), Error> 
             }
         }
     }
+}
+
+/// A lab's own folder lives in the shared one as it is now. If that is not the one this lab
+/// journaled (another lab found it empty and removed it, and one was made anew in between), the
+/// one it lives in is journaled too when a lab of this state folder made it, so whichever lab
+/// goes last removes it.
+fn follow_shared(path: &Path, j: &mut Journal) -> Result<(), Error> {
+    let Some(parent) = path.parent() else {
+        return Ok(());
+    };
+    let Some(now) = made_here(parent) else {
+        return Ok(());
+    };
+    let mine = j
+        .entries()?
+        .iter()
+        .any(|e| matches!(e, Entry::CgroupMade { path: p, id } if p == parent && *id == now));
+    if mine {
+        return Ok(());
+    }
+    j.record(&[
+        Entry::Cgroup {
+            path: parent.into(),
+            shared: true,
+            temp: None,
+        },
+        Entry::CgroupMade {
+            path: parent.into(),
+            id: now,
+        },
+    ])
 }
 
 /// Makes the folder in place and journals what it is (where folders cannot be renamed).

@@ -171,6 +171,12 @@ impl Journal {
         Ok(j)
     }
 
+    /// What this journal holds so far, read back.
+    pub fn entries(&self) -> Result<Vec<Entry>, Error> {
+        let lab = self.path.file_stem().unwrap_or_default().to_string_lossy();
+        read(&self.path, &lab)
+    }
+
     /// Records entries durably; called before the objects are made.
     pub fn record(&mut self, entries: &[Entry]) -> Result<(), Error> {
         let mut buf = String::new();
