@@ -194,6 +194,15 @@ impl TestKind {
     pub fn initiator_sends(self) -> bool {
         !matches!(self, TestKind::TcpMaerts)
     }
+    /// The same stream the other way (iperf3's -R, and --bidir's second direction): TCP_STREAM
+    /// and TCP_MAERTS swap; other tests have no reverse.
+    pub fn reversed(self) -> Option<TestKind> {
+        match self {
+            TestKind::TcpStream => Some(TestKind::TcpMaerts),
+            TestKind::TcpMaerts => Some(TestKind::TcpStream),
+            _ => None,
+        }
+    }
 }
 
 impl FromStr for TestKind {
@@ -742,6 +751,9 @@ mod tests {
             .to_string()
             .contains("TCP_STREAM"));
         assert!(!TestKind::TcpMaerts.initiator_sends());
+        assert_eq!(TestKind::TcpStream.reversed(), Some(TestKind::TcpMaerts));
+        assert_eq!(TestKind::TcpMaerts.reversed(), Some(TestKind::TcpStream));
+        assert_eq!(TestKind::TcpRr.reversed(), None);
     }
 
     #[test]

@@ -625,3 +625,138 @@ fn a_postgresql_store_holds_two_hosts_runs_and_compare_reads_both() {
     drop(_pg);
     assert_eq!(before, host_snapshot());
 }
+
+/// Two machines with no lab: namespaces the test makes, joined by a veth, on the benchmarking
+/// range 198.18.0.0/24 (RFC 2544), one running `vnetlab serve`, the other `vnetlab test -H`.
+struct Pair2 {
+    near: String,
+    far: String,
+    serve: Option<Child>,
+}
+
+impl Pair2 {
+    fn new() -> Pair2 {
+        let (near, far) = ("tvhc".to_string(), "tvhs".to_string());
+        run(&["ip", "netns", "add", &near]);
+        run(&["ip", "netns", "add", &far]);
+        run(&[
+            "ip", "link", "add", "tvh0", "netns", &near, "type", "veth", "peer", "name", "tvh1",
+            "netns", &far,
+        ]);
+        for (ns, dev, addr) in [
+            (&near, "tvh0", "198.18.0.1/24"),
+            (&far, "tvh1", "198.18.0.2/24"),
+        ] {
+            run(&["ip", "-n", ns, "addr", "add", addr, "dev", dev]);
+            run(&["ip", "-n", ns, "link", "set", dev, "up"]);
+            run(&["ip", "-n", ns, "link", "set", "lo", "up"]);
+        }
+        let mut p = Pair2 {
+            near,
+            far,
+            serve: None,
+        };
+        let serve = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &p.far,
+                BIN,
+                "serve",
+                "--bind",
+                "198.18.0.2",
+            ])
+            .args([
+                "--allow",
+                "198.18.0.0/24",
+                "--token",
+                TOKEN,
+                "--port",
+                "12867",
+            ])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        p.serve = Some(serve);
+        let t0 = Instant::now();
+        while sh(&format!(
+            "ip netns exec {} ss -ltnH 'sport = :12867'",
+            p.far
+        ))
+        .is_empty()
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "serve did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        p
+    }
+
+    /// `vnetlab test -H` the serve from the near machine, with `args`.
+    fn test(&self, c: &Ctx, args: &[&str]) -> std::process::Output {
+        Command::new("ip")
+            .args(["netns", "exec", &self.near, BIN, "test", "-H", "198.18.0.2"])
+            .args(["-p", "12867", "--token", TOKEN, "-l", "1"])
+            .args(args)
+            .env("VNETLAB_STATE_DIR", &c.state)
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Pair2 {
+    fn drop(&mut self) {
+        if let Some(s) = self.serve.as_mut() {
+            let _ = s.kill();
+            let _ = s.wait();
+        }
+        for ns in [&self.near, &self.far] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+#[test]
+fn an_iperf3_users_flags_reach_a_serve_on_another_machine() {
+    let c = ctx("hostflags");
+    let before = host_snapshot();
+    let p = Pair2::new();
+    // No lab holds 198.18.0.2: refused before any packet unless the user says so.
+    let o = p.test(&c, &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--allow-remote"), "{err}");
+    let json = |args: &[&str]| -> serde_json::Value {
+        let mut a = vec!["--allow-remote", "-J"];
+        a.extend_from_slice(args);
+        let o = p.test(&c, &a);
+        assert!(
+            o.status.success(),
+            "{a:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let paced = json(&["-b", "100M"]);
+    let g = paced["throughput_gbps"].as_f64().unwrap();
+    assert!((0.09..=0.11).contains(&g), "-b 100M gave {g} Gb/s");
+    // The far machine's CPU, measured there by its serve.
+    assert_eq!(paced["remote_cpu"][0]["agent"], "198.18.0.2", "{paced}");
+    let back = json(&["-R"]);
+    assert_eq!(back["test"], "TCP_MAERTS");
+    assert_eq!(back["streams"][0]["from"], "198.18.0.2", "{back}");
+    let both = json(&["--bidir", "-b", "50M"]);
+    assert_eq!(both["bidir"], true);
+    let each = &both["per_source_gbps"];
+    for side in ["local", "198.18.0.2"] {
+        let g = each[side].as_f64().unwrap_or(0.0);
+        assert!((0.045..=0.055).contains(&g), "{side}: {g} Gb/s in {both}");
+    }
+    for r in [&paced, &back, &both] {
+        assert_eq!(r["version"], 3, "one versioned shape: {r}");
+    }
+    drop(p);
+    assert_eq!(before, host_snapshot());
+}

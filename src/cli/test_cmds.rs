@@ -99,7 +99,8 @@ pub struct TestArgs {
     /// Send a known pattern and check it arrives intact (SHA-256 of both ends)
     #[arg(long)]
     verify: bool,
-    /// Standalone: the host running `vnetlab serve` (loopback or a lab address)
+    /// Standalone: the host running `vnetlab serve` (loopback or a lab address; any with
+    /// --allow-remote)
     #[arg(short = 'H', long = "host")]
     host: Option<String>,
     /// Standalone: the control port of `vnetlab serve`
@@ -151,6 +152,15 @@ pub struct TestArgs {
     /// TCP_STREAM runs as TCP_MAERTS)
     #[arg(short = 'R', long)]
     reverse: bool,
+    /// Both ways at once, as iperf3's --bidir: a TCP_STREAM each way on connections of its own;
+    /// the result gives each sender's rate and their sum
+    #[arg(long, conflicts_with = "reverse")]
+    bidir: bool,
+    /// With -H: the serving host may be any address, not only loopback or a lab's. Test traffic
+    /// goes there only after the `vnetlab serve` at that address has taken the token; use it
+    /// only towards machines you run
+    #[arg(long)]
+    allow_remote: bool,
     /// One JSON document on stdout (iperf3's -J)
     #[arg(short = 'J', long)]
     json: bool,
@@ -188,6 +198,7 @@ impl TestArgs {
             interval: self.interval,
             bytes: size(&self.bytes)?.map(|b| b as u64),
             verify: self.verify,
+            bidir: self.bidir,
             vdi: self.vdi()?.map(|v| (v, self.desktops.unwrap_or(1))),
             movie: self.movie()?,
             interference: self
@@ -214,13 +225,10 @@ impl TestArgs {
         if !self.reverse || self.host.is_none() {
             return Ok(self.test);
         }
-        match self.test {
-            TestKind::TcpStream => Ok(TestKind::TcpMaerts),
-            TestKind::TcpMaerts => Ok(TestKind::TcpStream),
-            t => Err(Fail::Input(format!(
-                "-R with -H reverses TCP_STREAM (it runs as TCP_MAERTS); {t} has no reverse there: run it in a lab with --from and --to swapped"
-            ))),
-        }
+        self.test.reversed().ok_or_else(|| Fail::Input(format!(
+            "-R with -H reverses TCP_STREAM (it runs as TCP_MAERTS); {} has no reverse there: run it in a lab with --from and --to swapped",
+            self.test
+        )))
     }
 
     /// In a lab, who sends to whom: as asked; VDI between the host and the client; with only
@@ -284,7 +292,14 @@ impl TestArgs {
             ));
         }
         let ip = resolve_host(host)?;
-        check_allowed(ip)?;
+        if !self.allow_remote {
+            check_allowed(ip)?;
+        }
+        if ip.is_unspecified() || ip.is_multicast() {
+            return Err(Fail::Input(format!(
+                "-H {ip}: give the address of one host running `vnetlab serve`"
+            )));
+        }
         let token = self.token.clone().ok_or(Fail::Input(
             "-H needs --token: pass the token `vnetlab serve` printed".into(),
         ))?;
@@ -514,7 +529,8 @@ fn resolve_host(h: &str) -> Result<IpAddr, Fail> {
         .ok_or_else(|| Fail::Input(format!("cannot resolve host '{h}': give an address")))
 }
 
-/// vnetlab sends test traffic only on loopback or inside a lab's own range.
+/// Unless told (`--allow-remote`), vnetlab sends test traffic only on loopback or inside a lab's
+/// own range.
 fn check_allowed(ip: IpAddr) -> Result<(), Fail> {
     if ip.is_loopback() {
         return Ok(());
@@ -537,7 +553,7 @@ fn check_allowed(ip: IpAddr) -> Result<(), Fail> {
     if in_lab {
         Ok(())
     } else {
-        Err(Fail::Input(format!("{ip} is neither loopback nor a lab address: vnetlab sends test traffic only there (use --from/--to in a lab)")))
+        Err(Fail::Input(format!("{ip} is neither loopback nor a lab address: to test against a `vnetlab serve` you run there, add --allow-remote (or use --from/--to in a lab)")))
     }
 }
 

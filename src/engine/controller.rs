@@ -305,6 +305,29 @@ pub struct Pair {
     /// Names for the report, e.g. "g1" and "client".
     pub from: String,
     pub to: String,
+    /// This pair runs the test reversed (--bidir's second direction): the server sends a
+    /// TCP_STREAM, the initiator a TCP_MAERTS.
+    pub reverse: bool,
+}
+
+impl Pair {
+    /// The test this pair runs.
+    fn test(&self, spec: &Spec) -> TestKind {
+        match self.reverse {
+            true => spec.test.reversed().unwrap_or(spec.test),
+            false => spec.test,
+        }
+    }
+}
+
+/// The pairs a test runs: as given, and with --bidir each once more reversed, on connections of
+/// its own.
+fn both_ways(spec: &Spec, pairs: &[Pair]) -> Vec<Pair> {
+    let back = pairs.iter().filter(|_| spec.bidir).map(|p| Pair {
+        reverse: !p.reverse,
+        ..p.clone()
+    });
+    pairs.iter().cloned().chain(back).collect()
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -352,6 +375,10 @@ pub struct TestResult {
     #[serde(default)]
     pub engine: crate::vocab::Engine,
     pub test: TestKind,
+    /// --bidir: the test ran both ways at once; `streams` and `per_source_gbps` give each way,
+    /// `throughput_gbps` their sum.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub bidir: bool,
     pub from: String,
     pub to: String,
     pub message_bytes: usize,
@@ -423,6 +450,7 @@ pub fn run_test(
     if pairs.is_empty() {
         return Err(Error::Failed("nothing to test: no pairs".into()));
     }
+    let pairs = &both_ways(spec, pairs)[..];
     // VDI frame delays are one-way: an agent on another machine has a clock of its own.
     let clocks: Vec<ClockSync> = if spec.vdi.is_some() {
         agents
@@ -432,15 +460,17 @@ pub fn run_test(
     } else {
         vec![]
     };
-    // Each agent's copy of the spec: one on another machine reports that machine's CPU.
-    let spec_for = |a: &AgentConn| Spec {
+    // Each agent's copy of the spec for a pair: one on another machine reports that machine's
+    // CPU; a reversed pair runs its test the other way.
+    let spec_for = |a: &AgentConn, p: &Pair| Spec {
         report_cpu: a.remote,
+        test: p.test(spec),
         ..spec.clone()
     };
     // 1. Servers listen, initiators connect.
     for (k, p) in pairs.iter().enumerate() {
         let first_id = k as u32 * IDS_PER_PAIR;
-        let mut server_spec = spec_for(&agents[p.server]);
+        let mut server_spec = spec_for(&agents[p.server], p);
         if let (Some(s), Some(i)) = (clocks.get(p.server), clocks.get(p.initiator)) {
             // The engine initiates, the client serves: its clock less the engine's.
             server_spec.clock_offset_ns = s.offset_ns - i.offset_ns;
@@ -468,7 +498,7 @@ pub fn run_test(
             .iter()
             .map(|&port| SocketAddr::new(p.connect_to, port))
             .collect();
-        let initiator_spec = spec_for(&agents[p.initiator]);
+        let initiator_spec = spec_for(&agents[p.initiator], p);
         agents[p.initiator].call(
             &Request::Connect {
                 spec: initiator_spec,
@@ -573,18 +603,14 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
             let p = pair_of(s.id);
             if s.receiver {
                 recv_dgrams += s.datagrams;
+                let (from, to) = match p.test(spec).initiator_sends() {
+                    true => (&p.from, &p.to),
+                    false => (&p.to, &p.from),
+                };
                 streams.push(StreamResult {
                     id: s.id,
-                    from: if spec.test.initiator_sends() {
-                        p.from.clone()
-                    } else {
-                        p.to.clone()
-                    },
-                    to: if spec.test.initiator_sends() {
-                        p.to.clone()
-                    } else {
-                        p.from.clone()
-                    },
+                    from: from.clone(),
+                    to: to.clone(),
                     gbps: intervals::gbps(s.window_bytes, secs),
                     bytes: s.window_bytes,
                 });
@@ -662,6 +688,7 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
     TestResult {
         engine: crate::vocab::Engine::Vnetlab,
         test: spec.test,
+        bidir: spec.bidir,
         from: unique(pairs.iter().map(|p| p.from.as_str())),
         to: unique(pairs.iter().map(|p| p.to.as_str())),
         message_bytes: if is_rr { spec.req } else { spec.msg },
@@ -787,7 +814,47 @@ mod tests {
             ports: None,
             from: k.into(),
             to: "client".into(),
+            reverse: false,
         }
+    }
+
+    #[test]
+    fn bidir_runs_each_pair_once_more_reversed_and_names_each_way() {
+        let spec = Spec {
+            bidir: true,
+            ..Default::default()
+        };
+        let pairs = both_ways(&spec, &[pair("g1")]);
+        assert_eq!(pairs.len(), 2);
+        assert_eq!(pairs[1].test(&spec), TestKind::TcpMaerts);
+        let rep = |id: u32, bytes: u64| StreamReport {
+            id,
+            receiver: true,
+            window_bytes: bytes,
+            ..Default::default()
+        };
+        let reports = vec![(
+            0,
+            SideReport {
+                streams: vec![rep(0, 125_000_000), rep(1000, 250_000_000)],
+                ..Default::default()
+            },
+        )];
+        let r = combine(&spec, &pairs, &reports);
+        assert!(r.bidir);
+        let ways: Vec<_> = r
+            .streams
+            .iter()
+            .map(|s| (s.from.as_str(), s.to.as_str()))
+            .collect();
+        assert_eq!(ways, [("g1", "client"), ("client", "g1")]);
+        // 375 MB over the default 10 s window.
+        assert!(
+            (r.throughput_gbps - 0.3).abs() < 1e-9,
+            "{}",
+            r.throughput_gbps
+        );
+        assert_eq!(both_ways(&Spec::default(), &pairs[..1]).len(), 1);
     }
 
     #[test]

@@ -53,6 +53,10 @@ pub struct Spec {
     /// Send a known pattern and compare SHA-256 hashes of what was sent and what arrived.
     #[serde(default)]
     pub verify: bool,
+    /// Both ways at once (iperf3's --bidir): every pair also runs its stream reversed, on
+    /// connections of its own.
+    #[serde(default)]
+    pub bidir: bool,
     /// VDI: each desktop's session workload (one stream per desktop, `parallel` desktops).
     #[serde(default)]
     pub vdi: Option<super::vdi::profile::VdiSpec>,
@@ -86,6 +90,7 @@ impl Default for Spec {
             interval: 1.0,
             bytes: None,
             verify: false,
+            bidir: false,
             vdi: None,
             report_cpu: false,
             clock_offset_ns: 0,
@@ -178,6 +183,11 @@ impl Spec {
                 "--bytes and --verify are for TCP_STREAM and TCP_MAERTS".into(),
             ));
         }
+        if self.bidir && self.test.reversed().is_none() {
+            return Err(Error::Input(
+                "--bidir runs a stream both ways: use it with TCP_STREAM or TCP_MAERTS".into(),
+            ));
+        }
         if self.bytes == Some(0) {
             return Err(Error::Input("--bytes 0: send at least one byte".into()));
         }
@@ -210,6 +220,19 @@ mod tests {
     #[test]
     fn specs_are_checked() {
         Spec::default().validate().unwrap();
+        Spec {
+            bidir: true,
+            ..Default::default()
+        }
+        .validate()
+        .unwrap();
+        assert!(Spec {
+            bidir: true,
+            test: TestKind::TcpRr,
+            ..Default::default()
+        }
+        .validate()
+        .is_err());
         assert!(Spec {
             duration: 0.0,
             ..Default::default()

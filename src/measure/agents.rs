@@ -80,6 +80,7 @@ pub fn lab_agents(
             ports,
             from: f.to_string(),
             to: to.to_string(),
+            reverse: false,
         });
     }
     Ok((agents, pairs))

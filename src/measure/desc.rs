@@ -34,6 +34,8 @@ pub struct TestDesc {
     /// Send exactly this many bytes per stream (then `duration` is the time limit).
     pub bytes: Option<u64>,
     pub verify: bool,
+    /// Both ways at once (iperf3's --bidir).
+    pub bidir: bool,
     /// VDI: the session profile and the desktops, one session each.
     pub vdi: Option<(VdiSpec, u32)>,
     /// VDI: paper 1's movie, downloaded by each desktop's guest while its session plays.
@@ -63,6 +65,7 @@ impl Default for TestDesc {
             interval: s.interval,
             bytes: None,
             verify: false,
+            bidir: false,
             vdi: None,
             movie: None,
             interference: vec![],
@@ -105,6 +108,7 @@ impl TestDesc {
             interval: self.interval,
             bytes: self.bytes,
             verify: self.verify,
+            bidir: self.bidir,
             vdi: self.vdi.as_ref().map(|v| v.0.clone()),
             report_cpu: false,
             clock_offset_ns: 0,

@@ -229,6 +229,12 @@ impl TrafficSource for Iperf3 {
                 spec.test
             )));
         }
+        if spec.bidir {
+            return Err(Error::Input(
+                "--bidir runs on vnetlab's engine: drop --peer iperf3 (or run -R as a second test)"
+                    .into(),
+            ));
+        }
         ends(*from, *to, spec.test).map(|_| ())
     }
 
@@ -283,6 +289,7 @@ fn result_of(
     TestResult {
         engine: Engine::Iperf3,
         test: spec.test,
+        bidir: false,
         from: from.to_string(),
         to: to.to_string(),
         message_bytes: spec.msg,

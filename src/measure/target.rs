@@ -53,6 +53,7 @@ impl Target {
                     ports: None,
                     from: "local".into(),
                     to: host.clone(),
+                    reverse: false,
                 };
                 Ok((vec![local, remote], vec![pair]))
             }

@@ -402,9 +402,12 @@ pub fn result(r: &TestResult) {
         .as_ref()
         .map(|c| format!(", TCP {c}"))
         .unwrap_or_default();
+    // --bidir: one stream each way, TCP_STREAM named for the first.
+    let arrow = if r.bidir { "⇄" } else { "→" };
+    let each = if r.bidir { " each way" } else { "" };
     if r.transfer.is_some() && !r.intervals.is_empty() || r.transfer.is_none() {
         crate::outln!(
-            "{} {} → {}: {} B messages, {} stream(s){cc}, {:.1} s measured after a {:.1} s warm-up",
+            "{} {} {arrow} {}: {} B messages, {} stream(s){each}{cc}, {:.1} s measured after a {:.1} s warm-up",
             r.test,
             r.from,
             r.to,
@@ -415,7 +418,7 @@ pub fn result(r: &TestResult) {
         );
     } else {
         crate::outln!(
-            "{} {} → {}: {} B messages, {} stream(s){cc}, a fixed transfer",
+            "{} {} {arrow} {}: {} B messages, {} stream(s){each}{cc}, a fixed transfer",
             r.test,
             r.from,
             r.to,
