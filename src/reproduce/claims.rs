@@ -423,16 +423,17 @@ impl Claim {
     }
 
     /// A claim that states the paper's size and asks for it (no `by` of its own): the ratio it
-    /// holds above (the paper's size, and at least the effect floor) and the ratio it does not
-    /// hold below (less than two-thirds of the paper's effect, the effect being the ratio's
-    /// logarithm, and short of the paper's size by more than the floor). In between, ours shows
-    /// most of the paper's effect but not all of it: within the spread.
+    /// holds above (the paper's size less the effect floor, since a gap smaller than the floor is
+    /// no difference on this host; and at least the floor) and the ratio it does not hold below
+    /// (less than two-thirds of the paper's effect, the effect being the ratio's logarithm, and
+    /// short of the paper's size by more than the floor). In between, ours shows most of the
+    /// paper's effect but not all of it: within the spread.
     pub fn sized(&self) -> Option<(f64, f64)> {
         let p = self
             .paper_ratio
             .filter(|_| self.by_given.is_none() && !self.beyond)?;
         matches!(self.kind, Kind::Greater | Kind::Lowest | Kind::Highest).then(|| {
-            let hold = p.max(1.0 + EFFECT_FLOOR);
+            let hold = (p / (1.0 + EFFECT_FLOOR)).max(1.0 + EFFECT_FLOOR);
             let short = p.powf(2.0 / 3.0).min(p / (1.0 + EFFECT_FLOOR));
             (hold, short)
         })
@@ -505,7 +506,7 @@ impl Claim {
                     }
                 };
                 if self.metric.is_cost() {
-                    unbound(p, &sel.name())?;
+                    unbound_rounds(self.metric, p, &sel.name())?;
                 } else if self.unsaturated {
                     unsaturated(p, &sel.name())?;
                 }
@@ -626,9 +627,18 @@ impl Claim {
     /// beyond the effect floor one way that chance alone would rarely give as many (see
     /// `rounds_needed`).
     fn verdict(&self, f: &[Figure]) -> (Verdict, String) {
-        match by_round(f) {
-            Some(rounds) => self.verdict_by_rounds(f, &rounds),
-            None => self.verdict_by_ranges(f),
+        let Some(rounds) = by_round(f) else {
+            return self.verdict_by_ranges(f);
+        };
+        let (v, why) = self.verdict_by_rounds(f, &rounds);
+        let total = f[0].rounds.as_ref().map_or(0, |(r, _)| r.count as usize);
+        match total - rounds.len() {
+            0 => (v, why),
+            left => {
+                let sep = if why.is_empty() { "" } else { "; " };
+                let note = format!("{left} of {total} rounds left out: a point was bound in them (its load not carried in full), so they measured no cost");
+                (v, format!("{why}{sep}{note}"))
+            }
         }
     }
 
@@ -811,7 +821,9 @@ impl Claim {
     /// What "within the spread" means for a claim read against the paper's size.
     fn between(&self, hold: f64, short: f64) -> String {
         format!(
-            "read against the paper's size: it holds above {hold:.2}x (the paper's), does not hold below {short:.2}x (two-thirds of the paper's effect), and ours lies between or its rounds disagree"
+            "read against the paper's size: it holds above {hold:.2}x (the paper's {:.2}x less the {:.0} % floor), does not hold below {short:.2}x (two-thirds of the paper's effect), and ours lies between or its rounds disagree",
+            self.paper_ratio.unwrap_or(hold),
+            EFFECT_FLOOR * 100.0
         )
     }
 
@@ -896,12 +908,17 @@ fn per_round(m: Metric, p: &PointRecord) -> Option<(Rounds, Vec<RoundFigure>)> {
         return None;
     }
     let per = each.len() / n;
-    // A round is wire-bound when every repeat of it was.
+    // A round is wire-bound when every repeat of it was; a cost's round is bound when any repeat
+    // of it was (it is then no cost, and is left out).
     let wire = |k: usize| {
-        p.repeats[k * per..(k + 1) * per]
-            .iter()
-            .all(|x| x.bound_by == Some(Bound::Wire))
-            .then_some(Bound::Wire)
+        let round = &p.repeats[k * per..(k + 1) * per];
+        match m.is_cost() {
+            true => round.iter().find_map(|x| x.bound_by),
+            false => round
+                .iter()
+                .all(|x| x.bound_by == Some(Bound::Wire))
+                .then_some(Bound::Wire),
+        }
     };
     let medians = each
         .chunks(per)
@@ -915,7 +932,8 @@ fn per_round(m: Metric, p: &PointRecord) -> Option<(Rounds, Vec<RoundFigure>)> {
 type RoundFigure = (f64, Option<Bound>);
 
 /// The figures round by round, where every series ran in the same rounds of one run; None
-/// otherwise (the ranges are read instead).
+/// otherwise (the ranges are read instead). A round in which a cost's point was bound (its load
+/// not carried in full) is left out: it measured no cost.
 fn by_round(f: &[Figure]) -> Option<Vec<Vec<Figure>>> {
     let (r0, _) = f[0].rounds.as_ref()?;
     if !f
@@ -935,9 +953,11 @@ fn by_round(f: &[Figure]) -> Option<Vec<Vec<Figure>>> {
             ..x.clone()
         }
     };
+    let counted = |r: &Vec<Figure>| r.iter().all(|x| x.bound.is_none_or(|b| b == Bound::Wire));
     Some(
         (0..r0.count as usize)
             .map(|k| f.iter().map(|x| at(x, k)).collect())
+            .filter(counted)
             .collect(),
     )
 }
@@ -977,8 +997,23 @@ pub enum Unmeasurable {
     },
 }
 
-/// A cost's point must be one nothing bound (a paced load carried in full), in every repeat: a
-/// saturated point's CPU per Gb/s is its ceiling's, and a load that fell short was not carried.
+/// A cost's point must be one nothing bound (a paced load carried in full): in every repeat, or,
+/// where it ran in rounds, in most of them (at least three, and more than half): a round that
+/// was bound is then left out of the cost and of the verdict (`by_round`), as a wire-bound
+/// round is a tie. A saturated point's CPU per Gb/s is its ceiling's, and a load that fell short
+/// was not carried.
+fn unbound_rounds(m: Metric, p: &PointRecord, name: &str) -> Result<(), Unmeasurable> {
+    let Some((_, rounds)) = per_round(m, p) else {
+        return unbound(p, name);
+    };
+    let kept = rounds.iter().filter(|(_, b)| b.is_none()).count();
+    match kept >= 3 && 2 * kept > rounds.len() {
+        true => Ok(()),
+        false => unbound(p, name),
+    }
+}
+
+/// A cost's point must be one nothing bound, in every repeat.
 fn unbound(p: &PointRecord, name: &str) -> Result<(), Unmeasurable> {
     let name = name.to_string();
     match p.bound_in_any_run() {
@@ -1067,15 +1102,18 @@ impl Figure {
     /// point's own comes from its median repeat by throughput: a tail or a cost from one repeat
     /// that another figure chose), else the point's.
     fn of(m: Metric, p: &PointRecord, name: String) -> Option<Figure> {
-        let each: Vec<f64> = p.repeats.iter().filter_map(|r| m.of_repeat(r)).collect();
+        // A cost reads only the repeats nothing bound (`unbound_rounds` let the others pass).
+        let cost = m.is_cost();
+        let kept = p.repeats.iter().filter(|r| !cost || r.bound_by.is_none());
+        let each: Vec<f64> = kept.clone().filter_map(|r| m.of_repeat(r)).collect();
         let value = match each.len() {
-            n if n >= 2 && n == p.repeats.len() => crate::stats::spread(&each, 95).median,
+            n if n >= 2 && n == kept.count() => crate::stats::spread(&each, 95).median,
             _ => m.of(p)?,
         };
         let (low, high) = each
             .iter()
             .fold((value, value), |(l, h), &x| (l.min(x), h.max(x)));
-        let bound = p.bound_by.filter(|b| *b != Bound::Latency);
+        let bound = p.bound_by.filter(|b| *b != Bound::Latency && !cost);
         Some(Figure {
             name,
             value,
@@ -1369,7 +1407,7 @@ mod tests {
     }
 
     #[test]
-    fn a_claim_of_the_papers_size_holds_at_it_and_fails_below_two_thirds_of_its_effect() {
+    fn a_claim_of_the_papers_size_holds_within_the_floor_of_it_and_fails_below_two_thirds() {
         let mut c = claim(
             Kind::Greater,
             Metric::NormalizedPctPerGbps,
@@ -1378,7 +1416,8 @@ mod tests {
         );
         c.paper_ratio = Some(3.91);
         let (hold, short) = c.sized().unwrap();
-        assert!((hold - 3.91).abs() < 1e-9);
+        // The paper's size less the floor: a smaller gap is no difference on this host.
+        assert!((hold - 3.91 / 1.1).abs() < 1e-9);
         // Two-thirds of the effect: 3.91^(2/3).
         assert!((short - 3.91f64.powf(2.0 / 3.0)).abs() < 1e-9 && short < 2.49);
         let run = |c: &Claim, emulated: &[f64]| {
@@ -1390,6 +1429,11 @@ mod tests {
         // Ours 4.2-4.9x: at least the paper's size in every round.
         assert_eq!(
             run(&c, &[42.0, 45.0, 49.0, 44.0, 46.0, 43.0]).verdict,
+            Verdict::Holds
+        );
+        // Ours 3.6-3.9x: short of the paper's 3.91x, but by less than the floor: holds.
+        assert_eq!(
+            run(&c, &[36.0, 38.0, 39.0, 37.0, 36.5, 38.5]).verdict,
             Verdict::Holds
         );
         // Ours 1.5-2.0x: short of two-thirds of the paper's effect in every round.
@@ -1413,6 +1457,47 @@ mod tests {
         // Asking less than the paper's size (by given) is the plain comparison again.
         c.by_given = Some(2.0);
         assert!(c.sized().is_none());
+    }
+
+    #[test]
+    fn a_cost_round_that_did_not_carry_its_load_is_left_out() {
+        let c = claim(
+            Kind::Greater,
+            Metric::NormalizedPctPerGbps,
+            vec![sel("paravirt"), sel("macvlan")],
+            None,
+        );
+        let short = |mut p: PointRecord, k: usize| {
+            p.repeats[k].bound_by = Some(Bound::Latency);
+            p.bound_by = Some(Bound::Latency);
+            p
+        };
+        // Round 5 of 6 fell short (paper 1's GNIC at 256 B, once): the five others still
+        // compare, each far beyond the floor; the cost is the median of those five.
+        let paravirt = short(
+            rounds(
+                Mode::Paravirt,
+                &[218.0, 202.0, 204.0, 205.0, 180.0, 178.0],
+                7,
+            ),
+            4,
+        );
+        let macvlan = rounds(Mode::Macvlan, &[94.0, 85.0, 84.0, 93.0, 87.0, 72.0], 7);
+        let r = c.evaluate(&[paravirt.clone(), macvlan.clone()]);
+        assert_eq!(r.verdict, Verdict::Holds, "{}", r.why);
+        assert!(r.why.contains("1 of 6 rounds left out"), "{}", r.why);
+        assert_eq!(r.figures[0].1, 204.0);
+        // Half the rounds short: no cost.
+        let half = short(short(paravirt, 0), 1);
+        let r = c.evaluate(&[half, macvlan.clone()]);
+        assert_eq!(r.verdict, Verdict::NotMeasurable, "{}", r.why);
+        // Without rounds, one short repeat still leaves no cost.
+        let plain = PointRecord {
+            bound_by: Some(Bound::Latency),
+            ..point(Mode::Paravirt, 8192, 200.0, 0.2)
+        };
+        let r = c.evaluate(&[plain, macvlan]);
+        assert_eq!(r.verdict, Verdict::NotMeasurable);
     }
 
     #[test]
