@@ -297,20 +297,18 @@ mod tests {
         }
     }
 
+    /// A point paced at `mbit` Mb/s that nothing bound: a cost.
+    fn paced(seq: u32, mode: &str, dir: &str, mbit: u64, cost: f64) -> PointRecord {
+        pt(seq, mode, dir, Some(mbit * 1_000_000), cost, None)
+    }
+
     #[test]
     fn only_points_nothing_bound_give_costs_unless_allowed() {
         let pts = vec![
             pt(1, "bridge", "guest-to-client", None, 10.0, Some("host")),
-            pt(
-                2,
-                "bridge",
-                "guest-to-client",
-                Some(500_000_000),
-                14.0,
-                None,
-            ),
+            paced(2, "bridge", "guest-to-client", 500, 14.0),
             pt(3, "macvlan", "guest-to-client", None, 8.0, Some("host")),
-            pt(4, "bridge", "host-to-client", Some(500_000_000), 6.0, None),
+            paced(4, "bridge", "host-to-client", 500, 6.0),
         ];
         let c = costs(&sample_run(), &pts, Pick::default(), true, true).unwrap();
         assert_eq!(c.datapaths.len(), 1, "macvlan has only a bound point");
@@ -366,22 +364,8 @@ mod tests {
     #[test]
     fn without_a_host_stream_the_vdi_cost_is_the_native_guests() {
         let pts = vec![
-            pt(
-                1,
-                "native",
-                "guest-to-client",
-                Some(300_000_000),
-                40.0,
-                None,
-            ),
-            pt(
-                2,
-                "macvlan",
-                "guest-to-client",
-                Some(300_000_000),
-                42.0,
-                None,
-            ),
+            paced(1, "native", "guest-to-client", 300, 40.0),
+            paced(2, "macvlan", "guest-to-client", 300, 42.0),
         ];
         let c = costs(&sample_run(), &pts, Pick::default(), true, true).unwrap();
         assert!(c.datapaths.iter().all(|d| d.vdi_net_pct_per_gbps == 40.0));
@@ -392,14 +376,7 @@ mod tests {
         );
         // A host stream, where there is one, is the VDI network's.
         let mut with_host = pts.clone();
-        with_host.push(pt(
-            3,
-            "bridge",
-            "host-to-client",
-            Some(300_000_000),
-            38.0,
-            None,
-        ));
+        with_host.push(paced(3, "bridge", "host-to-client", 300, 38.0));
         let c = costs(&sample_run(), &with_host, Pick::default(), true, true).unwrap();
         assert!(c.datapaths.iter().all(|d| d.vdi_net_pct_per_gbps == 38.0));
         // Neither: refused, naming the way out.
@@ -410,22 +387,8 @@ mod tests {
     #[test]
     fn the_largest_paced_load_is_preferred_or_the_one_asked_for() {
         let pts = vec![
-            pt(
-                1,
-                "bridge",
-                "guest-to-client",
-                Some(100_000_000),
-                20.0,
-                None,
-            ),
-            pt(
-                2,
-                "bridge",
-                "guest-to-client",
-                Some(500_000_000),
-                14.0,
-                None,
-            ),
+            paced(1, "bridge", "guest-to-client", 100, 20.0),
+            paced(2, "bridge", "guest-to-client", 500, 14.0),
             pt(3, "bridge", "guest-to-client", None, 10.0, None),
         ];
         let c = costs(&sample_run(), &pts, Pick::default(), true, false).unwrap();
@@ -458,19 +421,12 @@ mod tests {
 
     #[test]
     fn a_cost_from_an_unstable_point_is_refused_unless_allowed() {
-        let mut shaky = pt(2, "nat", "guest-to-client", Some(300_000_000), 48.0, None);
+        let mut shaky = paced(2, "nat", "guest-to-client", 300, 48.0);
         shaky.unstable = Some(true);
         let pts = vec![
-            pt(
-                1,
-                "bridge",
-                "guest-to-client",
-                Some(300_000_000),
-                44.0,
-                None,
-            ),
+            paced(1, "bridge", "guest-to-client", 300, 44.0),
             shaky,
-            pt(3, "native", "host-to-client", Some(300_000_000), 34.0, None),
+            paced(3, "native", "host-to-client", 300, 34.0),
         ];
         let e = costs(&sample_run(), &pts, Pick::default(), true, true)
             .unwrap_err()

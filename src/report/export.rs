@@ -145,17 +145,10 @@ fn parts_csv(run: &RunRow, points: &[PointRecord]) -> String {
     s
 }
 
-/// CSV of a run's points, for pandas and spreadsheets.
+/// CSV of a run's points, for pandas and spreadsheets: the key cells of the other tables first,
+/// then the point's settings and medians.
 fn points_csv(run: &RunRow, points: &[PointRecord]) -> String {
     let cols = [
-        "run",
-        "host",
-        "seq",
-        "mode",
-        "guests",
-        "direction",
-        "test",
-        "message_bytes",
         "socket_buffer",
         "gro",
         "tso",
@@ -176,7 +169,6 @@ fn points_csv(run: &RunRow, points: &[PointRecord]) -> String {
         "sd_send",
         "sd_recv",
         "error",
-        "load_bps",
         "client_busy_pct",
         "bound_by",
         "leak_pct",
@@ -188,26 +180,17 @@ fn points_csv(run: &RunRow, points: &[PointRecord]) -> String {
         "pacing",
         "tcp_retransmits",
     ];
-    let mut s = cols.join(",") + "\n";
+    let mut s = [&KEY_COLS[..], &cols[..]].concat().join(",") + "\n";
+    let text = |v: Option<String>| v.unwrap_or_default();
     for p in points {
-        let row = [
-            run.id.to_string(),
-            q(host(run)),
-            p.seq.to_string(),
-            q(&p.key.mode.to_string()),
-            p.key.guests.to_string(),
-            q(p.key.direction.name()),
-            q(&p.key.test.to_string()),
-            p.key.message_bytes.to_string(),
-            p.key
-                .socket_buffer
-                .map(|v| v.to_string())
-                .unwrap_or_default(),
+        let mut row = key_cells(run, p);
+        row.extend([
+            text(p.key.socket_buffer.map(|v| v.to_string())),
             q(p.key.gro.name()),
             p.key.tso.to_string(),
             p.key.lro.to_string(),
             p.key.mtu.to_string(),
-            p.key.wire_rate.map(|v| v.to_string()).unwrap_or_default(),
+            text(p.key.wire_rate.map(|v| v.to_string())),
             p.key.parallel.to_string(),
             p.duration_s.to_string(),
             p.repeat.to_string(),
@@ -222,21 +205,17 @@ fn points_csv(run: &RunRow, points: &[PointRecord]) -> String {
             f(p.sd_send),
             f(p.sd_recv),
             q(p.error.as_deref().unwrap_or("")),
-            p.key.load_bps.map(|v| v.to_string()).unwrap_or_default(),
             f(p.client_busy_pct),
-            q(&p.bound_by
-                .as_ref()
-                .map(|b| b.to_string())
-                .unwrap_or_default()),
+            q(&text(p.bound_by.map(|b| b.to_string()))),
             f(p.leak_pct),
-            p.placed.map(|v| v.to_string()).unwrap_or_default(),
+            text(p.placed.map(|v| v.to_string())),
             q(p.host_cpus.as_deref().unwrap_or("")),
             q(p.client_cpus.as_deref().unwrap_or("")),
-            p.unstable.map(|v| v.to_string()).unwrap_or_default(),
+            text(p.unstable.map(|v| v.to_string())),
             q(p.congestion.as_deref().unwrap_or("")),
-            p.pacing.map(|v| v.to_string()).unwrap_or_default(),
-            p.tcp_retransmits.map(|v| v.to_string()).unwrap_or_default(),
-        ];
+            text(p.pacing.map(|v| v.to_string())),
+            text(p.tcp_retransmits.map(|v| v.to_string())),
+        ]);
         s += &(row.join(",") + "\n");
     }
     s
