@@ -440,7 +440,7 @@ pub fn status(a: StatusArgs) -> CmdResult {
         }
     }
     for b in &s.broken {
-        crate::outln!("lab {b}: interrupted before it was recorded; `vnetlab cleanup` removes it");
+        crate::outln!("lab {b}: its record or journal cannot be read (an `up` interrupted before it was recorded?); `vnetlab cleanup` removes what its journal names, or says why it cannot");
     }
     Ok(())
 }

@@ -97,7 +97,8 @@ pub struct LabStatus {
 #[derive(Serialize, Debug)]
 pub struct Status {
     pub labs: Vec<LabStatus>,
-    /// Journals whose lab record is missing or unreadable (an interrupted `up`).
+    /// Labs whose record or journal is missing or unreadable (an interrupted `up`, or a journal
+    /// someone changed).
     pub broken: Vec<String>,
 }
 
@@ -112,9 +113,12 @@ pub fn status(only: Option<&str>) -> Result<Status, Error> {
         None => folder::labs(),
     };
     for l in names {
-        match state::load(&l) {
-            Ok(r) => labs.push(lab_status(&r)?),
-            Err(_) => broken.push(l),
+        // A lab whose record or journal cannot be read is broken: `cleanup` says why.
+        let journal =
+            |r: &LabRecord| super::journal::read(&folder::journal_path(&l), &r.topology.name);
+        match state::load(&l).map(|r| (journal(&r), r)) {
+            Ok((Ok(entries), r)) => labs.push(lab_status(&r, &entries)?),
+            _ => broken.push(l),
         }
     }
     Ok(Status { labs, broken })
@@ -122,10 +126,9 @@ pub fn status(only: Option<&str>) -> Result<Status, Error> {
 
 // Long on purpose: every object of a lab's record is read back in one pass, in the record's
 // order, each check a few lines.
-fn lab_status(r: &LabRecord) -> Result<LabStatus, Error> {
+fn lab_status(r: &LabRecord, entries: &[super::journal::Entry]) -> Result<LabStatus, Error> {
     let t = &r.topology;
     let n = Names::new(&t.name);
-    let entries = super::journal::read(&folder::journal_path(&t.name), &t.name).unwrap_or_default();
     let complete = entries.contains(&super::journal::Entry::Complete);
     let missing: Vec<&str> = entries
         .iter()
@@ -140,7 +143,7 @@ fn lab_status(r: &LabRecord) -> Result<LabStatus, Error> {
         .collect();
     let damaged =
         (!missing.is_empty()).then(|| format!("namespace {} is gone", missing.join(", ")));
-    let usage = match super::journal::usage(&entries, crate::sys::alive) {
+    let usage = match super::journal::usage(entries, crate::sys::alive) {
         super::journal::Usage::Owned { pid } => format!("in use by pid {pid}"),
         super::journal::Usage::Kept => "kept (made by `vnetlab up`)".into(),
         super::journal::Usage::Abandoned { why } => format!("abandoned: {why}"),
