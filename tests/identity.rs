@@ -14,12 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn run(args: &[&str]) {
-    let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    must(args)
 }
 
 /// A veth pair the test owns: `root` in this machine's namespace, its peer in namespace `ns` (the
@@ -27,6 +22,7 @@ fn run(args: &[&str]) {
 struct Pair {
     ns: String,
     root: String,
+    _machine: Machine,
 }
 
 impl Pair {
@@ -36,13 +32,12 @@ impl Pair {
             format!("tid{tag}0"),
             format!("tid{tag}1"),
         );
-        run(&["ip", "netns", "add", &ns]);
-        run(&[
-            "ip", "link", "add", &root, "type", "veth", "peer", "name", &far, "netns", &ns,
-        ]);
-        run(&["ip", "-n", &ns, "addr", "add", "10.213.0.2/16", "dev", &far]);
-        run(&["ip", "-n", &ns, "link", "set", &far, "up"]);
-        Pair { ns, root }
+        let machine = Machine::new(&ns, &root, &far, "10.213.0.2/16");
+        Pair {
+            ns,
+            root,
+            _machine: machine,
+        }
     }
 
     /// Settings of every kind a lab or a move between namespaces changes or loses: MTU, queue
@@ -116,15 +111,6 @@ impl Pair {
         .iter()
         .map(|c| format!("## {c}\n{}", sh(c)))
         .collect()
-    }
-}
-
-impl Drop for Pair {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["link", "del", &self.root])
-            .status();
-        let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
     }
 }
 

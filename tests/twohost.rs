@@ -20,15 +20,12 @@ struct Peer {
     uplink: String,
     serve: Option<Child>,
     iperf: Option<Child>,
+    /// Dropped after the processes are stopped (fields drop after `Drop::drop`).
+    _machine: Machine,
 }
 
 fn run(args: &[&str]) {
-    let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    must(args)
 }
 
 impl Peer {
@@ -39,18 +36,13 @@ impl Peer {
             format!("tup{tag}0"),
             format!("tup{tag}1"),
         );
-        run(&["ip", "netns", "add", &ns]);
-        run(&[
-            "ip", "link", "add", &uplink, "type", "veth", "peer", "name", &far, "netns", &ns,
-        ]);
-        run(&["ip", "-n", &ns, "addr", "add", "10.213.0.2/16", "dev", &far]);
-        run(&["ip", "-n", &ns, "link", "set", &far, "up"]);
-        run(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
+        let machine = Machine::new(&ns, &uplink, &far, "10.213.0.2/16");
         Peer {
             ns,
             uplink,
             serve: None,
             iperf: None,
+            _machine: machine,
         }
     }
 
@@ -144,10 +136,6 @@ impl Drop for Peer {
             let _ = c.kill();
             let _ = c.wait();
         }
-        let _ = Command::new("ip")
-            .args(["link", "del", &self.uplink])
-            .status();
-        let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
     }
 }
 
@@ -629,38 +617,26 @@ fn a_postgresql_store_holds_two_hosts_runs_and_compare_reads_both() {
 /// Two machines with no lab: namespaces the test makes, joined by a veth, on the benchmarking
 /// range 198.18.0.0/24 (RFC 2544), one running `vnetlab serve`, the other `vnetlab test -H`.
 struct Pair2 {
-    near: String,
-    far: String,
     serve: Option<Child>,
+    /// Dropped after the serve is stopped.
+    _machines: Machine,
 }
 
 impl Pair2 {
     fn new() -> Pair2 {
-        let (near, far) = ("tvhc".to_string(), "tvhs".to_string());
-        run(&["ip", "netns", "add", &near]);
-        run(&["ip", "netns", "add", &far]);
-        run(&[
-            "ip", "link", "add", "tvh0", "netns", &near, "type", "veth", "peer", "name", "tvh1",
-            "netns", &far,
-        ]);
-        for (ns, dev, addr) in [
-            (&near, "tvh0", "198.18.0.1/24"),
-            (&far, "tvh1", "198.18.0.2/24"),
-        ] {
-            run(&["ip", "-n", ns, "addr", "add", addr, "dev", dev]);
-            run(&["ip", "-n", ns, "link", "set", dev, "up"]);
-            run(&["ip", "-n", ns, "link", "set", "lo", "up"]);
-        }
-        let mut p = Pair2 {
-            near,
-            far,
-            serve: None,
-        };
+        let machines = Machine::pair(
+            "tvhc",
+            "tvh0",
+            "198.18.0.1/24",
+            "tvhs",
+            "tvh1",
+            "198.18.0.2/24",
+        );
         let serve = Command::new("ip")
             .args([
                 "netns",
                 "exec",
-                &p.far,
+                &machines.ns,
                 BIN,
                 "serve",
                 "--bind",
@@ -677,11 +653,10 @@ impl Pair2 {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        p.serve = Some(serve);
         let t0 = Instant::now();
         while sh(&format!(
             "ip netns exec {} ss -ltnH 'sport = :12867'",
-            p.far
+            machines.ns
         ))
         .is_empty()
         {
@@ -691,13 +666,16 @@ impl Pair2 {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        p
+        Pair2 {
+            serve: Some(serve),
+            _machines: machines,
+        }
     }
 
     /// `vnetlab test -H` the serve from the near machine, with `args`.
     fn test(&self, c: &Ctx, args: &[&str]) -> std::process::Output {
         Command::new("ip")
-            .args(["netns", "exec", &self.near, BIN, "test", "-H", "198.18.0.2"])
+            .args(["netns", "exec", "tvhc", BIN, "test", "-H", "198.18.0.2"])
             .args(["-p", "12867", "--token", TOKEN, "-l", "1"])
             .args(args)
             .env("VNETLAB_STATE_DIR", &c.state)
@@ -711,9 +689,6 @@ impl Drop for Pair2 {
         if let Some(s) = self.serve.as_mut() {
             let _ = s.kill();
             let _ = s.wait();
-        }
-        for ns in [&self.near, &self.far] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
         }
     }
 }

@@ -209,3 +209,80 @@ pub fn in_browser(
         .collect();
     (attr("data-charts"), attr("data-charts-rendered"), errors)
 }
+
+/// Runs a command and requires success, naming it and its error otherwise.
+pub fn must(args: &[&str]) {
+    let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// A "second machine" a test makes: namespace `ns` holding the far end of a veth, with an
+/// address; the near end `near` stays in this machine's namespace, or in a namespace of its own
+/// (`pair`). Removed when dropped: the namespaces, and a near end left in this namespace (one a
+/// lab took as its uplink and gave back is this machine's again).
+pub struct Machine {
+    pub ns: String,
+    pub near: String,
+    near_ns: Option<String>,
+}
+
+impl Machine {
+    /// `ns` with `far` at `addr` (CIDR); `near` in this machine's namespace, no address.
+    pub fn new(ns: &str, near: &str, far: &str, addr: &str) -> Machine {
+        Machine::make(None, ns, near, far, addr)
+    }
+
+    /// Two machines, neither this one: `near_ns` with `near` at `near_addr`, `ns` with `far` at
+    /// `addr`.
+    pub fn pair(
+        near_ns: &str,
+        near: &str,
+        near_addr: &str,
+        ns: &str,
+        far: &str,
+        addr: &str,
+    ) -> Machine {
+        must(&["ip", "netns", "add", near_ns]);
+        let m = Machine::make(Some(near_ns), ns, near, far, addr);
+        must(&["ip", "-n", near_ns, "addr", "add", near_addr, "dev", near]);
+        must(&["ip", "-n", near_ns, "link", "set", near, "up"]);
+        must(&["ip", "-n", near_ns, "link", "set", "lo", "up"]);
+        m
+    }
+
+    fn make(near_ns: Option<&str>, ns: &str, near: &str, far: &str, addr: &str) -> Machine {
+        must(&["ip", "netns", "add", ns]);
+        let m = Machine {
+            ns: ns.to_string(),
+            near: near.to_string(),
+            near_ns: near_ns.map(str::to_string),
+        };
+        let mut add = vec!["ip", "link", "add", near];
+        if let Some(n) = near_ns {
+            add.extend(["netns", n]);
+        }
+        add.extend(["type", "veth", "peer", "name", far, "netns", ns]);
+        must(&add);
+        must(&["ip", "-n", ns, "addr", "add", addr, "dev", far]);
+        must(&["ip", "-n", ns, "link", "set", far, "up"]);
+        must(&["ip", "-n", ns, "link", "set", "lo", "up"]);
+        m
+    }
+}
+
+impl Drop for Machine {
+    fn drop(&mut self) {
+        let del = |args: &[&str]| {
+            let _ = Command::new("ip").args(args).status();
+        };
+        match &self.near_ns {
+            Some(n) => del(&["netns", "del", n]),
+            None => del(&["link", "del", &self.near]),
+        }
+        del(&["netns", "del", &self.ns]);
+    }
+}
