@@ -3,6 +3,7 @@
 //! figure redrawn as bars with the paper's values beside them, and traces over time.
 
 use super::Error;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 pub const PALETTE: [RGBColor; 10] = [
@@ -231,14 +232,7 @@ pub fn bars(title: &str, y_desc: &str, bars: &[(String, Mark)]) -> Result<String
             .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..ymax)
             .map_err(|x| e(&x))?;
         let cats: Vec<String> = bars.iter().map(|(l, _)| l.clone()).collect();
-        c.configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n)
-            .x_label_formatter(&move |x: &f64| category(&cats, *x))
-            .y_desc(y_desc)
-            .light_line_style(RGBColor(235, 235, 235))
-            .draw()
-            .map_err(|x| e(&x))?;
+        category_mesh(&mut c, cats, y_desc).map_err(|x| e(&x))?;
         for (i, (_, m)) in bars.iter().enumerate() {
             let (x, color) = (i as f64, PALETTE[i % PALETTE.len()]);
             c.draw_series([Rectangle::new(
@@ -275,6 +269,21 @@ fn category(cats: &[String], x: f64) -> String {
     }
 }
 
+/// The mesh of a bar chart whose x axis names `cats`, one at each whole x, with `y_desc`.
+fn category_mesh<DB: DrawingBackend>(
+    c: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    cats: Vec<String>,
+    y_desc: &str,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    c.configure_mesh()
+        .disable_x_mesh()
+        .x_labels(cats.len().max(1))
+        .x_label_formatter(&move |x: &f64| category(&cats, *x))
+        .y_desc(y_desc)
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+}
+
 /// Stacked bars: one bar per category, one colour per stack (e.g. CPU part).
 pub fn stacked_bars(
     title: &str,
@@ -304,15 +313,7 @@ pub fn stacked_bars(
         let mut c = frame(&plot, title, 17)
             .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..ymax)
             .map_err(|x| e(&x))?;
-        let cats = categories.to_vec();
-        c.configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n)
-            .x_label_formatter(&move |x: &f64| category(&cats, *x))
-            .y_desc(y_desc)
-            .light_line_style(RGBColor(235, 235, 235))
-            .draw()
-            .map_err(|x| e(&x))?;
+        category_mesh(&mut c, categories.to_vec(), y_desc).map_err(|x| e(&x))?;
         let mut base = vec![0.0; n];
         let mut entries = Vec::new();
         for (k, (name, vals)) in stacks.iter().enumerate() {
@@ -424,14 +425,7 @@ pub fn paper_bars(f: &PaperChart) -> Result<String, Error> {
         c.configure_mesh()
             .disable_x_mesh()
             .x_labels(n)
-            .x_label_formatter(&move |x: &f64| {
-                let i = x.round();
-                if (x - i).abs() < 1e-6 && i >= 0.0 {
-                    cats.get(i as usize).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
+            .x_label_formatter(&move |x: &f64| category(&cats, *x))
             .x_desc(f.x_desc)
             .y_desc(f.y_desc)
             .light_line_style(RGBColor(235, 235, 235))
