@@ -953,7 +953,13 @@ fn by_round(f: &[Figure]) -> Option<Vec<Vec<Figure>>> {
             ..x.clone()
         }
     };
-    let counted = |r: &Vec<Figure>| r.iter().all(|x| x.bound.is_none_or(|b| b == Bound::Wire));
+    // A wire-bound round of a throughput is a tie (`wire_tie`); of a cost, no cost at all.
+    let counted = |r: &Vec<Figure>| {
+        r.iter().all(|x| match x.bound {
+            None => true,
+            Some(b) => b == Bound::Wire && !x.cost,
+        })
+    };
     Some(
         (0..r0.count as usize)
             .map(|k| f.iter().map(|x| at(x, k)).collect())
@@ -1095,6 +1101,8 @@ struct Figure {
     /// What saturated while the point ran (a side, a core, the wire), if anything did: a
     /// comparison of points a client bound compares the client.
     bound: Option<Bound>,
+    /// A cost (host CPU): a round of it that anything bound, the wire too, measured no cost.
+    cost: bool,
 }
 
 impl Figure {
@@ -1121,6 +1129,7 @@ impl Figure {
             high,
             bound,
             rounds: per_round(m, p),
+            cost,
         })
     }
 
