@@ -275,8 +275,8 @@ pub enum Kind {
     Greater,
     /// The first series' figure exceeds `value`.
     Above,
-    /// The first series' median is within `by` (a fraction: 0.1 is 10 %) of the second's,
-    /// above or below. Near compares medians only: a gap inside the spread is what near means.
+    /// The first series' figure is within `by` (a fraction: 0.1 is 10 %) of the second's, above
+    /// or below: the paper's bound, or, where it gives none, the effect floor.
     Near,
 }
 
@@ -417,9 +417,22 @@ pub struct Checked {
 
 impl Claim {
     /// The factor (or, for `near`, the fraction) the check asks for: as given, else 1 (a claim
-    /// read against the paper's size compares with `sized` instead).
+    /// read against the paper's size compares with `sized` instead); a `near` claim without one
+    /// (the paper says "nearly the same" and puts no number on it) asks for the effect floor.
     pub fn by(&self) -> f64 {
-        self.by_given.unwrap_or(1.0)
+        match (self.by_given, self.kind) {
+            (Some(by), _) => by,
+            (None, Kind::Near) => EFFECT_FLOOR,
+            (None, _) => 1.0,
+        }
+    }
+
+    /// How far a `near` claim's ratio may miss 1 before the claim fails: past the paper's bound
+    /// by more than the effect floor (a smaller miss is no difference this host resolves); where
+    /// the paper gives no bound, the floor is the bound and is counted once (past it this host
+    /// resolves a difference: a `greater` claim on the same figures would hold).
+    fn near_fails_past(&self) -> f64 {
+        self.by_given.map_or(EFFECT_FLOOR, |by| by + EFFECT_FLOOR)
     }
 
     /// A claim that states the paper's size and asks for it (no `by` of its own): the ratio it
@@ -474,7 +487,7 @@ impl Claim {
                 self.text
             )));
         }
-        if self.kind == Kind::Near && !(self.by_given.is_some() && self.by() < 1.0) {
+        if self.kind == Kind::Near && self.by() >= 1.0 {
             return Err(Error::Input(format!(
                 "claim '{}': a near check's by is a fraction below 1 (0.1 is 10 %)",
                 self.text
@@ -564,12 +577,10 @@ impl Claim {
                 match read {
                     // Against: every ratio the ranges allow is near; for: the nearest one is.
                     Read::Against => off.fold(0.0, f64::max) <= self.by(),
-                    // For: the nearest one is, or misses by no more than the effect floor (a
-                    // near claim fails only beyond its bound and the floor, as others fail only
-                    // beyond the floor).
+                    // For: the nearest one is, or misses by no more than `near_fails_past`.
                     Read::For => {
                         let straddles = ratios[0] <= 1.0 && ratios[ratios.len() - 1] >= 1.0;
-                        straddles || off.fold(f64::INFINITY, f64::min) <= self.by() + EFFECT_FLOOR
+                        straddles || off.fold(f64::INFINITY, f64::min) <= self.near_fails_past()
                     }
                     Read::Medians => off.fold(0.0, f64::max) <= self.by(),
                 }
@@ -729,7 +740,7 @@ impl Claim {
             let off = (f[0].value / f[1].value - 1.0).abs();
             return (off <= self.by())
                 .then_some(true)
-                .or((off > self.by() + EFFECT_FLOOR).then_some(false));
+                .or((off > self.near_fails_past()).then_some(false));
         }
         if let Some((hold, short)) = self.sized() {
             let r = self.ratio(&f.iter().map(|x| x.value).collect::<Vec<_>>());
@@ -2022,6 +2033,39 @@ mod tests {
             ..c
         };
         assert!(wide.check().is_err(), "a near check's by is a fraction");
+    }
+
+    #[test]
+    fn a_near_check_without_the_papers_bound_asks_for_the_floor_and_counts_it_once() {
+        let series = || vec![sel("macvlan"), sel("native")];
+        let near = claim(Kind::Near, Metric::ThroughputGbps, series(), None);
+        near.check().unwrap();
+        let greater = claim(Kind::Greater, Metric::ThroughputGbps, series(), None);
+        let pair = |c: &Claim, first: f64| {
+            c.evaluate(&[
+                point(Mode::Macvlan, 8192, 1.0, first),
+                point(Mode::Native, 8192, 1.0, 5.0),
+            ])
+            .verdict
+        };
+        assert_eq!(pair(&near, 5.45), Verdict::Holds, "9 % is within the floor");
+        assert_eq!(pair(&near, 4.6), Verdict::Holds, "8 % below");
+        // Past the floor this host resolves a difference: where a greater claim on the same
+        // figures holds, "nearly the same" does not.
+        assert_eq!(pair(&greater, 5.6), Verdict::Holds);
+        assert_eq!(pair(&near, 5.6), Verdict::DoesNotHold, "above by 12 %");
+        assert_eq!(pair(&near, 4.4), Verdict::DoesNotHold, "below by 12 %");
+        // The paper's own bound keeps the floor beyond it (see the test above).
+        let bounded = Claim {
+            by_given: Some(0.04),
+            ..near
+        };
+        assert_eq!(
+            pair(&bounded, 5.6),
+            Verdict::WithinSpread,
+            "12 %: past 4 %, not 14 %"
+        );
+        assert_eq!(pair(&bounded, 4.2), Verdict::DoesNotHold, "16 % below");
     }
 
     #[test]
