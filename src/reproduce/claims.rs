@@ -295,8 +295,8 @@ pub struct Claim {
     pub common: Selector,
     pub series: Vec<Selector>,
     /// How far the first series must go: a factor (greater, lowest, highest) or a fraction
-    /// (near). Left out, a claim that gives the paper's size is read against that size
-    /// (`Claim::sized`), else by 1.
+    /// (near: the paper's own bound). Left out, a claim that gives the paper's size is read
+    /// against that size (`Claim::sized`), a near claim within the effect floor, else by 1.
     #[serde(default, rename = "by")]
     pub by_given: Option<f64>,
     pub value: Option<f64>,
