@@ -232,7 +232,7 @@ pub fn bars(title: &str, y_desc: &str, bars: &[(String, Mark)]) -> Result<String
             .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..ymax)
             .map_err(|x| e(&x))?;
         let cats: Vec<String> = bars.iter().map(|(l, _)| l.clone()).collect();
-        category_mesh(&mut c, cats, y_desc).map_err(|x| e(&x))?;
+        category_mesh(&mut c, cats, None, y_desc).map_err(|x| e(&x))?;
         for (i, (_, m)) in bars.iter().enumerate() {
             let (x, color) = (i as f64, PALETTE[i % PALETTE.len()]);
             c.draw_series([Rectangle::new(
@@ -269,19 +269,25 @@ fn category(cats: &[String], x: f64) -> String {
     }
 }
 
-/// The mesh of a bar chart whose x axis names `cats`, one at each whole x, with `y_desc`.
+/// The mesh of a bar chart whose x axis names `cats`, one at each whole x, with `y_desc` (and
+/// `x_desc`, where the axis has a name of its own).
 fn category_mesh<DB: DrawingBackend>(
     c: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
     cats: Vec<String>,
+    x_desc: Option<&str>,
     y_desc: &str,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    c.configure_mesh()
-        .disable_x_mesh()
-        .x_labels(cats.len().max(1))
-        .x_label_formatter(&move |x: &f64| category(&cats, *x))
+    let (n, label) = (cats.len().max(1), move |x: &f64| category(&cats, *x));
+    let mut mesh = c.configure_mesh();
+    mesh.disable_x_mesh()
+        .x_labels(n)
+        .x_label_formatter(&label)
         .y_desc(y_desc)
-        .light_line_style(RGBColor(235, 235, 235))
-        .draw()
+        .light_line_style(RGBColor(235, 235, 235));
+    if let Some(d) = x_desc {
+        mesh.x_desc(d);
+    }
+    mesh.draw()
 }
 
 /// Stacked bars: one bar per category, one colour per stack (e.g. CPU part).
@@ -313,7 +319,7 @@ pub fn stacked_bars(
         let mut c = frame(&plot, title, 17)
             .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..ymax)
             .map_err(|x| e(&x))?;
-        category_mesh(&mut c, categories.to_vec(), y_desc).map_err(|x| e(&x))?;
+        category_mesh(&mut c, categories.to_vec(), None, y_desc).map_err(|x| e(&x))?;
         let mut base = vec![0.0; n];
         let mut entries = Vec::new();
         for (k, (name, vals)) in stacks.iter().enumerate() {
@@ -421,15 +427,7 @@ pub fn paper_bars(f: &PaperChart) -> Result<String, Error> {
             .build_cartesian_2d(xr.clone(), 0f64..ymax)
             .map_err(|x| e(&x))?
             .set_secondary_coord(xr, 0f64..y2max);
-        let cats = f.categories.to_vec();
-        c.configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n)
-            .x_label_formatter(&move |x: &f64| category(&cats, *x))
-            .x_desc(f.x_desc)
-            .y_desc(f.y_desc)
-            .light_line_style(RGBColor(235, 235, 235))
-            .draw()
+        category_mesh(&mut c, f.categories.to_vec(), Some(f.x_desc), f.y_desc)
             .map_err(|x| e(&x))?;
         if let Some(d) = f.y2_desc {
             c.configure_secondary_axes()
