@@ -31,8 +31,24 @@ fn the_smallest_paper_reproduces_end_to_end_and_re_renders_from_its_run() {
     );
     let claims = p["claims"].as_array().unwrap();
     assert_eq!(claims.len(), 10, "{p}");
+    // Every claim gets a computed verdict. A cost whose paced load this host did not carry in
+    // most rounds (a CI machine's guest1 once fell short in two of four) is "not measurable",
+    // says so, and only where the stored run shows a paced repeat that something bound.
+    let mut measured = 0;
     for cl in claims {
         let v = cl["verdict"].as_str().unwrap();
+        if v == "not measurable" {
+            let why = cl["why"].as_str().unwrap();
+            assert!(
+                why.contains(" of 4 rounds")
+                    && why.contains("a cost compares only points nothing bound"),
+                "only a cost the host bound goes unmeasured: {cl}"
+            );
+            assert!(bound_paced_repeats(db, &p["runs"]) > 0, "{cl}");
+            assert!(cl["figures"].as_array().unwrap().is_empty(), "{cl}");
+            continue;
+        }
+        measured += 1;
         assert!(
             ["holds", "does not hold", "within the spread"].contains(&v),
             "every quick point was measured: {cl}"
@@ -80,8 +96,8 @@ fn the_smallest_paper_reproduces_end_to_end_and_re_renders_from_its_run() {
     let (charts, rendered, errors) =
         in_browser(std::path::Path::new(p["page"].as_str().unwrap()), &c.state);
     assert!(
-        charts == 14 && rendered == charts,
-        "{rendered} of {charts} charts rendered"
+        charts == 4 + measured && rendered == charts,
+        "{rendered} of {charts} charts rendered ({measured} claims measured)"
     );
     assert!(errors.is_empty(), "console errors: {errors:?}");
     let run = p["runs"][0].as_i64().unwrap();
@@ -162,6 +178,22 @@ fn the_smallest_paper_reproduces_end_to_end_and_re_renders_from_its_run() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("xen-passthrough"), "{err}");
     assert_eq!(before, host_snapshot());
+}
+
+/// How many repeats of paced points in these runs something bound (a load not carried in full,
+/// a saturated core), read from the store itself.
+fn bound_paced_repeats(db: &str, runs: &serde_json::Value) -> i64 {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let q = "SELECT count(*) FROM repeats r JOIN points p ON p.id = r.point_id \
+             WHERE p.run_id = ?1 AND p.load_bps IS NOT NULL AND r.bound_by IS NOT NULL";
+    runs.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            c.query_row(q, [r.as_i64().unwrap()], |x| x.get::<_, i64>(0))
+                .unwrap()
+        })
+        .sum()
 }
 
 /// A cost compared between points something bound is not a cost: a claim on host CPU per Gb/s

@@ -998,10 +998,14 @@ pub enum Unmeasurable {
     Ambiguous { count: usize, name: String },
     #[error("{name} has no {unit}")]
     NoValue { name: String, unit: &'static str },
-    #[error("{name} did not carry its offered load in full: a cost compares only points nothing bound (a paced load carried in full)")]
-    ShortLoad { name: String },
-    #[error("{name} was bound by {bound}: a cost compares only points nothing bound (a paced load carried in full)")]
-    BoundCost { name: String, bound: Bound },
+    #[error("{name} did not carry its offered load in full{when}: a cost compares only points nothing bound (a paced load carried in full)")]
+    ShortLoad { name: String, when: String },
+    #[error("{name} was bound by {bound}{when}: a cost compares only points nothing bound (a paced load carried in full)")]
+    BoundCost {
+        name: String,
+        bound: Bound,
+        when: String,
+    },
     #[error("{name} was bound by {bound}: this claim compares only points no saturated core, side or wire bound (a saturated core's rate is its capacity, not the path's)")]
     Saturated { name: String, bound: Bound },
     #[error("{name} held {fewest:.0} request/response samples in a {window_s:.1} s window: its {} percentile is {}, not a tail; a tail needs {need:.0} samples ({TAIL_BEYOND:.0} beyond it), a window of {:.0} s or more at its rate", percentile_name(*q), largest(*q, *fewest), (need / (fewest / window_s).max(1e-9)).ceil())]
@@ -1021,22 +1025,46 @@ pub enum Unmeasurable {
 /// was not carried.
 fn unbound_rounds(m: Metric, p: &PointRecord, name: &str) -> Result<(), Unmeasurable> {
     let Some((_, rounds)) = per_round(m, p) else {
-        return unbound(p, name);
+        return unbound(p, name, String::new());
     };
     let kept = rounds.iter().filter(|(_, b)| b.is_none()).count();
     match kept >= 3 && 2 * kept > rounds.len() {
         true => Ok(()),
-        false => unbound(p, name),
+        false => {
+            let when = format!(" in {} of {} rounds", rounds.len() - kept, rounds.len());
+            unbound(p, name, when)
+        }
     }
 }
 
-/// A cost's point must be one nothing bound, in every repeat.
-fn unbound(p: &PointRecord, name: &str) -> Result<(), Unmeasurable> {
+/// A cost's point must be one nothing bound, in every repeat. `when` says in which rounds it
+/// was not; a short load also says how much of it was carried.
+fn unbound(p: &PointRecord, name: &str, when: String) -> Result<(), Unmeasurable> {
     let name = name.to_string();
     match p.bound_in_any_run() {
         None => Ok(()),
-        Some(Bound::Latency) => Err(Unmeasurable::ShortLoad { name }),
-        Some(bound) => Err(Unmeasurable::BoundCost { name, bound }),
+        Some(Bound::Latency) => Err(Unmeasurable::ShortLoad {
+            name,
+            when: format!("{when}{}", carried(p)),
+        }),
+        Some(bound) => Err(Unmeasurable::BoundCost { name, bound, when }),
+    }
+}
+
+/// " (the slowest repeat carried 0.171 Gb/s, paced at 0.200 Gb/s a stream)", where the point
+/// had a paced load.
+fn carried(p: &PointRecord) -> String {
+    let slowest = p
+        .repeats
+        .iter()
+        .map(|r| r.throughput_gbps)
+        .fold(p.throughput_gbps.unwrap_or(f64::INFINITY), f64::min);
+    match p.key.load_bps {
+        Some(o) if slowest.is_finite() => format!(
+            " (the slowest repeat carried {slowest:.3} Gb/s, paced at {:.3} Gb/s a stream)",
+            o as f64 / 1e9
+        ),
+        _ => String::new(),
     }
 }
 
@@ -1507,10 +1535,17 @@ mod tests {
         assert_eq!(r.verdict, Verdict::Holds, "{}", r.why);
         assert!(r.why.contains("1 of 6 rounds left out"), "{}", r.why);
         assert_eq!(r.figures[0].1, 204.0);
-        // Half the rounds short: no cost.
-        let half = short(short(paravirt, 0), 1);
+        // Half the rounds short: no cost, and the page says in how many and how short.
+        let mut half = short(short(paravirt, 0), 1);
+        half.key.load_bps = Some(200_000_000);
+        half.repeats[1].throughput_gbps = 0.171;
         let r = c.evaluate(&[half, macvlan.clone()]);
         assert_eq!(r.verdict, Verdict::NotMeasurable, "{}", r.why);
+        assert!(
+            r.why.contains("did not carry its offered load in full in 3 of 6 rounds (the slowest repeat carried 0.171 Gb/s, paced at 0.200 Gb/s a stream)"),
+            "{}",
+            r.why
+        );
         // Without rounds, one short repeat still leaves no cost.
         let plain = PointRecord {
             bound_by: Some(Bound::Latency),

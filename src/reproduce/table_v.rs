@@ -71,6 +71,7 @@ fn cost(sel: &Selector, points: &[PointRecord]) -> Result<f64, Unmeasurable> {
             Some(bound) => Err(Unmeasurable::BoundCost {
                 name,
                 bound: *bound,
+                when: String::new(),
             }),
             None => Metric::NormalizedPctPerGbps
                 .of(p)
