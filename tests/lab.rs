@@ -116,6 +116,39 @@ fn status_reads_offloads_and_mtu_back_from_the_kernel() {
         "exec", "--lab", "toff", "client", "--", "sh", "-c", "exit 7",
     ]);
     assert_eq!(o.status.code(), Some(7));
+    // vnetlab itself runs inside a lab (as `bench engine` runs its tools, and as a user runs
+    // iperf3-style `test -H`): it reads the lab's journal, whose cgroup folders it checks against
+    // the mounted hierarchies, so exec keeps them mounted, and the client's address counts as the
+    // lab's without --allow-remote.
+    let out = c.ok(&["exec", "--lab", "toff", "g1", "--", BIN, "status", "toff"]);
+    assert!(out.contains("lab toff"), "{out}");
+    let client = l["client"]["address"].as_str().unwrap();
+    let token = "a-lab-token";
+    let mut serve = c
+        .cmd(&[
+            "exec", "--lab", "toff", "client", "--", BIN, "serve", "--bind", client, "--port",
+            "15298", "--token", token, "--allow", client,
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(serve.stderr.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert!(line.contains("listening"), "{line}");
+    let t = c.run(&[
+        "exec", "--lab", "toff", "g1", "--", BIN, "test", "-H", client, "-p", "15298", "--token",
+        token, "-l", "0.5", "--json",
+    ]);
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let err = String::from_utf8_lossy(&t.stderr);
+    assert!(t.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&t.stdout).unwrap();
+    assert!(v["throughput_gbps"].as_f64().unwrap() > 0.0, "{v}");
     c.ok(&["down", "toff"]);
     assert_eq!(before, host_snapshot());
 }

@@ -19,9 +19,11 @@ pub fn new_session(cmd: &mut Command) {
 /// The child joins the cgroups whose `cgroup.procs` files are open for writing as `procs` (opened
 /// and checked before the fork, through each folder checked by identity), enters network
 /// namespace `ns` (opened and checked alike) and mounts that namespace's /sys, as `ip netns exec`
-/// does.
+/// does, with the host's cgroup tree kept at /sys/fs/cgroup (`ip netns exec` loses it): a
+/// vnetlab run inside a lab reads its labs' journals, whose cgroup folders are checked against
+/// the mounted hierarchies.
 pub fn enter_on_exec(cmd: &mut Command, ns: OwnedFd, procs: Vec<OwnedFd>) {
-    // SAFETY: `enter` makes only async-signal-safe calls (write, setns, unshare, mount) on fds and data prepared before the fork and moved into the hook.
+    // SAFETY: `enter` makes only async-signal-safe calls (write, setns, unshare, mount, open_tree, move_mount, close) on fds and data prepared before the fork and moved into the hook.
     unsafe {
         cmd.pre_exec(move || enter(ns.as_raw_fd(), &procs));
     }
@@ -30,7 +32,7 @@ pub fn enter_on_exec(cmd: &mut Command, ns: OwnedFd, procs: Vec<OwnedFd>) {
 /// Runs in the child between fork and exec: only async-signal-safe calls.
 fn enter(ns: i32, procs: &[OwnedFd]) -> std::io::Result<()> {
     let err = std::io::Error::last_os_error;
-    // SAFETY: every fd is open (owned by the hook) and every pointer a byte literal that lives across the call.
+    // SAFETY: every fd is open (owned by the hook, or returned by open_tree and closed once) and every pointer a literal that lives across the call.
     unsafe {
         for p in procs {
             // "0" moves the writer: this child.
@@ -57,6 +59,13 @@ fn enter(ns: i32, procs: &[OwnedFd]) -> std::io::Result<()> {
         {
             return Err(err());
         }
+        // A copy of the cgroup tree, detached, taken before /sys goes (-1: none to keep).
+        let tree = libc::syscall(
+            libc::SYS_open_tree,
+            libc::AT_FDCWD,
+            CGROUP.as_ptr(),
+            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | libc::AT_RECURSIVE as libc::c_uint,
+        ) as i32;
         libc::umount2(sys.as_ptr().cast(), libc::MNT_DETACH);
         if libc::mount(
             sysfs.as_ptr().cast(),
@@ -68,6 +77,25 @@ fn enter(ns: i32, procs: &[OwnedFd]) -> std::io::Result<()> {
         {
             return Err(err());
         }
+        if tree >= 0 {
+            // Best effort, as before the copy was kept: without it the child still runs.
+            libc::syscall(
+                libc::SYS_move_mount,
+                tree,
+                c"".as_ptr(),
+                libc::AT_FDCWD,
+                CGROUP.as_ptr(),
+                MOVE_MOUNT_F_EMPTY_PATH,
+            );
+            libc::close(tree);
+        }
     }
     Ok(())
 }
+
+/// Where the cgroup hierarchies are mounted, under /sys.
+const CGROUP: &std::ffi::CStr = c"/sys/fs/cgroup";
+/// open_tree(2): a detached copy of the tree, not the tree itself.
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+/// move_mount(2): the source is the fd itself.
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 4;
