@@ -483,3 +483,35 @@ fn every_traffic_source_keeps_the_measuring_contract() {
     assert_eq!(agents_running(), 0, "an agent outlived its test");
     assert_eq!(before, host_snapshot());
 }
+
+/// `bench engine` is how the engine's speed is shown beside iperf3 and sockperf: on the veth
+/// path both tools run inside the bench's own lab and each row has a figure from each (no
+/// ratio is asserted: speed is shown by the bench, not by tests).
+#[test]
+fn the_engine_bench_runs_both_tools_inside_its_lab() {
+    let c = ctx("benchveth");
+    let before = host_snapshot();
+    let v = c.json(&[
+        "bench",
+        "engine",
+        "--paths",
+        "veth",
+        "--seconds",
+        "1",
+        "--repeat",
+        "1",
+        "--json",
+    ]);
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 3, "{v}");
+    for r in rows {
+        assert_eq!(r["path"], "veth", "{r}");
+        for side in ["vnetlab", "peer_result"] {
+            let m = &r[side];
+            let moved = m["gbps"].as_f64().unwrap() + m["tps"].as_f64().unwrap_or(0.0);
+            assert!(moved > 0.0, "{side} moved nothing: {r}");
+        }
+        assert!(r["throughput_ratio"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    assert_eq!(before, host_snapshot());
+}
