@@ -491,6 +491,7 @@ fn raw_session(
     let mut replies = Vec::new();
     let hello = serde_json::to_string(&vnetlab::engine::proto::Request::Hello {
         token: token.into(),
+        nonce: None,
     })
     .unwrap();
     for l in std::iter::once(&hello).chain(lines) {

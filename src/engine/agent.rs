@@ -252,7 +252,9 @@ impl Agent {
     /// Carries a request out (its budget, if any, already reserved).
     fn prepare(&mut self, req: Request) -> Reply {
         let r = match req {
-            Request::Hello { .. } => Ok(Reply::Ok),
+            Request::Hello { nonce, .. } => {
+                Ok(nonce.map_or(Reply::Ok, |nonce| Reply::Welcome { nonce }))
+            }
             Request::Listen {
                 spec,
                 bind,

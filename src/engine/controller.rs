@@ -145,6 +145,7 @@ impl AgentConn {
         a.call(
             &Request::Hello {
                 token: token.into(),
+                nonce: None,
             },
             SETUP_TIMEOUT,
         )?;
@@ -173,7 +174,12 @@ impl AgentConn {
             unix: s2,
             remote: false,
         };
-        a.call(&Request::Hello { token: "".into() }, SETUP_TIMEOUT)?;
+        let nonce = rand::random::<u64>();
+        a.send(&Request::Hello {
+            token: String::new(),
+            nonce: Some(nonce),
+        })?;
+        a.welcome(nonce, SETUP_TIMEOUT)?;
         Ok(a)
     }
 
@@ -186,8 +192,42 @@ impl AgentConn {
             .map_err(|_| Error::Failed(format!("the agent in {} is gone", self.name)))
     }
 
+    /// Reads past whatever an earlier session left queued on the channel to the welcome that
+    /// echoes `nonce`, at most `timeout`.
+    fn welcome(&mut self, nonce: u64, timeout: Duration) -> Result<(), Error> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.next_reply(left)? {
+                Ok(Reply::Welcome { nonce: n }) if n == nonce => return Ok(()),
+                // An earlier session's reply, or a line it cut short.
+                _ if !left.is_zero() => continue,
+                _ => {
+                    return Err(Error::Failed(format!(
+                        "the agent in {} did not answer this session's hello within {}s",
+                        self.name,
+                        timeout.as_secs()
+                    )))
+                }
+            }
+        }
+    }
+
     /// Waits for the next reply, at most `timeout`, and no longer than a stop request.
     fn recv(&mut self, timeout: Duration) -> Result<Reply, Error> {
+        match self.next_reply(timeout)? {
+            Ok(Reply::Error { error }) => Err(Error::Failed(format!("{}: {error}", self.name))),
+            Ok(r) => Ok(r),
+            Err(e) => Err(Error::Failed(format!(
+                "{}: unreadable reply ({e})",
+                self.name
+            ))),
+        }
+    }
+
+    /// The next line as a reply (an agent's error is a reply here), or the line's parse error;
+    /// Err when none came within `timeout`, the agent died or a stop was asked.
+    fn next_reply(&mut self, timeout: Duration) -> Result<Result<Reply, serde_json::Error>, Error> {
         let deadline = std::time::Instant::now() + timeout;
         let slice = Duration::from_millis(100);
         let got = loop {
@@ -201,14 +241,7 @@ impl AgentConn {
             }
         };
         match got {
-            Ok(line) => match serde_json::from_str::<Reply>(&line) {
-                Ok(Reply::Error { error }) => Err(Error::Failed(format!("{}: {error}", self.name))),
-                Ok(r) => Ok(r),
-                Err(e) => Err(Error::Failed(format!(
-                    "{}: unreadable reply ({e})",
-                    self.name
-                ))),
-            },
+            Ok(line) => Ok(serde_json::from_str::<Reply>(&line)),
             Err(RecvTimeoutError::Timeout) => Err(Error::Failed(format!(
                 "the agent in {} did not answer within {}s",
                 self.name,
@@ -816,6 +849,35 @@ mod tests {
             to: "client".into(),
             reverse: false,
         }
+    }
+
+    /// A QEMU guest's port as a unix socket: what an earlier session left queued comes first
+    /// (a probe's unread "ok", an error, a line cut short), then the agent itself answers.
+    #[test]
+    fn a_guest_session_reads_past_an_earlier_sessions_replies() {
+        use std::io::{BufReader, Write};
+        let dir = std::env::temp_dir().join(format!("vl-welcome-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("agent.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let agent = std::thread::spawn(move || {
+            let (s, _) = listener.accept().unwrap();
+            let mut w = s.try_clone().unwrap();
+            w.write_all(b"{\"reply\":\"ok\"}\n{\"reply\":\"error\",\"error\":\"old\"}\n{\"rep\n")
+                .unwrap();
+            let end = crate::engine::agent::session(
+                BufReader::new(s),
+                w,
+                crate::engine::agent::SessionMode::Local,
+            );
+            assert_eq!(end.unwrap(), crate::engine::agent::SessionEnd::Done);
+        });
+        let mut a = AgentConn::unix("g1", &path).unwrap();
+        let r = a.call(&Request::Time, SETUP_TIMEOUT).unwrap();
+        assert!(matches!(r, Reply::Time { .. }), "{r:?}");
+        drop(a);
+        agent.join().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -10,9 +10,14 @@ use super::tcpinfo::TcpSample;
 #[derive(Serialize, Deserialize, Debug, Clone)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Request {
-    /// First line on a TCP control connection.
+    /// First line of a session: a TCP control connection's (with its token), a QEMU guest's.
     Hello {
         token: String,
+        /// A number the agent echoes in `Reply::Welcome`. A QEMU guest's virtio-serial port
+        /// outlives its sessions, and replies an earlier session never read (a readiness probe
+        /// that gave up waiting) are still queued on it: the driver reads past them to its own.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nonce: Option<u64>,
     },
     /// Become the server side of a test: listen on `bind` (within `ports` if given) for `streams`.
     Listen {
@@ -39,10 +44,22 @@ pub enum Request {
 #[serde(tag = "reply", rename_all = "snake_case")]
 pub enum Reply {
     Ok,
-    Listening { ports: Vec<u16> },
-    Report { report: SideReport },
-    Time { mono_ns: u64 },
-    Error { error: String },
+    /// The answer to a hello that carried a nonce.
+    Welcome {
+        nonce: u64,
+    },
+    Listening {
+        ports: Vec<u16>,
+    },
+    Report {
+        report: SideReport,
+    },
+    Time {
+        mono_ns: u64,
+    },
+    Error {
+        error: String,
+    },
 }
 
 /// How one machine's clock was set against another's for one-way delays: the offset (theirs less
@@ -224,6 +241,6 @@ mod tests {
         let r = Request::Run;
         assert_eq!(serde_json::to_string(&r).unwrap(), r#"{"op":"run"}"#);
         let back: Request = serde_json::from_str(r#"{"op":"hello","token":"x"}"#).unwrap();
-        assert!(matches!(back, Request::Hello { token } if token == "x"));
+        assert!(matches!(back, Request::Hello { token, nonce: None } if token == "x"));
     }
 }
