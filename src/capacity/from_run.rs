@@ -116,6 +116,24 @@ fn vdi_points<'a>(
     native
 }
 
+/// Why each host → client stream could give no cost (it failed, or measured no host CPU per
+/// Gb/s), as " (…; …)"; empty when none was passed over for that.
+fn passed_over(points: &[PointRecord]) -> String {
+    let why: Vec<String> = points
+        .iter()
+        .filter(|p| p.key.direction == Direction::HostToClient && p.key.test == TestKind::TcpStream)
+        .filter(|p| !usable(p))
+        .map(|p| match &p.error {
+            Some(e) => format!("{} failed: {}", describe(p), crate::text::clip(e)),
+            None => format!("{} measured no host CPU per Gb/s", describe(p)),
+        })
+        .collect();
+    match why.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", why.join("; ")),
+    }
+}
+
 /// A cost from an UNSTABLE point is refused unless allowed, naming each such point and its spread;
 /// allowed, each is named in the notes.
 fn unstable_costs(
@@ -195,10 +213,11 @@ pub fn costs(
         }
         None if vdi_required => {
             return Err(Error::NoData(format!(
-                "run {} has no host-to-client TCP_STREAM point{unbound} with offloads {} (the VDI network){}: add direction host-to-client with a paced load (loads = [\"500mbit\"]), or pass --allow-bound",
+                "run {} has no host-to-client TCP_STREAM point{unbound} with offloads {} (the VDI network){}{}: add direction host-to-client with a paced load (loads = [\"500mbit\"]), or pass --allow-bound",
                 run.id,
                 if vdi_offload { "on" } else { "off" },
-                how.size.map(|s| format!(" at {s} B")).unwrap_or_default()
+                how.size.map(|s| format!(" at {s} B")).unwrap_or_default(),
+                passed_over(points)
             )))
         }
         None => {
@@ -300,6 +319,30 @@ mod tests {
     /// A point paced at `mbit` Mb/s that nothing bound: a cost.
     fn paced(seq: u32, mode: &str, dir: &str, mbit: u64, cost: f64) -> PointRecord {
         pt(seq, mode, dir, Some(mbit * 1_000_000), cost, None)
+    }
+
+    #[test]
+    fn a_missing_vdi_cost_names_the_host_streams_passed_over_and_why() {
+        let failed = PointRecord {
+            error: Some("the agent in host died mid-test".into()),
+            ..paced(4, "bridge", "host-to-client", 500, 0.0)
+        };
+        let pts = vec![paced(2, "bridge", "guest-to-client", 500, 14.0), failed];
+        let e = costs(&sample_run(), &pts, Pick::default(), true, true)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("(point 4 (bridge host-to-client")
+                && e.contains("failed: the agent in host died mid-test)"),
+            "{e}"
+        );
+        let mut zero = pts;
+        zero[1].error = None;
+        let e = costs(&sample_run(), &zero, Pick::default(), true, true)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("measured no host CPU per Gb/s"), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
     }
 
     #[test]
