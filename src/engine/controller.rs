@@ -198,16 +198,17 @@ impl AgentConn {
         let deadline = std::time::Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match self.next_reply(left)? {
-                Ok(Reply::Welcome { nonce: n }) if n == nonce => return Ok(()),
-                // An earlier session's reply, or a line it cut short.
-                _ if !left.is_zero() => continue,
-                _ => {
-                    return Err(Error::Failed(format!(
-                        "the agent in {} did not answer this session's hello within {}s",
-                        self.name,
-                        timeout.as_secs()
-                    )))
+            if left.is_zero() {
+                return Err(Error::Failed(format!(
+                    "the agent in {} did not answer this session's hello within {}s",
+                    self.name,
+                    timeout.as_secs()
+                )));
+            }
+            // Anything else is an earlier session's reply, or a line it cut short.
+            if let Ok(Reply::Welcome { nonce: n }) = self.next_reply(left)? {
+                if n == nonce {
+                    return Ok(());
                 }
             }
         }
