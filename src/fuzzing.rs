@@ -25,6 +25,17 @@ pub fn all_text_parsers(data: &[u8]) {
     }
     let _ = crate::lab::hostcmd::parse_offloads(s);
     let _ = crate::meter::procstat::parse(s);
+    let _ = crate::meter::procstat::timer_list_idle_ns(s);
+    let _ = crate::meter::sched::parse_schedstat(s);
+    let _ = crate::meter::sched::roots(s);
+    let _ = crate::meter::kernel::Accounting::parse(s, s, "fuzz");
+    if let Ok(r) = crate::meter::raw::Recording::parse(s) {
+        let _ = r.cores();
+    }
+    let _ = crate::stats::parse_confidence(s);
+    let _ = crate::stats::parse_netperf_confidence(s);
+    let _ = crate::stats::parse_iterations(s);
+    let _ = crate::stats::parse_netperf_iterations(s);
     let _ = crate::units::parse_size(s);
     let _ = crate::units::parse_rr(s);
     let _ = s.parse::<crate::vocab::TestKind>();
@@ -137,6 +148,9 @@ mod tests {
             "[{\"dst\":\"10.0.0.0/8\",\"dev\":\"eth0\"}]",
             "sockperf: [Valid Duration] RunTime=1.5 sec; SentMessages=2; ReceivedMessages=2\n---> percentile 50.000 = 1\n",
             "[cad]\nfps = 60\nframe_bytes = [[50000, 1], [9, 0.5]]\nusb_mbit = 100\nmax_unacked = 2\n",
+            "window_s: 1\nticks_per_s: 100\nkernel: {}\nsched: schedstat\n--- a stat\ncpu  1 0 0 9 0 0 0 0 0 0\ncpu0 1 0 0 9 0 0 0 0\n--- a sched\ncpu0 0 0 0 0 0 0 5 0 0\n--- b stat\ncpu  2 0 0 18 0 0 0 3 0 0\ncpu0 2 0 0 18 0 0 0 3\n--- b cpuidle\n0 5\n",
+            "now at 5 nsecs\ncpu: 0\n  .tick_stopped   : 1\n  .idle_entrytime : 9 nsecs\n  .idle_sleeptime : 3 nsecs\n",
+            "95,5", "30,6",
         ];
         let mut rng = rand::rngs::StdRng::seed_from_u64(0x766e6c);
         let alphabet = b" \n\t=\"'[]{},:%./-0123456789abcdefgkmnorstuwxyzKMGT\\#\xc3\xa9";

@@ -76,7 +76,7 @@ fn a_run_is_stored_reported_exported_and_compared() {
         assert!(p["tcp_retransmits"].is_u64(), "{p}");
     }
     assert!(r["run"]["host_facts"]["kernel"].as_str().unwrap().len() > 1);
-    assert_eq!(r["version"], 3, "the report's JSON says its schema version");
+    assert_eq!(r["version"], 4, "the report's JSON says its schema version");
     let csv = c.ok(&["export", "1", "--csv", "--db", dbs]);
     assert_eq!(csv.lines().count(), 5);
     let parts = c.ok(&["export", "1", "--format", "parts-csv", "--db", dbs]);

@@ -730,7 +730,7 @@ fn an_iperf3_users_flags_reach_a_serve_on_another_machine() {
         assert!((0.045..=0.055).contains(&g), "{side}: {g} Gb/s in {both}");
     }
     for r in [&paced, &back, &both] {
-        assert_eq!(r["version"], 3, "one versioned shape: {r}");
+        assert_eq!(r["version"], 4, "one versioned shape: {r}");
     }
     drop(p);
     assert_eq!(before, host_snapshot());

@@ -11,7 +11,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::lab::{exec, hostcmd, state::LabRecord};
-use crate::meter::procstat;
 use crate::vocab::Role;
 
 #[derive(Serialize, Clone, Debug, Default)]
@@ -136,15 +135,14 @@ fn measured(mut c: Command, secs: f64, host: Vec<usize>) -> Result<(String, f64)
     let (tx, rx) = std::sync::mpsc::channel();
     let sampler = std::thread::spawn(move || -> Result<f64, Error> {
         std::thread::sleep(Duration::from_secs_f64(WARMUP_S + 0.25));
-        let (a, t0) = (procstat::read()?, std::time::Instant::now());
+        let probe = crate::meter::Probe::start()?;
         // Stop early if the client already ended (its figure would be unusable anyway).
         if rx.recv_timeout(Duration::from_secs_f64(secs - 0.5)).is_ok() {
             return Err(Error::Failed(
                 "the client ended before its run was over".into(),
             ));
         }
-        let (b, wall) = (procstat::read()?, t0.elapsed().as_secs_f64());
-        let t = procstat::core_times(&a, &b, wall, crate::meter::ticks_per_s());
+        let (wall, t) = probe.finish()?;
         Ok(host
             .iter()
             .filter_map(|c| t.get(c))

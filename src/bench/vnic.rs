@@ -143,7 +143,13 @@ fn run_cases(
                 loads: vec![],
                 other: None,
             };
-            match measure::repeated(&target, &spec, &Engine, repeat, None, &|_, _| {}) {
+            match measure::repeated(
+                &target,
+                &spec,
+                &Engine,
+                &measure::Stopping::fixed(repeat),
+                &|_, _| {},
+            ) {
                 Ok(m) => rows.push(row(case.label, from, to, &m)),
                 Err(e) => {
                     result = Err(Error::Measure(e));

@@ -30,9 +30,9 @@ pub struct Pick {
     pub load: Option<Option<u64>>,
     /// Take points a saturated core, backend or the wire bound (their CPU per Gb/s is a ceiling's).
     pub allow_bound: bool,
-    /// Take costs from UNSTABLE points (CPU per Gb/s or throughput varied by more than 10 % over
-    /// the repeats); they are then named in the notes. Without it a plan from one is refused.
-    pub allow_unstable: bool,
+    /// Take costs from points whose confidence interval is wider than their run asked (or short
+    /// of its level); they are then named in the notes. Without it a plan from one is refused.
+    pub allow_wide: bool,
 }
 
 fn describe(p: &PointRecord) -> String {
@@ -55,7 +55,7 @@ fn pick<'a>(
 ) -> Option<&'a PointRecord> {
     let mut ok: Vec<&PointRecord> = Vec::new();
     for &p in pts {
-        match &p.bound_in_any_run() {
+        match &p.cost_bound() {
             Some(b) if !how.allow_bound => skipped.push(format!(
                 "skipped {}: bound by {b} (pass --allow-bound to use it)",
                 describe(p)
@@ -88,6 +88,19 @@ fn usable(p: &PointRecord) -> bool {
 
 fn cost(p: &PointRecord) -> f64 {
     p.normalized_pct_per_gbps.unwrap_or(0.0)
+}
+
+/// " [lo–hi] (±x % at L %)": the cost's interval as the plan carries it, or nothing.
+fn shown(p: &PointRecord) -> String {
+    p.spread
+        .as_ref()
+        .and_then(|r| Some((r, r.normalized_pct_per_gbps.as_ref()?)))
+        .filter(|(_, s)| s.interval.is_some())
+        .map(|(r, s)| {
+            let i = s.interval.expect("filtered above");
+            format!(" [{:.4}–{:.4}] ({})", i.lo, i.hi, s.against(&r.goal()))
+        })
+        .unwrap_or_default()
 }
 
 /// The VDI network's points: the host streaming to the client, or, in a run without those, the
@@ -134,9 +147,9 @@ fn passed_over(points: &[PointRecord]) -> String {
     }
 }
 
-/// A cost from an UNSTABLE point is refused unless allowed, naming each such point and its spread;
-/// allowed, each is named in the notes.
-fn unstable_costs(
+/// A cost from a point whose interval is wider than asked is refused unless allowed, naming
+/// each such point and what its interval reached; allowed, each is named in the notes.
+fn wide_costs(
     run: &RunRow,
     used: &[&PointRecord],
     allow: bool,
@@ -144,35 +157,51 @@ fn unstable_costs(
 ) -> Result<(), Error> {
     let mut seen = std::collections::BTreeSet::new();
     // A point may give two costs (the native guest's stream stands for the VDI network too).
-    let shaky: Vec<String> = used
+    let wide: Vec<String> = used
         .iter()
-        .filter(|p| p.unstable == Some(true) && seen.insert(p.seq))
+        .filter(|p| p.wide == Some(true) && seen.insert(p.seq))
         .map(|p| {
-            let cpu = p
+            let how = p
                 .spread
                 .as_ref()
-                .and_then(|s| s.normalized_pct_per_gbps.as_ref())
-                .map(|s| format!(", CPU per Gb/s {:.2}–{:.2}", s.min, s.max))
+                .and_then(|r| Some((r, r.normalized_pct_per_gbps.as_ref()?)))
+                .map(|(r, s)| format!(": CPU per Gb/s {} ({})", s.text(2), s.against(&r.goal())))
                 .unwrap_or_default();
-            format!("{}{cpu}", describe(p))
+            format!("{}{how}", describe(p))
         })
         .collect();
-    if shaky.is_empty() {
+    if wide.is_empty() {
         return Ok(());
     }
     if !allow {
         return Err(Error::NoData(format!(
-            "run {}: costs from UNSTABLE points (varied by more than 10 % over their repeats): {}; measure again with more rounds, or pass --allow-unstable to plan with them",
+            "run {}: costs from points whose confidence interval is wider than asked: {}; measure them again with more rounds (--iterations, --confidence), or pass --allow-wide to plan with them as ranges",
             run.id,
-            shaky.join("; ")
+            wide.join("; ")
         )));
     }
-    notes.extend(
-        shaky
-            .into_iter()
-            .map(|s| format!("UNSTABLE cost used: {s}")),
-    );
+    notes.extend(wide.into_iter().map(|s| format!("wide cost used: {s}")));
     Ok(())
+}
+
+/// The points that have no cost because the meter could not tell their host CPU, by name.
+fn unmeasurable(points: &[PointRecord], notes: &mut Vec<String>) {
+    for p in points.iter().filter(|p| p.error.is_none()) {
+        if let Some(why) = &p.unmeasurable {
+            notes.push(format!("skipped {}: unmeasurable ({why})", describe(p)));
+        }
+    }
+}
+
+/// A point's cost interval (its CPU per Gb/s), where its units gave one.
+fn interval(p: &PointRecord) -> Option<[f64; 2]> {
+    let i = p
+        .spread
+        .as_ref()?
+        .normalized_pct_per_gbps
+        .as_ref()?
+        .interval?;
+    Some([i.lo, i.hi])
 }
 
 /// `vdi_required`: fail without host → client points (plan), or leave the VDI cost at 0 (report).
@@ -198,6 +227,7 @@ pub fn costs(
     }
     let mut used = Vec::new();
     let mut notes = Vec::new();
+    unmeasurable(points, &mut notes);
     let host = vdi_points(points, vdi_offload, &mut notes);
     let unbound = if how.allow_bound {
         ""
@@ -208,8 +238,8 @@ pub fn costs(
     let vdi = match pick(&host, how, &mut notes) {
         Some(p) => {
             used_points.push(p);
-            used.push(format!("VDI network: {}, offloads {}: {:.4} % per Gb/s", describe(p), if p.key.tso { "on" } else { "off" }, cost(p)));
-            cost(p)
+            used.push(format!("VDI network: {}, offloads {}: {:.4} % per Gb/s{}", describe(p), if p.key.tso { "on" } else { "off" }, cost(p), shown(p)));
+            (cost(p), interval(p))
         }
         None if vdi_required => {
             return Err(Error::NoData(format!(
@@ -222,7 +252,7 @@ pub fn costs(
         }
         None => {
             notes.push(format!("no host → client point{unbound} in this run: the VDI network's cost is left at 0"));
-            0.0
+            (0.0, None)
         }
     };
     let mut modes: Vec<Mode> = Vec::new();
@@ -242,9 +272,10 @@ pub fn costs(
         };
         used_points.push(p);
         used.push(format!(
-            "VM network {m}: {}: {:.4} % per Gb/s",
+            "VM network {m}: {}: {:.4} % per Gb/s{}",
             describe(p),
-            cost(p)
+            cost(p),
+            shown(p)
         ));
         if p.placed == Some(false) {
             notes.push(format!(
@@ -254,11 +285,13 @@ pub fn costs(
         }
         datapaths.push(Datapath {
             name: m.to_string(),
-            vdi_net_pct_per_gbps: vdi,
+            vdi_net_pct_per_gbps: vdi.0,
             vm_net_pct_per_gbps: cost(p),
+            vdi_net_interval: vdi.1,
+            vm_net_interval: interval(p),
         });
     }
-    unstable_costs(run, &used_points, how.allow_unstable, &mut notes)?;
+    wide_costs(run, &used_points, how.allow_wide, &mut notes)?;
     if datapaths.is_empty() {
         return Err(Error::NoData(format!(
             "run {} has no VM network point{unbound} to take costs from ({}): measure paced loads (loads = [\"500mbit\"] in the experiment) or pass --allow-bound",
@@ -462,25 +495,50 @@ mod tests {
         assert_eq!(c.datapaths[0].vm_net_pct_per_gbps, 10.0);
     }
 
+    /// A point whose cost was measured to `[lo, hi]` over six units, reaching the goal or not.
+    fn with_interval(mut p: PointRecord, lo: f64, hi: f64) -> PointRecord {
+        let c = p.normalized_pct_per_gbps.unwrap();
+        let units = [lo, c, c, c, c, hi];
+        let s = crate::stats::spread(&units, 95);
+        let goal = crate::stats::Goal::default();
+        p.wide = Some(!s.meets(&goal));
+        p.spread = Some(crate::records::Repeats {
+            runs: 6,
+            confidence_level: 95,
+            confidence_met: None,
+            goal: None,
+            throughput_gbps: crate::stats::spread(&[0.3; 6], 95),
+            transactions_per_s: None,
+            host_busy_pct: None,
+            normalized_pct_per_gbps: Some(s),
+            wide: p.wide == Some(true),
+            bound_left_out: 0,
+            unmeasurable: None,
+            shown: None,
+            each: vec![],
+            rounds: None,
+        });
+        p
+    }
+
     #[test]
-    fn a_cost_from_an_unstable_point_is_refused_unless_allowed() {
-        let mut shaky = paced(2, "nat", "guest-to-client", 300, 48.0);
-        shaky.unstable = Some(true);
+    fn a_cost_whose_interval_is_wider_than_asked_is_refused_unless_allowed() {
         let pts = vec![
-            paced(1, "bridge", "guest-to-client", 300, 44.0),
-            shaky,
+            with_interval(paced(1, "bridge", "guest-to-client", 300, 44.0), 43.0, 45.0),
+            with_interval(paced(2, "nat", "guest-to-client", 300, 48.0), 40.0, 56.0),
             paced(3, "native", "host-to-client", 300, 34.0),
         ];
         let e = costs(&sample_run(), &pts, Pick::default(), true, true)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("UNSTABLE") && e.contains("point 2 (nat"), "{e}");
         assert!(
-            e.contains("--allow-unstable") && !e.contains("point 1 "),
+            e.contains("wider than asked") && e.contains("point 2 (nat"),
             "{e}"
         );
+        assert!(e.contains("±16.7 % at 96.9 %"), "{e}");
+        assert!(e.contains("--allow-wide") && !e.contains("point 1 "), "{e}");
         let how = Pick {
-            allow_unstable: true,
+            allow_wide: true,
             ..Pick::default()
         };
         let c = costs(&sample_run(), &pts, how, true, true).unwrap();
@@ -488,6 +546,31 @@ mod tests {
         assert!(c
             .notes
             .iter()
-            .any(|n| n.contains("UNSTABLE cost used: point 2")));
+            .any(|n| n.contains("wide cost used: point 2")));
+        // The plan carries each interval.
+        let nat = c.datapaths.iter().find(|d| d.name == "nat").unwrap();
+        assert_eq!(nat.vm_net_interval, Some([40.0, 56.0]));
+    }
+
+    #[test]
+    fn an_unmeasurable_point_is_named_and_gives_no_cost() {
+        let mut lost = paced(2, "nat", "guest-to-client", 300, 48.0);
+        lost.normalized_pct_per_gbps = None;
+        lost.unmeasurable = Some("steal 12.0 % of the host's cores".into());
+        let pts = vec![
+            paced(1, "bridge", "guest-to-client", 300, 44.0),
+            lost,
+            paced(3, "native", "host-to-client", 300, 34.0),
+        ];
+        let c = costs(&sample_run(), &pts, Pick::default(), true, true).unwrap();
+        assert_eq!(c.datapaths.len(), 1);
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.contains("skipped point 2 (nat")
+                    && n.contains("unmeasurable (steal 12.0 %")),
+            "{:?}",
+            c.notes
+        );
     }
 }

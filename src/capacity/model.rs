@@ -13,14 +13,29 @@ pub const MAX_GBIT: f64 = 1e6;
 pub const MAX_SECONDS: f64 = 1e7;
 pub const MAX_COST: f64 = 1e6;
 
-/// A datapath's cost: host CPU % to move 1 Gbit per second through each network.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A datapath's cost: host CPU % to move 1 Gbit per second through each network, with the
+/// confidence interval each was measured to (None: a given figure, exact as far as the plan knows).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Datapath {
     pub name: String,
     /// U_VDINET_1G: the VDI protocol network (host ↔ client screen stream).
     pub vdi_net_pct_per_gbps: f64,
     /// U_VMNET_1G: the VM network (the desktop's own traffic through its vNIC).
     pub vm_net_pct_per_gbps: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vdi_net_interval: Option<[f64; 2]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm_net_interval: Option<[f64; 2]>,
+}
+
+impl Datapath {
+    /// The costs at the cheap and the dear ends of their intervals (the medians where none).
+    pub fn ends(&self) -> [(f64, f64); 2] {
+        let (vdi, vm) = (self.vdi_net_pct_per_gbps, self.vm_net_pct_per_gbps);
+        let [vdi_lo, vdi_hi] = self.vdi_net_interval.unwrap_or([vdi, vdi]);
+        let [vm_lo, vm_hi] = self.vm_net_interval.unwrap_or([vm, vm]);
+        [(vdi_lo, vm_lo), (vdi_hi, vm_hi)]
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -204,6 +219,18 @@ pub struct DensityRow {
     pub max_desktops: u32,
     /// Desktops more than the last datapath allows.
     pub more_than_last: i64,
+    /// Desktops that fit at the dear and the cheap ends of the costs' intervals, where those
+    /// differ (the answer is then a range: the intervals straddle a desktop).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub desktops_range: Option<[u32; 2]>,
+}
+
+/// Desktops per server as a number, or a range where the costs' intervals straddle a desktop.
+pub fn desktops_text(r: &DensityRow) -> String {
+    match r.desktops_range {
+        Some([fewest, most]) => format!("{fewest}–{most}"),
+        None => r.max_desktops.to_string(),
+    }
 }
 
 /// How many more desktops a CPU saving buys at a given share per desktop (Table IV: 15.36 % at
@@ -231,14 +258,24 @@ pub fn density(
             "per-desktop traffic must be 0 to {MAX_GBIT} Gb/s"
         )));
     }
-    let rows: Vec<(String, f64, u32)> = datapaths
+    let fit = |vdi_cost: f64, vm_cost: f64| {
+        let net = vm_cost * vm_gbps + vdi_cost * vdi_gbps;
+        (
+            net,
+            (100.0 / (desktop_share_pct + net) + 1e-9).floor() as u32,
+        )
+    };
+    let rows: Vec<(String, f64, u32, Option<[u32; 2]>)> = datapaths
         .iter()
         .map(|d| {
-            let net = d.vm_net_pct_per_gbps * vm_gbps + d.vdi_net_pct_per_gbps * vdi_gbps;
+            let (net, max) = fit(d.vdi_net_pct_per_gbps, d.vm_net_pct_per_gbps);
+            let [(a, b), (c, e)] = d.ends();
+            let (most, fewest) = (fit(a, b).1, fit(c, e).1);
             (
                 d.name.clone(),
                 net,
-                (100.0 / (desktop_share_pct + net) + 1e-9).floor() as u32,
+                max,
+                (most != fewest).then_some([fewest, most]),
             )
         })
         .collect();
@@ -249,11 +286,12 @@ pub fn density(
         vdi_net_gbps_per_desktop: vdi_gbps,
         datapaths: rows
             .into_iter()
-            .map(|(name, net, max)| DensityRow {
+            .map(|(name, net, max, range)| DensityRow {
                 name,
                 network_pct_per_desktop: net,
                 max_desktops: max,
                 more_than_last: max as i64 - last,
+                desktops_range: range,
             })
             .collect(),
     })
@@ -281,6 +319,40 @@ mod tests {
         (240.0, [0.58, 1.6, 1.02, 0.4, 0.96, 0.56, 1.58]),
         (253.0, [0.55, 1.52, 0.97, 0.4, 0.96, 0.56, 1.53]),
     ];
+
+    /// A cost measured to an interval carries through Eq. (5): desktops per server become a range
+    /// where the interval straddles a desktop, and stay a number where it does not.
+    #[test]
+    fn desktops_are_a_range_where_a_costs_interval_straddles_one() {
+        let d = |name: &str, vm: f64, interval: Option<[f64; 2]>| Datapath {
+            name: name.into(),
+            vdi_net_pct_per_gbps: 0.0,
+            vm_net_pct_per_gbps: vm,
+            vm_net_interval: interval,
+            ..Default::default()
+        };
+        // 2.5 % per desktop plus 0.1 Gb/s at the cost: 100 / (2.5 + 0.1 c).
+        let rows = density(
+            &[
+                d("wide", 25.0, Some([22.0, 30.0])),
+                d("narrow", 20.0, Some([19.9, 20.1])),
+                d("given", 25.0, None),
+            ],
+            2.5,
+            0.1,
+            0.0,
+        )
+        .unwrap();
+        let r = &rows.datapaths;
+        // 100 / 4.7 = 21.3 … 100 / 5.5 = 18.2: 18 to 21 desktops; the median's 20.
+        assert_eq!(
+            (r[0].max_desktops, r[0].desktops_range),
+            (20, Some([18, 21]))
+        );
+        assert_eq!(desktops_text(&r[0]), "18–21");
+        assert_eq!(r[1].desktops_range, None);
+        assert_eq!(desktops_text(&r[2]), "20");
+    }
 
     #[test]
     fn table_v_is_reproduced_row_by_row() {

@@ -23,11 +23,13 @@ pub fn get(name: &str) -> Result<Scenario, Error> {
                     name: "CHELSIO_SRIOV".into(),
                     vdi_net_pct_per_gbps: 0.22727,
                     vm_net_pct_per_gbps: 2.176,
+                    ..Default::default()
                 },
                 Datapath {
                     name: "GNIC".into(),
                     vdi_net_pct_per_gbps: 0.54701,
                     vm_net_pct_per_gbps: 6.017,
+                    ..Default::default()
                 },
             ],
         }),

@@ -37,6 +37,13 @@ pub struct RunArgs {
     force: bool,
     #[command(flatten)]
     site: SiteArgs,
+    /// Rounds per point and when each stops, over the file's [point] rounds/confidence/iterations
+    #[command(flatten)]
+    stop: super::StopArgs,
+    /// Seconds the run may take: past every point's least rounds no round starts that would end
+    /// after it, and each point says what its interval reached (over the file's [point] budget)
+    #[arg(long, value_name = "SECONDS")]
+    budget: Option<f64>,
     /// One JSON document on stdout, for scripts
     #[arg(long)]
     json: bool,
@@ -142,12 +149,7 @@ fn load(path: &Path, force: bool) -> Result<erun::Loaded, Fail> {
         )));
     }
     let points = matrix::expand(&exp);
-    Ok(erun::Loaded {
-        text,
-        file: exp,
-        points,
-        site: None,
-    })
+    Ok(erun::Loaded::new(text, exp, points))
 }
 
 /// Whether an output path means standard output: `-` or /dev/stdout.
@@ -285,9 +287,9 @@ pub fn execute(loaded: &erun::Loaded, store: &Store, json: bool) -> Result<erun:
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr()) && !json;
     let bar = tty.then(|| {
         let b = indicatif::ProgressBar::new(points.len() as u64);
-        let what = match loaded.file.point.rounds {
+        let what = match loaded.stop.iterations.max {
             1 => "points",
-            _ => "point-rounds",
+            _ => "point-rounds at most",
         };
         b.set_style(
             indicatif::ProgressStyle::with_template(&format!(
@@ -330,6 +332,23 @@ pub fn execute(loaded: &erun::Loaded, store: &Store, json: bool) -> Result<erun:
 
 pub fn run(a: RunArgs) -> CmdResult {
     let mut loaded = load(&a.file, a.force)?;
+    if a.stop.given() {
+        loaded.stop = a.stop.stopping(loaded.stop.iterations)?;
+    }
+    if let Some(b) = a.budget {
+        if !(1.0..=7.0 * 86400.0).contains(&b) {
+            return Err(Fail::Input(format!(
+                "--budget {b}: give the run's seconds, 1 to 604800"
+            )));
+        }
+        loaded.budget_s = Some(b);
+    }
+    if loaded.stop.iterations.max * loaded.file.point.repeat > 100 {
+        return Err(Fail::Input(format!(
+            "up to {} rounds of {} repeats: at most 100 repeats a point; lower --iterations",
+            loaded.stop.iterations.max, loaded.file.point.repeat
+        )));
+    }
     if !a.list {
         if let Some(site) = a.site.site()? {
             site.mark(&mut loaded);
@@ -341,10 +360,14 @@ pub fn run(a: RunArgs) -> CmdResult {
         if a.json {
             print_json(points);
         } else {
-            let secs: f64 = points.iter().map(matrix::estimate_s).sum();
-            let rounds = match exp.point.rounds {
-                1 => String::new(),
-                n => format!(" in {n} rounds, each lab built anew"),
+            let it = loaded.stop.iterations;
+            let secs: f64 =
+                points.iter().map(matrix::estimate_round_s).sum::<f64>() * it.max as f64;
+            let rounds = match (it.min, it.max, loaded.stop.goal) {
+                (1, 1, _) => String::new(),
+                (n, m, None) if n == m => format!(" in {n} rounds, each lab built anew"),
+                (n, m, Some(g)) => format!(" in {n} to {m} rounds (each lab built anew) until {g}"),
+                (n, m, None) => format!(" in {n} to {m} rounds, each lab built anew"),
             };
             crate::outln!(
                 "{}: {} points{rounds}, about {:.0} s",
@@ -620,9 +643,9 @@ pub fn compare(a: CompareArgs) -> CmdResult {
             .map(|h| format!(" on {h}"))
             .unwrap_or_default()
     };
-    crate::outln!("B = run {}{}, A = run {}{}; median (min–max) over repeats; ratio = B ÷ A of the medians; * = outside both runs' spread, ? = no spread (single runs), ! = unstable (>10 % across repeats)", rb.id, on(&rb), ra.id, on(&ra));
+    crate::outln!("B = run {}{}, A = run {}{}; median [95 % confidence interval]; ratio = B ÷ A of the medians; * = each outside the other's interval, ? = no interval (single runs), ! = an interval wider than asked", rb.id, on(&rb), ra.id, on(&ra));
     crate::outln!(
-        "{:<78} {:>24} {:>24} {:>8} {:>10}",
+        "{:<78} {:>24} {:>24} {:>9} {:>11}",
         "point",
         "A",
         "B",
@@ -630,24 +653,26 @@ pub fn compare(a: CompareArgs) -> CmdResult {
         "CPU/Gb ×"
     );
     for r in rows {
-        let mark = match r.significant {
+        let mark = |s: Option<bool>| match s {
             Some(true) => "*",
             Some(false) => "",
             None => "?",
         };
         let o = |v: Option<f64>, p: usize| v.map(|x| format!("{x:.p$}")).unwrap_or("-".into());
         let with = |v: Option<f64>, r: Option<[f64; 2]>| match r {
-            Some([lo, hi]) => format!("{} ({lo:.3}–{hi:.3})", o(v, 3)),
+            Some([lo, hi]) => format!("{} [{lo:.3}–{hi:.3}]", o(v, 3)),
             None => o(v, 3),
         };
-        let flag = if r.unstable { "!" } else { "" };
+        let flag = if r.wide { "!" } else { "" };
         crate::outln!(
-            "{:<78} {:>24} {:>24} {:>7}{mark:1}{flag:1} {:>10}",
+            "{:<78} {:>24} {:>24} {:>7}{:1}{flag:1} {:>10}{:1}",
             r.key,
             with(r.a, r.range_a),
             with(r.b, r.range_b),
             o(r.ratio, 3),
-            o(r.cpu_ratio, 3)
+            mark(r.significant),
+            o(r.cpu_ratio, 3),
+            mark(r.cpu_significant),
         );
     }
     Ok(())

@@ -181,7 +181,7 @@ enum Cmd {
     /// Remove everything any journal names (labs whose process died, interrupted runs)
     Cleanup(lab_cmds::CleanupArgs),
     /// Run a netperf-class test: standalone against `vnetlab serve` (-H), or in a lab (--from/--to)
-    Test(test_cmds::TestArgs),
+    Test(Box<test_cmds::TestArgs>),
     /// Measure where the host's CPU goes in a lab over a window (no traffic of its own)
     Meter(test_cmds::MeterArgs),
     /// Answer tests from `vnetlab test -H` (like netserver)
@@ -194,7 +194,7 @@ enum Cmd {
     Runs(exp_cmds::RunsArgs),
     /// Export a run's points (--csv) for pandas or a spreadsheet
     Export(exp_cmds::ExportArgs),
-    /// Compare two runs point by point (ratios, marked where outside both spreads)
+    /// Compare two runs point by point (ratios, marked where outside both intervals)
     Compare(exp_cmds::CompareArgs),
     /// Reproduce the four papers: run each one's suite, check its claims, write a page per paper
     Reproduce(repro_cmds::ReproduceArgs),
@@ -251,7 +251,7 @@ pub fn main() -> i32 {
         Cmd::Exec(a) => lab_cmds::exec(a),
         Cmd::Probe(a) => lab_cmds::probe(a),
         Cmd::Cleanup(a) => lab_cmds::cleanup(a),
-        Cmd::Test(a) => test_cmds::test(a),
+        Cmd::Test(a) => test_cmds::test(*a),
         Cmd::Serve(a) => test_cmds::serve(a),
         Cmd::Meter(a) => test_cmds::meter(a),
         Cmd::Agent(a) => test_cmds::agent(a),
@@ -358,5 +358,58 @@ mod tests {
         assert_eq!(code(bench.into()), "run");
         // A failed build whose record cannot be read is reported as the user's input.
         assert!(crate::lab::Error::Failed("z".into()).as_input().is_input());
+    }
+}
+
+/// How many units a point takes and when it stops: vnetlab's --confidence/--iterations and
+/// netperf's -I/-i (shared by `test` and `run`).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct StopArgs {
+    /// Repeat until the median's LEVEL % confidence interval of throughput and of host CPU is
+    /// within ±HALF-WIDTH % of it, e.g. 95,5 (between --iterations' least and most; alone: at
+    /// least the units that reach the level, 6 at 95 %, at most 30)
+    #[arg(long, value_name = "LEVEL,HALF-WIDTH")]
+    pub confidence: Option<String>,
+    /// netperf's -I LEVEL,WIDTH: as --confidence with the whole interval WIDTH % wide (±WIDTH/2)
+    #[arg(short = 'I', value_name = "LEVEL,WIDTH", conflicts_with = "confidence")]
+    pub netperf_confidence: Option<String>,
+    /// Units (runs, or rounds in fresh labs) as MIN,MAX, or one number for both: with a
+    /// confidence goal, a point stops between them once it is met
+    #[arg(long, value_name = "MIN,MAX")]
+    pub iterations: Option<String>,
+    /// netperf's -i MAX,MIN: as --iterations, most first
+    #[arg(short = 'i', value_name = "MAX,MIN", conflicts_with = "iterations")]
+    pub netperf_iterations: Option<String>,
+}
+
+impl StopArgs {
+    /// Whether any of these was given.
+    pub fn given(&self) -> bool {
+        self.confidence.is_some()
+            || self.netperf_confidence.is_some()
+            || self.iterations.is_some()
+            || self.netperf_iterations.is_some()
+    }
+
+    /// The stopping rule these flags give; `fixed` where they give no count and no goal.
+    pub fn stopping(
+        &self,
+        fixed: crate::stats::Iterations,
+    ) -> Result<crate::measure::Stopping, Fail> {
+        use crate::stats;
+        let goal = match (&self.confidence, &self.netperf_confidence) {
+            (Some(c), _) => Some(stats::parse_confidence(c)?),
+            (None, Some(c)) => Some(stats::parse_netperf_confidence(c)?),
+            (None, None) => None,
+        };
+        let iterations = match (&self.iterations, &self.netperf_iterations, goal) {
+            (Some(i), _, _) => stats::parse_iterations(i)?,
+            (None, Some(i), _) => stats::parse_netperf_iterations(i)?,
+            (None, None, Some(g)) if fixed.max <= 1 => {
+                crate::measure::Stopping::default_iterations(g)
+            }
+            (None, None, _) => fixed,
+        };
+        Ok(crate::measure::Stopping { goal, iterations })
     }
 }

@@ -32,9 +32,10 @@ pub struct PlanArgs {
     /// --from-run: also take costs from points a saturated core, backend or the wire bound
     #[arg(long)]
     allow_bound: bool,
-    /// --from-run: also take costs from UNSTABLE points (varied by more than 10 % over their repeats); each is named
-    #[arg(long)]
-    allow_unstable: bool,
+    /// --from-run: also take costs from points whose confidence interval is wider than their run
+    /// asked (each is named, and desktops become ranges)
+    #[arg(long, alias = "allow-unstable")]
+    allow_wide: bool,
     /// --from-run: the VDI network's cost with offloads on (the TOE stand-in) or off
     #[arg(long, default_value = "on", value_parser = crate::units::parse_on_off, action = clap::ArgAction::Set)]
     vdi_offload: bool,
@@ -105,6 +106,7 @@ fn parse_datapath(s: &str) -> Result<model::Datapath, Fail> {
         name: p[0].into(),
         vdi_net_pct_per_gbps: f(p[1])?,
         vm_net_pct_per_gbps: f(p[2])?,
+        ..Default::default()
     })
 }
 
@@ -257,6 +259,7 @@ impl FileDatapath {
             name: self.name.clone(),
             vdi_net_pct_per_gbps: self.vdi_1g,
             vm_net_pct_per_gbps: self.vm_1g,
+            ..Default::default()
         }
     }
 }
@@ -286,7 +289,7 @@ fn costs_from_run(
         size: size.map(|v| v as u64),
         load,
         allow_bound: a.allow_bound,
-        allow_unstable: a.allow_unstable,
+        allow_wide: a.allow_wide,
     };
     let c = from_run::costs(&r, &pts, pick, a.vdi_offload, true)?;
     s.datapaths = c.datapaths;

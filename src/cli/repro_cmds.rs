@@ -188,12 +188,8 @@ fn suite_run(
         ),
         Guests::Netns { .. } => text.to_string(),
     };
-    let mut loaded = erun::Loaded {
-        text,
-        points: matrix::expand(&exp),
-        file: exp,
-        site: None,
-    };
+    let points = matrix::expand(&exp);
+    let mut loaded = erun::Loaded::new(text, exp, points);
     if let Some(site) = a.site.site()? {
         site.mark(&mut loaded);
         loaded.site = Some(site);

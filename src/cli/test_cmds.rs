@@ -118,13 +118,12 @@ pub struct TestArgs {
     /// In a lab: the server side: g1…, client or host
     #[arg(long)]
     to: Option<Role>,
-    /// Run the test N times (or up to N times with --confidence) and report the spread
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    repeat: u32,
-    /// Repeat until the LEVEL % confidence interval of throughput and of host CPU is within
-    /// WIDTH % (±WIDTH/2) of the mean, as netperf's -I; e.g. 95,5 (at least 3 runs, at most --repeat)
-    #[arg(long)]
-    confidence: Option<String>,
+    /// Run the test N times and report each figure as the median of the N with its 95 %
+    /// confidence interval (the same as --iterations N,N)
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    repeat: Option<u32>,
+    #[command(flatten)]
+    stop: super::StopArgs,
     /// In a lab: interfering load while the test runs, repeatable: cpu@ENDPOINT (a burner using a
     /// whole core in its cgroup and cpuset, e.g. cpu@host, cpu@g2) or udp-flood@FROM:TO,RATE (UDP
     /// at RATE on a port the test does not use, e.g. udp-flood@client:g1,500mbit)
@@ -441,18 +440,39 @@ fn read_bounded(p: &std::path::Path) -> Result<String, Fail> {
         .map_err(|e| Fail::Input(format!("--profiles: {e}")))
 }
 
+impl TestArgs {
+    /// How many runs and when to stop, from --repeat, --iterations/-i and --confidence/-I.
+    fn stopping(&self) -> Result<measure::Stopping, Fail> {
+        let fixed = self.repeat.map(|n| stats::Iterations { min: n, max: n });
+        let s = self
+            .stop
+            .stopping(fixed.unwrap_or(stats::Iterations { min: 1, max: 1 }))?;
+        // --repeat N with a goal: at most N runs, stopping once the goal is met.
+        Ok(
+            match (
+                self.repeat,
+                s.goal,
+                &self.stop.iterations,
+                &self.stop.netperf_iterations,
+            ) {
+                (Some(n), Some(_), None, None) => measure::Stopping {
+                    iterations: stats::Iterations {
+                        min: (stats::units_for(95.0) as u32).min(n),
+                        max: n,
+                    },
+                    ..s
+                },
+                _ => s,
+            },
+        )
+    }
+}
+
 /// `vnetlab test`: one test, measured through the measuring core, printed or as JSON.
 // Long on purpose: the command's steps in order (refusals, target, repeats, output).
 pub fn test(a: TestArgs) -> CmdResult {
     let spec = a.spec()?;
-    let confidence = a
-        .confidence
-        .as_deref()
-        .map(stats::parse_confidence)
-        .transpose()?;
-    if !(1..=1000).contains(&a.repeat) {
-        return Err(Fail::Input(format!("--repeat {}: use 1 to 1000", a.repeat)));
-    }
+    let stop = a.stopping()?;
     let (from, to) = a.endpoints()?;
     if a.test == TestKind::Vdi
         && a.host.is_none()
@@ -481,7 +501,7 @@ pub fn test(a: TestArgs) -> CmdResult {
         Some(p) => p,
         None => &Engine,
     };
-    let out = match measure::repeated(&target, &spec, source, a.repeat, confidence, &progress) {
+    let out = match measure::repeated(&target, &spec, source, &stop, &progress) {
         Ok(o) => o,
         Err(_) if crate::sys::signals::stop_requested() => {
             return Err(Fail::Interrupted("interrupted: the test was stopped and its agents ended; no result (the lab is untouched)".into()))
@@ -633,8 +653,16 @@ pub fn serve(a: ServeArgs) -> CmdResult {
 #[derive(Args)]
 pub struct MeterArgs {
     /// The lab (default: the only one)
-    #[arg(long)]
+    #[arg(long, conflicts_with = "machine")]
     lab: Option<String>,
+    /// No lab: every core of the machine, no parts (per-core figures in --json's per_core_busy_pct)
+    #[arg(long)]
+    machine: bool,
+    /// Also write what the kernel said at the window's two edges (/proc/stat, /proc/timer_list,
+    /// cpuidle, the scheduler's run time, the kernel's accounting) to FILE: a recording the meter's
+    /// tests replay, or to attach to a report of a figure that looks wrong
+    #[arg(long, value_name = "FILE")]
+    record: Option<std::path::PathBuf>,
     /// Seconds to measure
     #[arg(
         short = 'l',
@@ -656,17 +684,31 @@ pub fn meter(a: MeterArgs) -> CmdResult {
             a.seconds
         )));
     }
-    let opened = Lab::open(a.lab.as_deref())?;
-    let lab = opened.name().to_string();
-    let target = Target::Lab {
-        rec: Box::new(opened.record().clone()),
-        from: Senders::One(Role::Host),
-        to: Role::Client,
-        loads: vec![],
-        other: None,
+    if let Some(f) = &a.record {
+        super::exp_cmds::output_file(f, "--record")?;
+    }
+    let (lab, setup) = match a.machine {
+        true => (
+            "(none: the machine)".to_string(),
+            crate::meter::Setup {
+                parts: vec![],
+                sides: None,
+            },
+        ),
+        false => {
+            let opened = Lab::open(a.lab.as_deref())?;
+            let target = Target::Lab {
+                rec: Box::new(opened.record().clone()),
+                from: Senders::One(Role::Host),
+                to: Role::Client,
+                loads: vec![],
+                other: None,
+            };
+            measure::place_driver(target.cpus());
+            (opened.name().to_string(), target.setup()?)
+        }
     };
-    measure::place_driver(target.cpus());
-    let m = Meter::start(target.setup()?);
+    let m = Meter::start(setup);
     let start = std::time::Instant::now() + std::time::Duration::from_millis(100);
     let end = start + std::time::Duration::from_secs_f64(a.seconds);
     m.window(start, end);
@@ -688,12 +730,53 @@ pub fn meter(a: MeterArgs) -> CmdResult {
             recv_parts: &[],
         },
     )?;
+    if let Some(f) = &a.record {
+        record(f, &data, &c, &lab)?;
+    }
     if a.json {
         print_json(&serde_json::json!({ "lab": lab, "cpu": c }));
     } else {
         crate::outln!("lab {lab}, {:.1} s:", c.window_s);
         crate::report::text::cpu(&c);
     }
+    Ok(())
+}
+
+/// Writes the window's recording: the kernel's texts at its edges and what the meter made of them.
+fn record(
+    f: &std::path::Path,
+    data: &crate::meter::MeterData,
+    c: &crate::meter::account::CpuReport,
+    lab: &str,
+) -> CmdResult {
+    let [ra, rb] = match data.raw.as_slice() {
+        [x, y, ..] => [x.clone(), y.clone()],
+        _ => {
+            return Err(Fail::Run(
+                "the meter kept no readings of the window's edges".into(),
+            ))
+        }
+    };
+    let s = &c.check.host_sources;
+    let rec = crate::meter::raw::Recording {
+        note: format!(
+            "lab {lab}; host cores {:?}: busy {:.2} % in {:.2}–{:.2}, awake {:.2} %, steal {:.2} %",
+            c.host_cores, c.host_busy_pct, s.lo_pct, s.hi_pct, s.awake_pct, s.steal_pct
+        ),
+        window_s: c.window_s,
+        ticks_per_s: data.ticks_per_s,
+        kernel: data.acct.clone(),
+        source: data.source.clone(),
+        a: ra,
+        b: rb,
+    };
+    crate::sys::file::replace(f, rec.to_text().as_bytes(), 0o644).map_err(|e| {
+        Fail::Run(format!(
+            "cannot write {}: {e}",
+            crate::text::clip(&f.display().to_string())
+        ))
+    })?;
+    crate::errln!("recording: {}", f.display());
     Ok(())
 }
 

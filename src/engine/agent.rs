@@ -586,15 +586,12 @@ impl Prepared {
 /// what a `vnetlab serve` on the client machine reports, so the client's work is measured where
 /// it runs.
 fn machine_cpu(t0: Instant, warmup: f64, duration: f64) -> JoinHandle<Option<proto::MachineCpu>> {
-    use crate::meter::procstat;
     std::thread::spawn(move || {
         let at = |s: f64| t0 + Duration::from_secs_f64(s);
         std::thread::sleep(at(warmup).saturating_duration_since(Instant::now()));
-        let (a, ta) = (procstat::read_edge().ok()?, Instant::now());
+        let probe = crate::meter::Probe::start().ok()?;
         std::thread::sleep(at(warmup + duration).saturating_duration_since(Instant::now()));
-        let (b, tb) = (procstat::read_edge().ok()?, Instant::now());
-        let w = (tb - ta).as_secs_f64();
-        let t = procstat::core_times(&a, &b, w, crate::meter::ticks_per_s());
+        let (w, t) = probe.finish().ok()?;
         let pct: Vec<f64> = t.values().map(|c| c.busy_s / w * 100.0).collect();
         let busy_cores: f64 = t.values().map(|c| c.busy_s / w).sum();
         Some(proto::MachineCpu {

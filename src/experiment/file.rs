@@ -450,6 +450,19 @@ pub struct PointSettings {
     /// two runs' medians.
     #[serde(default = "rep_default")]
     pub rounds: u32,
+    /// Rounds until each point's confidence interval is this narrow: "95,5" is ±5 % of its
+    /// median at 95 % (with `iterations`; without, at least the rounds that reach the level and
+    /// at most 30).
+    #[serde(default)]
+    pub confidence: Option<String>,
+    /// Rounds per point as "MIN,MAX" (with `confidence`, which stops a point between them);
+    /// `rounds` alone is both.
+    #[serde(default)]
+    pub iterations: Option<String>,
+    /// Seconds the run may take: past every point's least rounds, no round starts that would
+    /// end after it, and each point says what its interval reached.
+    #[serde(default)]
+    pub budget: Option<f64>,
     #[serde(default = "par_default")]
     pub parallel: u32,
     /// Per-stream pacing, e.g. "100mbit".
@@ -471,6 +484,32 @@ pub struct PointSettings {
     /// The movie's time scale (1: the paper's 253 s; rates stay, sizes shrink).
     #[serde(default = "scale_default")]
     pub time_scale: f64,
+}
+
+impl PointSettings {
+    /// How many rounds each point takes and when it stops, from `rounds`, `iterations` and
+    /// `confidence`; the message says what is wrong.
+    pub fn stopping(&self) -> Result<crate::measure::Stopping, String> {
+        use crate::stats;
+        let goal = self
+            .confidence
+            .as_deref()
+            .map(stats::parse_confidence)
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        let iterations = match (&self.iterations, goal) {
+            (Some(i), _) => stats::parse_iterations(i).map_err(|e| e.to_string())?,
+            (None, Some(g)) => crate::measure::Stopping::default_iterations(g),
+            (None, None) => return Ok(crate::measure::Stopping::fixed(self.rounds)),
+        };
+        if iterations.max * self.repeat > 100 {
+            return Err(format!(
+                "iterations up to {} rounds of {} repeats: at most 100 repeats in all",
+                iterations.max, self.repeat
+            ));
+        }
+        Ok(crate::measure::Stopping { goal, iterations })
+    }
 }
 
 fn scale_default() -> f64 {
@@ -500,6 +539,9 @@ impl Default for PointSettings {
             warmup: 0.5,
             repeat: 1,
             rounds: 1,
+            confidence: None,
+            iterations: None,
+            budget: None,
             parallel: 1,
             rate: None,
             rr: rr_default(),
@@ -673,6 +715,16 @@ pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, Error> {
             "{}: repeat {}: use 1 to 100",
             at("repeat"),
             p.repeat
+        )));
+    }
+    p.stopping()
+        .map_err(|m| Error::Input(format!("{}: {m}", at("confidence"))))?;
+    if p.budget
+        .is_some_and(|b| !(1.0..=7.0 * 86400.0).contains(&b))
+    {
+        return Err(Error::Input(format!(
+            "{}: budget: give the run's seconds, 1 to 604800",
+            at("budget")
         )));
     }
     if !(1..=10).contains(&p.rounds) || p.rounds * p.repeat > 100 {

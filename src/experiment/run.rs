@@ -60,17 +60,25 @@ pub fn key(p: &Point) -> PointKey {
     }
 }
 
-fn median(v: Vec<f64>) -> Option<f64> {
-    (!v.is_empty()).then(|| crate::stats::spread(&v, 95).median)
-}
-
 fn largest(v: impl Iterator<Item = f64>) -> Option<f64> {
     v.fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))))
 }
 
+/// Why a measured point has no host CPU figure: every unit unmeasurable (its reason), or None.
+fn unmeasured(m: &Measured) -> Option<String> {
+    match &m.repeats {
+        Some(r) => r
+            .unmeasurable
+            .as_ref()
+            .filter(|u| r.cost().is_none() && u.count > 0)
+            .map(|u| format!("{} of {} units: {}", u.count, r.runs, u.why)),
+        None => m.cpu.as_ref().and_then(|c| c.unmeasurable.clone()),
+    }
+}
+
 /// Turns a measured point into the store's plain record: each figure is its median over the
-/// repeats (min–max in the spread), every repeat is kept, and the point counts as bound if any
-/// repeat was.
+/// units with its interval in the spread, every repeat is kept, and the point counts as bound if
+/// any repeat was. The CPU parts and details are the median run's (`Repeats::shown`).
 pub fn record(p: &Point, m: &Measured, lab_facts: &LabFacts) -> PointRecord {
     let c = m.cpu.as_ref();
     let sd = c.and_then(|c| {
@@ -80,27 +88,45 @@ pub fn record(p: &Point, m: &Measured, lab_facts: &LabFacts) -> PointRecord {
     });
     let r = m.repeats.as_ref();
     let each: Vec<Repeat> = r.map(|r| r.each.clone()).unwrap_or_default();
-    let over = |f: fn(&Repeat) -> Option<f64>| median(each.iter().filter_map(f).collect());
+    let med = |s: Option<&crate::stats::Spread>| s.map(|s| s.median);
+    let cpu_or = |from_units: Option<f64>, single: Option<f64>| match r {
+        Some(_) => from_units,
+        None => single,
+    };
+    // Bound as a point only where its cost could not leave the bound units out (`cost_units`).
     let bound_by = match r {
+        Some(r) if r.bound_left_out > 0 => None,
         Some(_) => each.iter().find_map(|x| x.bound_by),
         None => c.and_then(|c| c.bound_by),
     };
+    let why = unmeasured(m);
     PointRecord {
-        throughput_gbps: over(|x| Some(x.throughput_gbps)).or(Some(m.result.throughput_gbps)),
-        transactions_per_s: over(|x| x.transactions_per_s).or(m.result.transactions_per_s),
+        throughput_gbps: r
+            .map(|r| r.throughput_gbps.median)
+            .or(Some(m.result.throughput_gbps)),
+        transactions_per_s: med(r.and_then(|r| r.transactions_per_s.as_ref()))
+            .or(m.result.transactions_per_s),
         latency_p50_us: m.result.latency_us.as_ref().map(|l| l.p50),
         latency_p99_us: m.result.latency_us.as_ref().map(|l| l.p99),
-        host_busy_pct: over(|x| x.host_busy_pct).or(c.map(|c| c.host_busy_pct)),
+        host_busy_pct: cpu_or(
+            med(r.and_then(|r| r.host_busy_pct.as_ref())),
+            c.filter(|_| why.is_none()).map(|c| c.host_busy_pct),
+        ),
         machine_busy_pct: c.map(|c| c.machine_busy_pct),
-        normalized_pct_per_gbps: over(|x| x.normalized_pct_per_gbps)
-            .or(c.and_then(|c| c.normalized_pct_per_gbps)),
+        normalized_pct_per_gbps: cpu_or(
+            med(r.and_then(|r| r.normalized_pct_per_gbps.as_ref())),
+            c.and_then(|c| c.normalized_pct_per_gbps),
+        ),
         client_busy_pct: c.and_then(|c| c.client_busy_pct),
         bound_by,
         leak_pct: largest(each.iter().filter_map(|x| x.leak_pct)).or(c.and_then(|c| c.leak_pct)),
         placed: m.cpus.as_ref().map(|x| x.placed),
         host_cpus: m.cpus.as_ref().map(|x| x.host.to_string()),
         client_cpus: m.cpus.as_ref().map(|x| x.client.to_string()),
-        unstable: r.map(|r| r.unstable),
+        wide: r.map(|r| r.wide),
+        unmeasurable: why,
+        host_foreign_pct: largest(each.iter().filter_map(|x| x.host_foreign_pct))
+            .or(c.map(|c| c.foreign_pct)),
         congestion: m.result.congestion.as_ref().map(|c| c.to_string()),
         pacing: p.spec.rate.map(|_| p.spec.pacing),
         tcp_retransmits: m.result.tcp_retransmits,
@@ -157,6 +183,29 @@ pub struct Loaded {
     pub points: Vec<Point>,
     /// Two machines: every lab of the run takes this uplink and reaches this client machine.
     pub site: Option<Site>,
+    /// How many rounds each point takes and when it stops (the file's, or the command line's).
+    pub stop: measure::Stopping,
+    /// Seconds the run may take past every point's least rounds.
+    pub budget_s: Option<f64>,
+}
+
+impl Loaded {
+    /// A parsed experiment, its rounds as its file says (the file was checked when parsed).
+    pub fn new(text: String, file: file::ExperimentFile, points: Vec<Point>) -> Loaded {
+        let stop = file
+            .point
+            .stopping()
+            .unwrap_or(measure::Stopping::fixed(file.point.rounds));
+        let budget_s = file.point.budget;
+        Loaded {
+            text,
+            file,
+            points,
+            site: None,
+            stop,
+            budget_s,
+        }
+    }
 }
 
 /// Where a run's client is when it is another machine: the interface that is the wire's host
@@ -188,10 +237,10 @@ impl Site {
     }
 }
 
-/// The labs of a run in the order they are built: each range is a run of points that share one
-/// lab configuration, and the whole list is gone through `rounds` times (A B C, A B C, …), every
-/// time in a lab built anew, so a point's repeats come from `rounds` labs spread over the run.
-pub fn schedule(points: &[Point], rounds: u32) -> Vec<std::ops::Range<usize>> {
+/// The labs of a run: each range is a run of points that share one lab configuration. Every
+/// round goes through all of them in turn (A B C, A B C, …), each time in a lab built anew, so a
+/// point's units come from labs spread over the run and a disturbed spell lands on different points.
+pub fn lab_groups(points: &[Point]) -> Vec<std::ops::Range<usize>> {
     let mut groups = Vec::new();
     let mut i = 0;
     while i < points.len() {
@@ -202,13 +251,7 @@ pub fn schedule(points: &[Point], rounds: u32) -> Vec<std::ops::Range<usize>> {
         groups.push(i..i + n);
         i += n;
     }
-    let rounds = rounds.max(1) as usize;
     groups
-        .iter()
-        .cycle()
-        .take(groups.len() * rounds)
-        .cloned()
-        .collect()
 }
 
 /// What a run holds of each point between its rounds: the runs measured so far, the facts of the
@@ -227,39 +270,33 @@ enum Stored {
     Failed,
 }
 
-/// The run's progress: measurements done of all, and the ETA scaled by how long they took.
+/// The run's progress: point-rounds done, the most there can be, and the time they took.
 struct Pace {
-    estimates: Vec<f64>,
     done: usize,
-    est_done: f64,
-    spent: f64,
+    most: usize,
+    started: std::time::Instant,
+    /// Seconds per point-round so far (None before the first).
+    per: Option<f64>,
+    guess: f64,
 }
 
 impl Pace {
+    /// Seconds left if every point takes its most rounds.
     fn left(&self) -> f64 {
-        let left: f64 = self.estimates[self.done.min(self.estimates.len())..]
-            .iter()
-            .sum();
-        if self.est_done > 0.0 {
-            left * self.spent / self.est_done
-        } else {
-            left
-        }
+        self.per.unwrap_or(self.guess) * (self.most.saturating_sub(self.done)) as f64
     }
-    fn step(&mut self, took: Option<f64>) {
-        if let Some(t) = took {
-            self.est_done += self.estimates.get(self.done).copied().unwrap_or(0.0);
-            self.spent += t;
-        }
+    fn step(&mut self) {
         self.done += 1;
+        self.per = Some(self.started.elapsed().as_secs_f64() / self.done as f64);
     }
 }
 
-/// Runs an experiment into the store. `progress` gets (measurements done, total, seconds left,
-/// what). With `rounds` above 1 every lab is built that many times, in turn, and a point is stored
-/// once its last round is measured. SIGINT/SIGTERM (or a closed output) stop it after the point
-/// under way (at once on a second Ctrl-C): the points measured so far are kept (with the rounds
-/// they had), the run is marked interrupted and the lab removed.
+/// Runs an experiment into the store. `progress` gets (point-rounds done, the most there can be,
+/// seconds left at most, what). Round by round every lab is built anew and its unfinished points
+/// measured; a point is stored once it is done (its interval within the goal past its least
+/// rounds, or its most rounds, or the budget spent). SIGINT/SIGTERM (or a closed output) stop it
+/// after the point under way (at once on a second Ctrl-C): the points measured so far are kept
+/// (with the rounds they had), the run is marked interrupted and the lab removed.
 pub fn run_experiment(
     exp: &Loaded,
     store: &Store,
@@ -279,46 +316,56 @@ pub fn run_experiment(
             points.len() as u32,
         )
         .map_err(|e| Error::Failed(e.to_string()))?;
-    let rounds = exp.file.point.rounds.max(1);
-    let plan = schedule(points, rounds);
+    let groups = lab_groups(points);
+    let it = exp.stop.iterations;
     let mut pace = Pace {
-        estimates: plan
-            .iter()
-            .flat_map(|g| points[g.clone()].iter().map(matrix::estimate_round_s))
-            .collect(),
         done: 0,
-        est_done: 0.0,
-        spent: 0.0,
+        most: points.len() * it.max as usize,
+        started: std::time::Instant::now(),
+        per: None,
+        guess: points.iter().map(matrix::estimate_round_s).sum::<f64>()
+            / points.len().max(1) as f64,
     };
-    let total = pace.estimates.len();
     let mut got: Vec<Gathered> = points.iter().map(|_| Gathered::default()).collect();
     let mut result: Result<(), Error> = Ok(());
-    for (k, g) in plan.iter().enumerate() {
-        if stopping() {
+    'rounds: for round in 1..=it.max {
+        let open: Vec<_> = groups
+            .iter()
+            .filter(|g| got[(*g).clone()].iter().any(|x| x.stored.is_none()))
+            .cloned()
+            .collect();
+        let pass_s =
+            open.iter().map(|g| g.len()).sum::<usize>() as f64 * pace.per.unwrap_or(pace.guess);
+        let spent = pace.started.elapsed().as_secs_f64();
+        if open.is_empty() || (round > it.min && exp.budget_s.is_some_and(|b| spent + pass_s > b)) {
             break;
         }
-        let last_round = k >= plan.len() - plan.len() / rounds as usize;
-        let mut lab = LabRound {
-            exp,
-            store,
-            run_id,
-            points: &points[g.clone()],
-            got: &mut got[g.clone()],
-            last_round,
-        };
-        match lab.run(&mut pace, progress, total) {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(e) => {
-                result = Err(e);
-                break;
+        for g in open {
+            if stopping() {
+                break 'rounds;
+            }
+            let mut lab = LabRound {
+                exp,
+                store,
+                run_id,
+                points: &points[g.clone()],
+                got: &mut got[g.clone()],
+            };
+            match lab.run(&mut pace, progress) {
+                Ok(true) => {}
+                Ok(false) => break 'rounds,
+                Err(e) => {
+                    result = Err(e);
+                    break 'rounds;
+                }
             }
         }
     }
-    // Interrupted between rounds: what was measured is kept, with the rounds it had.
+    // Done, out of rounds or budget, or interrupted between rounds: what was measured is kept,
+    // with the rounds it had.
     for (p, g) in points.iter().zip(got.iter_mut()) {
         if g.stored.is_none() && !g.runs.is_empty() {
-            store_gathered(store, run_id, p, g)?;
+            store_gathered(store, run_id, p, g, &exp.stop)?;
         }
     }
     let status = if result.is_err() {
@@ -331,7 +378,7 @@ pub fn run_experiment(
     store
         .finish_run(run_id, status)
         .map_err(|e| Error::Failed(e.to_string()))?;
-    progress(pace.done, total, 0.0, status.name());
+    progress(pace.done, pace.done, 0.0, status.name());
     result.map(|_| Outcome {
         run_id,
         status,
@@ -343,16 +390,36 @@ pub fn run_experiment(
     })
 }
 
+/// Whether a point's units are enough: its interval within the goal past its least rounds, or
+/// its most rounds.
+fn done(stop: &measure::Stopping, p: &Point, g: &Gathered) -> bool {
+    let each: Vec<Repeat> = g.runs.iter().map(measure::repeat_of).collect();
+    stop.done(&measure::units(&each, p.repeat.max(1) as usize))
+}
+
 /// Stores a point from all its rounds' runs: one record, every repeat kept.
-fn store_gathered(store: &Store, run_id: i64, p: &Point, g: &mut Gathered) -> Result<(), Error> {
+fn store_gathered(
+    store: &Store,
+    run_id: i64,
+    p: &Point,
+    g: &mut Gathered,
+    stop: &measure::Stopping,
+) -> Result<(), Error> {
     let n = g.runs.len() as u32;
-    let Some(mut m) = measure::combined(std::mem::take(&mut g.runs), 95, None) else {
+    let per = p.repeat.max(1);
+    let runs = std::mem::take(&mut g.runs);
+    let units = measure::units(
+        &runs.iter().map(measure::repeat_of).collect::<Vec<_>>(),
+        per as usize,
+    );
+    let met = stop.goal.map(|goal| measure::met(&units, goal));
+    let Some(mut m) = measure::combined(runs, stop.goal, met, per as usize) else {
         return Ok(());
     };
-    // Every round gave its repeats (a point cut short between rounds has fewer: no pairing).
+    // Every round gave its repeats (a point cut short mid-round has fewer: no pairing).
     if let Some(r) = m.repeats.as_mut() {
-        let count = p.rounds.max(1);
-        r.rounds = (count > 1 && n == count * p.repeat).then_some(Rounds { count, run: run_id });
+        let count = n / per;
+        r.rounds = (count > 1 && n == count * per).then_some(Rounds { count, run: run_id });
     }
     let facts = g.facts.clone().unwrap_or_default();
     let rec = PointRecord {
@@ -364,14 +431,13 @@ fn store_gathered(store: &Store, run_id: i64, p: &Point, g: &mut Gathered) -> Re
     Ok(())
 }
 
-/// One lab of one round: built, its points measured, removed.
+/// One lab of one round: built, its unfinished points measured, removed.
 struct LabRound<'a> {
     exp: &'a Loaded,
     store: &'a Store,
     run_id: i64,
     points: &'a [Point],
     got: &'a mut [Gathered],
-    last_round: bool,
 }
 
 impl LabRound<'_> {
@@ -380,12 +446,11 @@ impl LabRound<'_> {
         &mut self,
         pace: &mut Pace,
         progress: &mut dyn FnMut(usize, usize, f64, &str),
-        total: usize,
     ) -> Result<bool, Error> {
         let cfg = &self.points[0].lab;
         progress(
             pace.done,
-            total,
+            pace.most,
             pace.left(),
             &format!("building {} lab", cfg.mode),
         );
@@ -397,13 +462,15 @@ impl LabRound<'_> {
             Err(e) => {
                 let why = format!("building the {} lab failed: {e}", cfg.mode);
                 for (p, g) in self.points.iter().zip(self.got.iter_mut()) {
-                    fail(self.store, self.run_id, p, g, &why)?;
-                    pace.step(None);
+                    if g.stored.is_none() {
+                        fail(self.store, self.run_id, p, g, &why)?;
+                        pace.step();
+                    }
                 }
                 return Ok(true);
             }
         };
-        let went_on = self.measure(&built, pace, progress, total);
+        let went_on = self.measure(&built, pace, progress);
         built.remove()?;
         went_on
     }
@@ -413,7 +480,6 @@ impl LabRound<'_> {
         built: &Lab,
         pace: &mut Pace,
         progress: &mut dyn FnMut(usize, usize, f64, &str),
-        total: usize,
     ) -> Result<bool, Error> {
         let lab_facts = facts::lab(built.name());
         for (p, g) in self.points.iter().zip(self.got.iter_mut()) {
@@ -421,10 +487,9 @@ impl LabRound<'_> {
                 return Ok(false);
             }
             if g.stored.is_some() {
-                pace.step(None);
                 continue;
             }
-            progress(pace.done, total, pace.left(), &matrix::describe(p));
+            progress(pace.done, pace.most, pace.left(), &matrix::describe(p));
             let (from, to) = p.direction.endpoints();
             let target = Target::Lab {
                 rec: Box::new(built.record().clone()),
@@ -433,20 +498,20 @@ impl LabRound<'_> {
                 loads: p.loads.clone(),
                 other: built.other().map(|o| Box::new(o.clone())),
             };
-            let t0 = std::time::Instant::now();
+            let fixed = measure::Stopping::fixed(p.repeat);
             match measure::repeats(
                 &target,
                 &p.spec,
                 &measure::source::Engine,
-                p.repeat,
-                None,
+                &fixed,
                 &|_, _| {},
             ) {
                 Ok((runs, _)) => {
                     g.runs.extend(runs);
                     g.facts = Some(lab_facts.clone());
-                    if self.last_round {
-                        store_gathered(self.store, self.run_id, p, g)?;
+                    // Stored as soon as it is done: a run killed later keeps it.
+                    if done(&self.exp.stop, p, g) {
+                        store_gathered(self.store, self.run_id, p, g, &self.exp.stop)?;
                     }
                 }
                 // An interrupted point is not a failed one: it is not stored (its earlier
@@ -454,7 +519,7 @@ impl LabRound<'_> {
                 Err(_) if crate::sys::signals::stop_requested() => return Ok(false),
                 Err(e) => fail(self.store, self.run_id, p, g, &e.to_string())?,
             }
-            pace.step(Some(t0.elapsed().as_secs_f64()));
+            pace.step();
         }
         Ok(true)
     }
@@ -495,20 +560,37 @@ mod tests {
     }
 
     #[test]
-    fn rounds_go_through_every_lab_in_turn_each_in_a_fresh_build() {
+    fn a_round_goes_through_every_lab_once() {
         let pts = points(3);
-        let plan = schedule(&pts, 3);
-        // Two labs (bridge, macvlan) of two points each, three times over: A B A B A B.
-        assert_eq!(plan, vec![0..2, 2..4, 0..2, 2..4, 0..2, 2..4]);
-        let modes: Vec<_> = plan.iter().map(|g| pts[g.start].lab.mode).collect();
-        assert_ne!(modes[0], modes[1]);
-        assert_eq!(modes[0], modes[2]);
-        assert!(plan
+        // Two labs (bridge, macvlan) of two points each: every round builds A then B.
+        let groups = lab_groups(&pts);
+        assert_eq!(groups, vec![0..2, 2..4]);
+        assert_ne!(pts[groups[0].start].lab.mode, pts[groups[1].start].lab.mode);
+        assert!(groups
             .iter()
             .all(|g| pts[g.clone()].iter().all(|p| p.lab == pts[g.start].lab)));
-        // One round is the run as it always was: each lab once.
-        assert_eq!(schedule(&pts, 1), vec![0..2, 2..4]);
-        assert!(schedule(&[], 3).is_empty());
+        assert!(lab_groups(&[]).is_empty());
+    }
+
+    #[test]
+    fn a_file_says_how_many_rounds_and_when_to_stop() {
+        let f = |extra: &str| {
+            let text = format!("name = \"r\"\ndescription = \"d\"\n[matrix]\nmodes = [\"bridge\"]\n[point]\n{extra}\n");
+            file::parse(&text, "r.toml").map(|f| f.point.stopping().unwrap())
+        };
+        let fixed = f("rounds = 3").unwrap();
+        assert_eq!(fixed, measure::Stopping::fixed(3));
+        let goal = f("confidence = \"95,5\"").unwrap();
+        assert_eq!((goal.iterations.min, goal.iterations.max), (6, 30));
+        let both = f("confidence = \"95,5\"\niterations = \"8,12\"").unwrap();
+        assert_eq!((both.iterations.min, both.iterations.max), (8, 12));
+        for bad in [
+            "confidence = \"80,5\"",
+            "iterations = \"9,3\"",
+            "budget = 0",
+        ] {
+            assert!(f(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -71,12 +71,7 @@ impl Target {
                     pid: Some(std::process::id()),
                     ..part("vnetlab driver", DRIVER_STANDALONE)
                 });
-                return Ok(Setup {
-                    parts,
-                    sides: None,
-                    root: None,
-                    fine_series: false,
-                });
+                return Ok(Setup { parts, sides: None });
             }
         };
         for e in &rec.endpoints {
@@ -129,12 +124,7 @@ impl Target {
             host: rec.cpus.host.0.clone(),
             client: rec.cpus.client.0.clone(),
         });
-        Ok(Setup {
-            parts,
-            sides,
-            root: accounting_root(rec),
-            fine_series: false,
-        })
+        Ok(Setup { parts, sides })
     }
 
     /// The lab's CPU plan (None standalone).
@@ -272,16 +262,6 @@ impl Target {
 
 pub fn read_vnic(path: &std::path::Path) -> Option<crate::vnic::backend::Stats> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
-}
-
-/// The root of the lab's per-CPU accounting hierarchy (cgroup v1 cpuacct): three folders above a
-/// part's (`<root>/vnetlab/vl<lab>/<part>`), if it offers `cpuacct.usage_percpu`.
-fn accounting_root(rec: &LabRecord) -> Option<std::path::PathBuf> {
-    let host = rec.endpoint(Role::Host).ok()?;
-    host.cgroups
-        .iter()
-        .filter_map(|d| d.ancestors().nth(3).map(|p| p.to_path_buf()))
-        .find(|root| root.join("cpuacct.usage_percpu").exists())
 }
 
 /// The driver (this process's threads made from here on: the meter, the agents' readers) runs on

@@ -1,16 +1,21 @@
-//! The meter: where the host's CPU went while traffic flowed. A sampler thread reads /proc/stat
-//! and each part's cgroup (per CPU where the hierarchy offers it) at 10 Hz for the time series,
-//! and takes full snapshots (adding a scan of every process, interrupt counts and hardware
-//! counters) exactly at the measured window's edges. The host and the client are sets of cores:
-//! host CPU is the busy time of the host's cores. It knows parts (names, sides, cgroup folders,
-//! PIDs) and cores, never labs or workloads.
+//! The meter: where the host's CPU went while traffic flowed. A sampler thread reads each CPU's
+//! idle nanoseconds, steal and scheduler run time (`busy` says what they mean together) and each
+//! part's cgroup (per CPU where the hierarchy offers it) at 10 Hz for the time series, and takes
+//! full snapshots (adding a scan of every process, interrupt counts and hardware counters) exactly
+//! at the measured window's edges, keeping the kernel's texts of those two (`raw`). The host and
+//! the client are sets of cores: host CPU is the busy time of the host's cores. It knows parts
+//! (names, sides, cgroup folders, PIDs) and cores, never labs or workloads.
 
 pub mod account;
+pub mod busy;
 pub mod cgroupstat;
 pub mod counters;
 pub mod irqstat;
+pub mod kernel;
 pub mod procs;
 pub mod procstat;
+pub mod raw;
+pub mod sched;
 pub mod threads;
 
 /// Why the meter could not measure. Its `Display` is the one line users see.
@@ -54,19 +59,13 @@ pub struct Sides {
     pub client: Vec<usize>,
 }
 
-/// What the meter measures: the parts, the two sides' cores (None: unplaced, so the host is the
-/// machine less the client's parts) and the root of the per-CPU accounting hierarchy (cgroup v1
-/// cpuacct), whose per-CPU usage less the parts' is the time of everything outside the lab.
+/// What the meter measures: the parts and the two sides' cores (None: unplaced, so the host is
+/// the machine less the client's parts). The scheduler's per-CPU run time (`sched::Source`, found
+/// by the meter) less the parts' is the time of everything outside the lab.
 #[derive(Clone, Debug)]
 pub struct Setup {
     pub parts: Vec<Part>,
     pub sides: Option<Sides>,
-    pub root: Option<PathBuf>,
-    /// Each 10 Hz sample also reads every core's idle nanoseconds (/proc/timer_list, ~0.25 ms a
-    /// read on the 2-core development host, on the driver's core), so a phase inside the window
-    /// (a movie's buffering, 0.64 s in the quick suite) is measured to the microsecond instead of
-    /// in 10 ms ticks, where two datapaths' figures came out as the same six ticks.
-    pub fine_series: bool,
 }
 
 /// A part's CPU seconds so far, per CPU where its hierarchy says.
@@ -78,15 +77,16 @@ pub struct PartTime {
 
 pub const HZ: f64 = 10.0;
 
-/// One reading of everything cheap.
+/// One reading of everything cheap: every 10 Hz sample reads each CPU's idle nanoseconds
+/// (/proc/timer_list, ~0.07 ms a read here), so the series is as fine as the window's figure.
 #[derive(Clone, Debug)]
 pub struct Light {
     pub at: Instant,
     pub stat: procstat::Snapshot,
     /// CPU seconds per part (same order as the parts).
     pub parts: Vec<PartTime>,
-    /// Every task's CPU seconds per CPU (the accounting root), where available.
-    pub root: Option<Vec<f64>>,
+    /// Every task's run time (per CPU where the source keeps it).
+    pub sched: sched::Reading,
 }
 
 /// A reading at a window edge.
@@ -100,6 +100,11 @@ pub struct Full {
 
 pub struct MeterData {
     pub parts: Vec<Part>,
+    /// How this kernel counts, and where the scheduler's run time was read.
+    pub acct: kernel::Accounting,
+    pub source: Option<sched::Source>,
+    /// The kernel's texts at the window's edges (what `meter --record` keeps).
+    pub raw: Vec<raw::RawEdge>,
     pub sides: Option<Sides>,
     pub series: Vec<Light>,
     pub edges: Vec<Full>,
@@ -174,31 +179,132 @@ fn measured_pids(parts: &[Part]) -> HashSet<u32> {
     pids
 }
 
-/// Reads /proc/stat and the accounting root first, together (their windows must line up: the
-/// root less the parts is what ran outside the lab), then each part.
-fn read_light(setup: &Setup, hz: f64) -> Light {
-    if setup.fine_series {
-        return read_edge(setup, hz);
-    }
-    light(setup, hz, procstat::read)
-}
-
-/// A reading at a window's edge: idle to the nanosecond where the kernel shows it.
-fn read_edge(setup: &Setup, hz: f64) -> Light {
-    light(setup, hz, procstat::read_edge)
-}
-
-fn light(setup: &Setup, hz: f64, stat: fn() -> Result<procstat::Snapshot, Error>) -> Light {
+/// Reads the machine's texts first (the scheduler's per-CPU time beside /proc/stat: their windows
+/// must line up, the root less the parts is what ran outside the lab), then each part.
+fn read_light(
+    setup: &Setup,
+    src: Option<&sched::Source>,
+    hz: f64,
+) -> (Light, Option<raw::RawEdge>) {
     let at = Instant::now();
-    let stat = stat().unwrap_or_default();
-    let root = setup.root.as_deref().and_then(cgroupstat::read_percpu);
+    let raw = raw::RawEdge::read(src, true).ok();
+    let (stat, sched) = raw
+        .as_ref()
+        .and_then(|r| r.parse(src).ok())
+        .unwrap_or_default();
     let parts = setup.parts.iter().map(|p| read_part(p, hz)).collect();
-    Light {
-        at,
-        stat,
-        parts,
-        root,
+    (
+        Light {
+            at,
+            stat,
+            parts,
+            sched,
+        },
+        raw,
+    )
+}
+
+/// A reading at a window's edge: the light one, a scan of every process, interrupts, counters.
+fn read_full(
+    setup: &Setup,
+    src: Option<&sched::Source>,
+    hz: f64,
+    counters: Option<&counters::Counters>,
+) -> (Full, Option<raw::RawEdge>) {
+    let (light, raw) = read_light(setup, src, hz);
+    let full = Full {
+        light,
+        scan: procs::scan(&measured_pids(&setup.parts), hz),
+        irq: irqstat::read(),
+        counters: counters.map(|c| c.read()),
+    };
+    (full, raw)
+}
+
+/// The parts' cgroup v2 folders, for the hardware counters (which follow cgroups there).
+fn v2_folders(parts: &[Part]) -> Vec<(String, Option<PathBuf>)> {
+    parts
+        .iter()
+        .map(|p| {
+            let d = p.cgroups.iter().find(|d| d.join("cpu.stat").exists());
+            (p.name.clone(), d.cloned())
+        })
+        .collect()
+}
+
+/// The sampler: 10 Hz light readings, full ones at the window's marks, until told to stop.
+fn sample(setup: Setup, rx: mpsc::Receiver<Msg>) -> MeterData {
+    let hz = ticks_per_s();
+    let source = sched::Source::detect();
+    let src = source.as_ref();
+    let ncpu = crate::sys::online_cpus().len().max(1);
+    let (cpu0, t0) = (thread_cpu_s(), Instant::now());
+    let v2 = v2_folders(&setup.parts);
+    let v2_refs: Vec<(String, Option<&std::path::Path>)> =
+        v2.iter().map(|(n, d)| (n.clone(), d.as_deref())).collect();
+    let (counters, unsupported) = match counters::Counters::start(&v2_refs, ncpu) {
+        Ok(c) => (Some(c), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let mut data = MeterData {
+        parts: setup.parts.clone(),
+        acct: kernel::Accounting::this().clone(),
+        source: source.clone(),
+        raw: Vec::new(),
+        sides: setup.sides.clone(),
+        series: Vec::new(),
+        edges: Vec::new(),
+        counters_unsupported: unsupported,
+        counter_notes: Vec::new(),
+        own_cpu_s: 0.0,
+        own_wall_s: 0.0,
+        ticks_per_s: hz,
+    };
+    let edge = |data: &mut MeterData| {
+        let (full, raw) = read_full(&setup, src, hz, counters.as_ref());
+        data.edges.push(full);
+        data.raw.extend(raw);
+    };
+    let period = Duration::from_secs_f64(1.0 / HZ);
+    let mut next_tick = Instant::now();
+    let mut marks: Vec<Instant> = Vec::new();
+    loop {
+        let next = marks
+            .first()
+            .copied()
+            .filter(|m| *m < next_tick)
+            .unwrap_or(next_tick);
+        match rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
+            Ok(Msg::Window(a, b)) => {
+                marks = vec![a, b];
+                continue;
+            }
+            Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        let now = Instant::now();
+        if marks.first().is_some_and(|m| *m <= now) {
+            marks.remove(0);
+            edge(&mut data);
+        }
+        if now >= next_tick {
+            data.series.push(read_light(&setup, src, hz).0);
+            next_tick += period;
+            if next_tick < now {
+                next_tick = now + period;
+            }
+        }
     }
+    // A window still open at stop (a fixed-size transfer ended early) closes now.
+    if data.edges.len() == 1 {
+        edge(&mut data);
+    }
+    if let Some(c) = &counters {
+        data.counter_notes = c.read().notes;
+    }
+    data.own_cpu_s = thread_cpu_s() - cpu0;
+    data.own_wall_s = t0.elapsed().as_secs_f64();
+    data
 }
 
 impl Meter {
@@ -207,95 +313,7 @@ impl Meter {
         let (tx, rx) = mpsc::channel();
         let handle = std::thread::Builder::new()
             .name("meter".into())
-            .spawn(move || {
-                let hz = ticks_per_s();
-                let parts = setup.parts.clone();
-                let ncpu = procstat::read().map(|s| s.cores.len()).unwrap_or(1).max(1);
-                let cpu0 = thread_cpu_s();
-                let t0 = Instant::now();
-                let v2: Vec<(String, Option<std::path::PathBuf>)> = parts
-                    .iter()
-                    .map(|p| {
-                        (
-                            p.name.clone(),
-                            p.cgroups
-                                .iter()
-                                .find(|d| d.join("cpu.stat").exists())
-                                .cloned(),
-                        )
-                    })
-                    .collect();
-                let v2_refs: Vec<(String, Option<&std::path::Path>)> =
-                    v2.iter().map(|(n, d)| (n.clone(), d.as_deref())).collect();
-                let (counters, unsupported) = match counters::Counters::start(&v2_refs, ncpu) {
-                    Ok(c) => (Some(c), None),
-                    Err(e) => (None, Some(e.to_string())),
-                };
-                let mut data = MeterData {
-                    parts: parts.clone(),
-                    sides: setup.sides.clone(),
-                    series: Vec::new(),
-                    edges: Vec::new(),
-                    counters_unsupported: unsupported,
-                    counter_notes: Vec::new(),
-                    own_cpu_s: 0.0,
-                    own_wall_s: 0.0,
-                    ticks_per_s: hz,
-                };
-                let period = Duration::from_secs_f64(1.0 / HZ);
-                let mut next_tick = Instant::now();
-                let mut marks: Vec<Instant> = Vec::new();
-                loop {
-                    let next = marks
-                        .first()
-                        .copied()
-                        .filter(|m| *m < next_tick)
-                        .unwrap_or(next_tick);
-                    let wait = next.saturating_duration_since(Instant::now());
-                    match rx.recv_timeout(wait) {
-                        Ok(Msg::Window(a, b)) => {
-                            marks = vec![a, b];
-                            continue;
-                        }
-                        Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => break,
-                        Err(RecvTimeoutError::Timeout) => {}
-                    }
-                    let now = Instant::now();
-                    if marks.first().is_some_and(|m| *m <= now) {
-                        marks.remove(0);
-                        let light = read_edge(&setup, hz);
-                        data.edges.push(Full {
-                            light,
-                            scan: procs::scan(&measured_pids(&parts), hz),
-                            irq: irqstat::read(),
-                            counters: counters.as_ref().map(|c| c.read()),
-                        });
-                    }
-                    if now >= next_tick {
-                        data.series.push(read_light(&setup, hz));
-                        next_tick += period;
-                        if next_tick < now {
-                            next_tick = now + period;
-                        }
-                    }
-                }
-                // A window still open at stop (a fixed-size transfer ended early) closes now.
-                if data.edges.len() == 1 {
-                    let light = read_edge(&setup, hz);
-                    data.edges.push(Full {
-                        light,
-                        scan: procs::scan(&measured_pids(&parts), hz),
-                        irq: irqstat::read(),
-                        counters: counters.as_ref().map(|c| c.read()),
-                    });
-                }
-                if let Some(c) = &counters {
-                    data.counter_notes = c.read().notes;
-                }
-                data.own_cpu_s = thread_cpu_s() - cpu0;
-                data.own_wall_s = t0.elapsed().as_secs_f64();
-                data
-            })
+            .spawn(move || sample(setup, rx))
             .expect("cannot start the meter thread");
         Meter { tx, handle }
     }
@@ -308,5 +326,40 @@ impl Meter {
     pub fn stop(self) -> MeterData {
         let _ = self.tx.send(Msg::Stop);
         self.handle.join().expect("meter thread panicked")
+    }
+}
+
+/// The machine's CPUs over a window, for callers that measure no parts (a serve's own machine, a
+/// bench's peer tool): the same sources, bounds and cross-check as the meter's.
+pub struct Probe {
+    at: Instant,
+    raw: raw::RawEdge,
+    source: Option<sched::Source>,
+}
+
+impl Probe {
+    pub fn start() -> Result<Probe, Error> {
+        let source = sched::Source::detect();
+        Ok(Probe {
+            raw: raw::RawEdge::read(source.as_ref(), true)?,
+            at: Instant::now(),
+            source,
+        })
+    }
+
+    /// The window's seconds and each CPU's time over it.
+    pub fn finish(self) -> Result<(f64, std::collections::BTreeMap<usize, busy::CoreTime>), Error> {
+        let b = raw::RawEdge::read(self.source.as_ref(), true)?;
+        let window_s = self.at.elapsed().as_secs_f64();
+        let rec = raw::Recording {
+            note: String::new(),
+            window_s,
+            ticks_per_s: ticks_per_s(),
+            kernel: kernel::Accounting::this().clone(),
+            source: self.source,
+            a: self.raw,
+            b,
+        };
+        Ok((window_s, rec.cores()?))
     }
 }

@@ -1,6 +1,7 @@
-//! Host CPU from /proc/stat: per-core and total times split into user, system, irq, softirq,
-//! steal, guest and idle, and the busy share between two snapshots. Guest time is already inside
-//! user (and guest_nice inside nice), so it is shown but never added twice.
+//! The kernel's per-CPU time texts parsed: /proc/stat (user, system, irq, softirq, steal, guest
+//! and idle, in USER_HZ units; guest time is already inside user, so it is never added twice),
+//! /proc/timer_list's NO_HZ idle nanoseconds and cpuidle's residency. What they mean together is
+//! `busy`'s job.
 
 use super::Error;
 use serde::Serialize;
@@ -125,27 +126,6 @@ pub fn parse(text: &str) -> Result<Snapshot, Error> {
     Ok(s)
 }
 
-pub fn read() -> Result<Snapshot, Error> {
-    let mut s = parse(
-        &std::fs::read_to_string("/proc/stat")
-            .map_err(|e| Error::Unreadable(format!("/proc/stat: {e}")))?,
-    )?;
-    s.idle_us = s.ids.iter().map(|&c| cpuidle_us(c)).collect();
-    Ok(s)
-}
-
-/// A snapshot at a window's edge: `read` plus each CPU's idle nanoseconds from /proc/timer_list
-/// (it walks every timer, so it is read at the two edges, and ten times a second only where a
-/// phase inside the window is measured: `Setup::fine_series`).
-pub fn read_edge() -> Result<Snapshot, Error> {
-    let mut s = read()?;
-    let tl = std::fs::read_to_string("/proc/timer_list")
-        .map(|t| timer_list_idle_ns(&t))
-        .unwrap_or_default();
-    s.idle_ns = s.ids.iter().map(|c| tl.get(c).copied()).collect();
-    Ok(s)
-}
-
 /// Per CPU: nanoseconds idle so far by /proc/timer_list's tick scheduler: `.idle_sleeptime` +
 /// `.iowait_sleeptime` (credited when an idle period ends) plus, on a CPU idling with its tick
 /// stopped, the idle period under way (`now at` less `.idle_entrytime`).
@@ -191,21 +171,8 @@ pub fn timer_list_idle_ns(text: &str) -> std::collections::BTreeMap<usize, u64> 
         .collect()
 }
 
-/// Idle seconds of one core over a window whose edges carry timer_list's nanoseconds: those,
-/// unless they disagree with /proc/stat's ticks by more than three ticks and 2 % of the window
-/// (a kernel that counts otherwise), when the ticks are kept.
-pub fn edge_idle_s(ticks: u64, ticks_per_s: f64, ns: (u64, u64), window_s: f64) -> f64 {
-    let coarse = ticks as f64 / ticks_per_s;
-    let fine = ns.1.saturating_sub(ns.0) as f64 / 1e9;
-    if (fine - coarse).abs() <= 3.0 / ticks_per_s + 0.02 * window_s {
-        fine
-    } else {
-        coarse
-    }
-}
-
 /// Microseconds CPU `c` has spent in its idle states so far (/sys/…/cpuidle/stateN/time).
-fn cpuidle_us(c: usize) -> Option<u64> {
+pub fn cpuidle_us(c: usize) -> Option<u64> {
     let dir = std::fs::read_dir(format!("/sys/devices/system/cpu/cpu{c}/cpuidle")).ok()?;
     let mut total = 0u64;
     let mut any = false;
@@ -223,64 +190,6 @@ fn cpuidle_us(c: usize) -> Option<u64> {
         }
     }
     any.then_some(total)
-}
-
-/// Idle seconds of one core between two snapshots: /proc/stat's (exact NO_HZ idle, but in 10 ms
-/// ticks), refined to cpuidle's microseconds where the two agree within two ticks. cpuidle credits
-/// an idle period only when it ends, so across a long idle period at an edge the ticks are kept.
-pub fn idle_s(ticks: u64, ticks_per_s: f64, cpuidle_us: Option<u64>) -> f64 {
-    let coarse = ticks as f64 / ticks_per_s;
-    match cpuidle_us {
-        Some(us) if (us as f64 / 1e6 - coarse).abs() <= 2.0 / ticks_per_s => us as f64 / 1e6,
-        _ => coarse,
-    }
-}
-
-/// One CPU's time between two snapshots: busy (running anything of this machine's) and stolen (the
-/// hypervisor beneath this machine ran something else while this CPU wanted to run).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct CoreTime {
-    pub busy_s: f64,
-    pub steal_s: f64,
-}
-
-/// Busy and stolen seconds of each online CPU between two snapshots `window_s` apart: busy is the
-/// window less idle and steal. /proc/stat's busy columns are tick samples, which a virtual machine
-/// under-counts; its idle (NO_HZ idle tracking) is exact, refined to cpuidle's microseconds. The
-/// one definition of busy the meter and the benches use.
-pub fn core_times(
-    a: &Snapshot,
-    b: &Snapshot,
-    window_s: f64,
-    ticks_per_s: f64,
-) -> std::collections::BTreeMap<usize, CoreTime> {
-    b.ids
-        .iter()
-        .zip(&b.cores)
-        .enumerate()
-        .filter_map(|(k, (&id, y))| {
-            let ka = a.ids.iter().position(|&i| i == id)?;
-            let d = y.delta(&a.cores[ka]);
-            let us = match (
-                a.idle_us.get(ka).copied().flatten(),
-                b.idle_us.get(k).copied().flatten(),
-            ) {
-                (Some(x), Some(y)) => Some(y.saturating_sub(x)),
-                _ => None,
-            };
-            let steal_s = (d.steal as f64 / ticks_per_s).min(window_s);
-            let idle = match (
-                a.idle_ns.get(ka).copied().flatten(),
-                b.idle_ns.get(k).copied().flatten(),
-            ) {
-                // Both edges count idle to the nanosecond.
-                (Some(x), Some(z)) => edge_idle_s(d.idle + d.iowait, ticks_per_s, (x, z), window_s),
-                _ => idle_s(d.idle + d.iowait, ticks_per_s, us),
-            };
-            let busy_s = (window_s - idle.max(0.0) - steal_s).clamp(0.0, window_s);
-            Some((id, CoreTime { busy_s, steal_s }))
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -303,21 +212,6 @@ mod tests {
         let d = b.total.delta(&a.total);
         // busy: user 100 + system 50 + softirq 50 = 200 of 300; guest (50) is inside user.
         assert_eq!(d.busy(), 200);
-        // Over 1.5 s: CPU 0 idled 0 ticks (busy 1.5 s), CPU 1 idled 100 ticks (busy 0.5 s).
-        let t = core_times(&a, &b, 1.5, 100.0);
-        assert_eq!((t[&0].busy_s, t[&1].busy_s), (1.5, 0.5));
-        // Stolen time is not busy: 20 ticks stolen on a core idle 50 of 150.
-        let c = parse("cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0\n").unwrap();
-        let d = parse("cpu  80 0 0 50 0 0 0 20 0 0\ncpu0 80 0 0 50 0 0 0 20\n").unwrap();
-        let t = core_times(&c, &d, 1.5, 100.0);
-        assert!(
-            (t[&0].busy_s - 0.8).abs() < 1e-9 && (t[&0].steal_s - 0.2).abs() < 1e-9,
-            "{t:?}"
-        );
-        // cpuidle's microseconds refine the 10 ms ticks when they agree, and are ignored otherwise.
-        assert_eq!(idle_s(100, 100.0, Some(1_004_321)), 1.004321);
-        assert_eq!(idle_s(100, 100.0, Some(600_000)), 1.0);
-        assert_eq!(idle_s(100, 100.0, None), 1.0);
     }
 
     #[test]
@@ -327,15 +221,6 @@ mod tests {
         // CPU 0 runs: what was credited. CPU 1 idles with its tick stopped since 1.99 s: 10 ms more.
         assert_eq!(m[&0], 1_006_321_000);
         assert_eq!(m[&1], 10_000_007);
-        // Over a window: the nanoseconds, where the ticks alone say 10 ms.
-        let mut a = parse("cpu  0 0 0 100 0 0 0 0 0 0\ncpu0 0 0 0 100 0 0 0 0\n").unwrap();
-        let mut b = parse("cpu  40 0 0 101 0 0 0 0 0 0\ncpu0 40 0 0 101 0 0 0 0\n").unwrap();
-        a.idle_ns = vec![Some(1_009_000_000)];
-        b.idle_ns = vec![Some(1_012_000_000)];
-        let t = core_times(&a, &b, 0.4, 100.0);
-        assert!((t[&0].busy_s - 0.397).abs() < 1e-9, "{t:?}");
-        // Far from the ticks (another way of counting): the ticks are kept.
-        assert_eq!(edge_idle_s(10, 100.0, (0, 500_000_000), 1.0), 0.1);
     }
 
     #[test]

@@ -17,8 +17,12 @@ use crate::vocab::Role;
 
 /// The version of `Measured` (and of every JSON document vnetlab prints) this build writes. 1 is
 /// the document before versions (no `version` field); 2 added parts' roles; 3 writes the CPU
-/// series, a point's samples and its parts with named fields. Older ones are read.
-pub const VERSION: u32 = 3;
+/// series, a point's samples and its parts with named fields; 4 gives every figure over repeats
+/// its median's confidence interval (`interval`, where 3 had a t-interval of the mean, `ci`, no
+/// longer read), the host's CPU by every source with the bounds steal leaves (`check.
+/// host_sources`), the foreign work taken out of it and why a point is unmeasurable. Older ones
+/// are read.
+pub const VERSION: u32 = 4;
 
 /// The largest stored document read back (a point's intervals, TCP samples and CPU series).
 pub const MAX_DOCUMENT: usize = 16 << 20;
@@ -99,8 +103,9 @@ impl Measured {
     }
 
     /// A stored document read back: this version or an older one (migrated: version 2 added
-    /// `version` and parts' roles, version 3 named the fields of the CPU series; every field
-    /// added since version 1 has a default and the series reads either form).
+    /// `version` and parts' roles, version 3 named the fields of the CPU series, version 4 the
+    /// intervals and the meter's sources; every field added since version 1 has a default and
+    /// the series reads either form).
     pub fn decode(text: &str) -> Result<Measured, DocError> {
         if text.len() > MAX_DOCUMENT {
             return Err(DocError::TooLarge(text.len()));

@@ -106,6 +106,16 @@ pub struct Repeat {
     pub leak_pct: Option<f64>,
     #[serde(default)]
     pub host_steal_pct: Option<f64>,
+    /// Work of tasks that are not the lab's on the host's cores, % (taken out of the figures).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_foreign_pct: Option<f64>,
+    /// The meter's own uncertainty of this repeat's host CPU, ± points (what steal left open).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_meter_pm: Option<f64>,
+    /// Why this repeat's host CPU could not be told (it then has no cost and is left out of the
+    /// point's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unmeasurable: Option<String>,
     /// Request/response tests: this repeat's latency tail, µs.
     #[serde(default)]
     pub latency_p99_us: Option<f64>,
@@ -120,26 +130,74 @@ pub struct Repeat {
     pub movie_playing_pct: Option<f64>,
 }
 
-/// The spread of a point's figures over its repeats.
+/// The spread of a point's figures over its repeats: each figure the median of its units with
+/// the median's confidence interval (`stats`), and what was asked of it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Repeats {
     pub runs: usize,
     pub confidence_level: u32,
+    /// Whether every headline figure reached the goal (None: nothing was asked).
     pub confidence_met: Option<bool>,
+    /// What was asked: the interval's level and half-width (None: a fixed number of units, held
+    /// to the default ±5 % at 95 % when read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<crate::stats::Goal>,
     /// Throughput, or transactions/s for request/response tests.
     pub throughput_gbps: Spread,
     pub transactions_per_s: Option<Spread>,
     pub host_busy_pct: Option<Spread>,
     pub normalized_pct_per_gbps: Option<Spread>,
-    /// Throughput (or transactions/s) or CPU per Gb/s varied by more than 10 % across repeats.
-    #[serde(default)]
-    pub unstable: bool,
+    /// Throughput (or transactions/s) or CPU per Gb/s has an interval wider than the goal (or
+    /// short of its level). Stored runs before intervals: varied by more than 10 %.
+    #[serde(default, alias = "unstable")]
+    pub wide: bool,
+    /// Units something bound (a paced load not carried in full, a saturated core), left out of
+    /// the CPU figures because at least three and more than half were bound by nothing.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bound_left_out: usize,
+    /// Repeats whose host CPU could not be told, left out of the CPU figures (with one reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unmeasurable: Option<Unmeasured>,
+    /// Which repeat the point's details (its CPU parts, series, latency) come from: the one whose
+    /// cost is the median (1-based).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shown: Option<usize>,
     /// Every repeat's figures, in the order they ran (the store keeps them in their own table).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub each: Vec<Repeat>,
     /// Where the repeats came from fresh labs taken in turn (`rounds`): how many, and in which run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rounds: Option<Rounds>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// How many of a point's repeats the meter could not read, and why (the first reason).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Unmeasured {
+    pub count: usize,
+    pub why: String,
+}
+
+impl Repeats {
+    /// The goal its intervals are held to (the default where none was asked).
+    pub fn goal(&self) -> crate::stats::Goal {
+        self.goal.unwrap_or_default()
+    }
+
+    /// The headline cost's spread: CPU per Gb/s, else host CPU (request/response).
+    pub fn cost(&self) -> Option<&Spread> {
+        self.normalized_pct_per_gbps
+            .as_ref()
+            .or(self.host_busy_pct.as_ref())
+    }
+
+    /// "±3.1 % at 96.9 %" for the cost, or why it falls short of the goal.
+    pub fn cost_interval_text(&self) -> Option<String> {
+        self.cost().map(|s| s.against(&self.goal()))
+    }
 }
 
 /// The rounds of a point's repeats: `count` labs, built in turn with the other labs of run `run`,
@@ -263,9 +321,16 @@ pub struct PointRecord {
     pub host_cpus: Option<String>,
     #[serde(default)]
     pub client_cpus: Option<String>,
-    /// Throughput or CPU per Gb/s varied by more than 10 % across the repeats.
-    #[serde(default)]
-    pub unstable: Option<bool>,
+    /// Throughput or CPU per Gb/s has a confidence interval wider than asked (stored as the
+    /// `unstable` column: runs before intervals set it where the repeats varied by over 10 %).
+    #[serde(default, alias = "unstable")]
+    pub wide: Option<bool>,
+    /// Why the point's host CPU could not be told (every repeat unmeasurable, or too few left).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unmeasurable: Option<String>,
+    /// Work of tasks that are not the lab's on the host's cores, % (the largest over the repeats).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_foreign_pct: Option<f64>,
     /// The TCP congestion control its data connections used (None: UDP, or stored before).
     #[serde(default)]
     pub congestion: Option<String>,
@@ -293,6 +358,15 @@ impl PointRecord {
     pub fn bound_in_any_run(&self) -> Option<Bound> {
         self.bound_by
             .or_else(|| self.repeats.iter().find_map(|r| r.bound_by))
+    }
+
+    /// What bound this point's cost: nothing where its units' figures left the bound ones out (at
+    /// least three and more than half bound by nothing), else what bound it in any run.
+    pub fn cost_bound(&self) -> Option<Bound> {
+        if self.spread.as_ref().is_some_and(|r| r.bound_left_out > 0) {
+            return None;
+        }
+        self.bound_in_any_run()
     }
 
     /// Every repeat's throughput, and every repeat's host CPU per Gb/s where measured.

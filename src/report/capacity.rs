@@ -11,11 +11,9 @@ pub fn sections(run: &RunRow, points: &[PointRecord]) -> Vec<Section> {
     let c = match crate::capacity::from_run::costs(
         run,
         points,
-        // The report plans with what the run has and names any UNSTABLE cost in its notes.
-        crate::capacity::from_run::Pick {
-            allow_unstable: true,
-            ..Default::default()
-        },
+        // The report plans as `plan --from-run` does: a cost whose interval is wider than its
+        // run asked is refused, and the section says so.
+        crate::capacity::from_run::Pick::default(),
         true,
         false,
     ) {
@@ -56,10 +54,19 @@ pub fn sections(run: &RunRow, points: &[PointRecord]) -> Vec<Section> {
           its VM network and an 11.1 Gbit screen stream over 253 s through the VDI network, at this run's per-Gbit costs. \
           Run <code>vnetlab plan --from-run</code> for Table V with them.</p><table><tr><th class=\"l\">datapath</th>\
           <th>VM network % per Gb/s</th><th>VDI network % per Gb/s</th><th>network % per desktop</th><th>max desktops</th><th>more than the dearest</th></tr>";
+    let cost = |v: f64, i: Option<[f64; 2]>| match i {
+        Some([lo, hi]) => format!("{v:.3} [{lo:.3}–{hi:.3}]"),
+        None => format!("{v:.3}"),
+    };
     for (r, dp) in d.datapaths.iter().zip(&c.datapaths) {
         h += &format!(
-            "<tr><td class=\"l\">{}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{}</td><td>{}</td></tr>",
-            r.name, dp.vm_net_pct_per_gbps, dp.vdi_net_pct_per_gbps, r.network_pct_per_desktop, r.max_desktops, r.more_than_last
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td><td>{}</td></tr>",
+            r.name,
+            cost(dp.vm_net_pct_per_gbps, dp.vm_net_interval),
+            cost(dp.vdi_net_pct_per_gbps, dp.vdi_net_interval),
+            r.network_pct_per_desktop,
+            crate::capacity::model::desktops_text(r),
+            r.more_than_last
         );
     }
     h += "</table>";

@@ -14,14 +14,18 @@ pub struct Row {
     pub cpu_a: Option<f64>,
     pub cpu_b: Option<f64>,
     pub cpu_ratio: Option<f64>,
-    /// Each value lies outside the other run's [min, max]: a real difference. None: no spread known.
+    /// Each run's throughput (or transactions/s) lies outside the other's confidence interval: a
+    /// real difference. None: no interval known.
     pub significant: Option<bool>,
-    /// [min, max] over each run's repeats (throughput or transactions/s).
+    /// The same for CPU per Gb/s.
+    pub cpu_significant: Option<bool>,
+    /// Each run's confidence interval of throughput (or transactions/s); runs stored before
+    /// intervals: the repeats' [min, max].
     pub range_a: Option<[f64; 2]>,
     pub range_b: Option<[f64; 2]>,
-    /// Either point varied by more than 10 % across its repeats.
-    pub unstable: bool,
-    /// [min, max] of each run's CPU per Gb/s over its repeats.
+    /// Either point's interval is wider than its run asked.
+    pub wide: bool,
+    /// Each run's confidence interval of CPU per Gb/s (or [min, max], as above).
     pub cpu_range_a: Option<[f64; 2]>,
     pub cpu_range_b: Option<[f64; 2]>,
 }
@@ -30,41 +34,57 @@ fn value(p: &PointRecord) -> Option<f64> {
     p.transactions_per_s.or(p.throughput_gbps)
 }
 
-/// [min, max] of the point's CPU per Gb/s over its repeats (None with fewer than two).
-fn cpu_range(p: &PointRecord) -> Option<[f64; 2]> {
-    let v: Vec<f64> = p
-        .repeats
-        .iter()
-        .filter_map(|r| r.normalized_pct_per_gbps)
-        .collect();
-    (v.len() > 1).then(|| {
+/// A figure's interval from its spread, else the repeats' [min, max] (None with fewer than two).
+fn interval(s: Option<&crate::stats::Spread>, each: Vec<f64>) -> Option<[f64; 2]> {
+    if let Some(i) = s.and_then(|s| s.interval) {
+        return Some([i.lo, i.hi]);
+    }
+    (each.len() > 1).then(|| {
         [
-            v.iter().cloned().fold(f64::MAX, f64::min),
-            v.iter().cloned().fold(f64::MIN, f64::max),
+            each.iter().cloned().fold(f64::MAX, f64::min),
+            each.iter().cloned().fold(f64::MIN, f64::max),
         ]
     })
 }
 
-/// [min, max] of the point's throughput (or tps) over its repetitions.
-fn range(p: &PointRecord) -> Option<[f64; 2]> {
-    if p.repeats.len() > 1 {
-        let v: Vec<f64> = p
-            .repeats
+/// The interval of the point's CPU per Gb/s.
+fn cpu_range(p: &PointRecord) -> Option<[f64; 2]> {
+    let s = p
+        .spread
+        .as_ref()
+        .and_then(|r| r.normalized_pct_per_gbps.as_ref());
+    interval(
+        s,
+        p.repeats
             .iter()
-            .map(|r| r.transactions_per_s.unwrap_or(r.throughput_gbps))
-            .collect();
-        return Some([
-            v.iter().cloned().fold(f64::MAX, f64::min),
-            v.iter().cloned().fold(f64::MIN, f64::max),
-        ]);
-    }
-    let s = p.spread.as_ref()?;
-    let t = if p.transactions_per_s.is_some() {
-        s.transactions_per_s.as_ref()?
-    } else {
-        &s.throughput_gbps
-    };
-    Some([t.min, t.max])
+            .filter_map(|r| r.normalized_pct_per_gbps)
+            .collect(),
+    )
+}
+
+/// The interval of the point's throughput (or transactions/s).
+fn range(p: &PointRecord) -> Option<[f64; 2]> {
+    let s = p.spread.as_ref().and_then(|r| match p.transactions_per_s {
+        Some(_) => r.transactions_per_s.as_ref(),
+        None => Some(&r.throughput_gbps),
+    });
+    let each = p
+        .repeats
+        .iter()
+        .map(|r| r.transactions_per_s.unwrap_or(r.throughput_gbps))
+        .collect();
+    interval(s, each)
+}
+
+/// Whether each value lies outside the other's interval.
+fn apart(
+    ra: Option<[f64; 2]>,
+    rb: Option<[f64; 2]>,
+    x: Option<f64>,
+    y: Option<f64>,
+) -> Option<bool> {
+    let ([alo, ahi], [blo, bhi], x, y) = (ra?, rb?, x?, y?);
+    Some((y < alo || y > ahi) && (x < blo || x > bhi))
 }
 
 pub fn compare(a: &[PointRecord], b: &[PointRecord]) -> Vec<Row> {
@@ -74,12 +94,7 @@ pub fn compare(a: &[PointRecord], b: &[PointRecord]) -> Vec<Row> {
             continue;
         };
         let (va, vb) = (value(pa), value(pb));
-        let significant = match (range(pa), range(pb), va, vb) {
-            (Some([alo, ahi]), Some([blo, bhi]), Some(x), Some(y)) => {
-                Some((y < alo || y > ahi) && (x < blo || x > bhi))
-            }
-            _ => None,
-        };
+        let (ca, cb) = (pa.normalized_pct_per_gbps, pb.normalized_pct_per_gbps);
         let ratio = |x: Option<f64>, y: Option<f64>| match (x, y) {
             (Some(x), Some(y)) if x != 0.0 => Some(y / x),
             _ => None,
@@ -89,13 +104,14 @@ pub fn compare(a: &[PointRecord], b: &[PointRecord]) -> Vec<Row> {
             a: va,
             b: vb,
             ratio: ratio(va, vb),
-            cpu_a: pa.normalized_pct_per_gbps,
-            cpu_b: pb.normalized_pct_per_gbps,
-            cpu_ratio: ratio(pa.normalized_pct_per_gbps, pb.normalized_pct_per_gbps),
-            significant,
+            cpu_a: ca,
+            cpu_b: cb,
+            cpu_ratio: ratio(ca, cb),
+            significant: apart(range(pa), range(pb), va, vb),
+            cpu_significant: apart(cpu_range(pa), cpu_range(pb), ca, cb),
             range_a: range(pa),
             range_b: range(pb),
-            unstable: pa.unstable == Some(true) || pb.unstable == Some(true),
+            wide: pa.wide == Some(true) || pb.wide == Some(true),
             cpu_range_a: cpu_range(pa),
             cpu_range_b: cpu_range(pb),
         });
@@ -118,7 +134,7 @@ pub fn page(a: &RunRow, b: &RunRow, rows: &[Row]) -> Result<String, super::Error
     let (na, nb) = (name(a), name(b));
     let mut h = super::html::head(&format!("vnetlab: {nb} against {na}"));
     h += &format!(
-        "<h1>{} against {}</h1><p class=\"muted\">B = {}, A = {}: the points both runs measured (same mode, test, size, direction, offloads, wire). Medians over the repeats with min–max; ratio = B ÷ A; <b>*</b> where each run's median lies outside the other's spread.</p>",
+        "<h1>{} against {}</h1><p class=\"muted\">B = {}, A = {}: the points both runs measured (same mode, test, size, direction, offloads, wire). Medians over the units with their confidence intervals [low–high]; ratio = B ÷ A; <b>*</b> where each run's median lies outside the other's interval.</p>",
         esc(&nb), esc(&na), esc(&nb), esc(&na)
     );
     if rows.is_empty() {
@@ -164,7 +180,7 @@ fn table(rows: &[Row]) -> String {
     let f = |v: Option<f64>, r: Option<[f64; 2]>| {
         let v = v.map_or("–".into(), |x| format!("{x:.3}"));
         match r {
-            Some([lo, hi]) => format!("{v} <span class=\"muted\">({lo:.3}–{hi:.3})</span>"),
+            Some([lo, hi]) => format!("{v} <span class=\"muted\">[{lo:.3}–{hi:.3}]</span>"),
             None => v,
         }
     };
@@ -175,13 +191,18 @@ fn table(rows: &[Row]) -> String {
         } else {
             ""
         };
-        let note = if r.unstable {
-            "UNSTABLE (over 10 % across repeats)"
+        let cpu_mark = if r.cpu_significant == Some(true) {
+            " *"
+        } else {
+            ""
+        };
+        let note = if r.wide {
+            "interval wider than asked"
         } else {
             ""
         };
         h += &format!(
-            "<tr><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}{mark}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l warn\">{note}</td></tr>",
+            "<tr><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}{mark}</td><td>{}</td><td>{}</td><td>{}{cpu_mark}</td><td class=\"l warn\">{note}</td></tr>",
             i + 1,
             super::html::esc(&r.key),
             f(r.a, r.range_a),

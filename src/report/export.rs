@@ -123,7 +123,8 @@ fn repeats_csv(run: &RunRow, points: &[PointRecord]) -> String {
     s
 }
 
-/// One row per CPU part of each point (its median repeat's split of the host).
+/// One row per CPU part of each point: the split of the host in its median round (the round
+/// whose CPU per Gb/s is the median), which adds up to that round's host CPU.
 fn parts_csv(run: &RunRow, points: &[PointRecord]) -> String {
     let cols = ["part", "kind", "busy_pct", "cores"];
     let mut s = [&KEY_COLS[..], &cols[..]].concat().join(",") + "\n";
@@ -175,10 +176,21 @@ fn points_csv(run: &RunRow, points: &[PointRecord]) -> String {
         "placed",
         "host_cpus",
         "client_cpus",
-        "unstable",
+        "wide",
         "congestion",
         "pacing",
         "tcp_retransmits",
+        "ci_level_pct",
+        "throughput_ci_low",
+        "throughput_ci_high",
+        "host_busy_ci_low",
+        "host_busy_ci_high",
+        "normalized_ci_low",
+        "normalized_ci_high",
+        "units",
+        "unmeasurable",
+        "host_steal_pct",
+        "host_foreign_pct",
     ];
     let mut s = [&KEY_COLS[..], &cols[..]].concat().join(",") + "\n";
     let text = |v: Option<String>| v.unwrap_or_default();
@@ -211,14 +223,44 @@ fn points_csv(run: &RunRow, points: &[PointRecord]) -> String {
             text(p.placed.map(|v| v.to_string())),
             q(p.host_cpus.as_deref().unwrap_or("")),
             q(p.client_cpus.as_deref().unwrap_or("")),
-            text(p.unstable.map(|v| v.to_string())),
+            text(p.wide.map(|v| v.to_string())),
             q(p.congestion.as_deref().unwrap_or("")),
             text(p.pacing.map(|v| v.to_string())),
             text(p.tcp_retransmits.map(|v| v.to_string())),
         ]);
+        row.extend(interval_cells(p));
+        row.extend([
+            q(p.unmeasurable.as_deref().unwrap_or("")),
+            f(p.host_steal_pct),
+            f(p.host_foreign_pct),
+        ]);
         s += &(row.join(",") + "\n");
     }
     s
+}
+
+/// The point's confidence intervals: level, then low and high of throughput (or transactions/s),
+/// host CPU and CPU per Gb/s, then the number of units; empty cells where there are none.
+fn interval_cells(p: &PointRecord) -> Vec<String> {
+    let r = p.spread.as_ref();
+    let ends = |s: Option<&crate::stats::Spread>| match s.and_then(|s| s.interval) {
+        Some(i) => [i.lo.to_string(), i.hi.to_string()],
+        None => [String::new(), String::new()],
+    };
+    let rate = r.map(|r| match &r.transactions_per_s {
+        Some(t) => t,
+        None => &r.throughput_gbps,
+    });
+    let level = rate
+        .and_then(|s| s.interval)
+        .map(|i| i.level.to_string())
+        .unwrap_or_default();
+    let mut v = vec![level];
+    v.extend(ends(rate));
+    v.extend(ends(r.and_then(|r| r.host_busy_pct.as_ref())));
+    v.extend(ends(r.and_then(|r| r.normalized_pct_per_gbps.as_ref())));
+    v.push(rate.map(|s| s.n.to_string()).unwrap_or_default());
+    v
 }
 
 #[cfg(test)]
@@ -243,7 +285,8 @@ mod tests {
         assert!(lines[0].starts_with("run,host,seq,mode"));
         assert!(lines[1].starts_with("3,,1,bridge,"));
         assert!(lines[1].contains(",\"a, \"\"b\"\"\","), "{}", lines[1]);
-        assert_eq!(lines[0].split(',').count(), 39);
+        assert_eq!(lines[0].split(',').count(), 50);
+        assert!(lines[0].contains(",normalized_ci_low,normalized_ci_high,units,"));
     }
 
     #[test]

@@ -86,7 +86,9 @@ fn intro(run: &RunRow, ok: &[&PointRecord]) -> String {
         "<p class=\"muted\">Host CPU is the busy time of the host's cores{} (the client's cores stand for another machine; receive \
           processing on each end of the wire is steered to its side's cores). Normalized CPU is host CPU % per Gb/s delivered, as in \
           paper 1. <b>bound by</b> names what limited a point (a saturated side or core, a backend, the wire); per-Gbit costs for plans \
-          come only from points nothing bound. Figures are medians over the repeats, with min–max.{}</p>",
+          come only from points nothing bound. Figures are medians over the rounds with their 95 % confidence intervals \
+          (the whiskers); a point's CPU by part is its median round's (the round whose CPU per Gb/s is the median), so its \
+          parts add up to that round's host CPU. Work of tasks that are not the lab's is left out of the host's figure.{}</p>",
         cpus.map(|c| format!(" ({c})")).unwrap_or_default(),
         if placed.len() < ok.len() { " <span class=\"bad\">Some points ran unplaced: their host CPU may include the client's work.</span>" } else { "" }
     );
@@ -251,38 +253,49 @@ fn parts_chart(ok: &[&PointRecord]) -> Result<Option<String>, Error> {
     .map(Some)
 }
 
-fn range(v: &[f64], prec: usize) -> Option<String> {
+/// A figure's confidence interval with its level and units ("0.29–0.31 (±3 % at 96.9 %, n=6)");
+/// runs stored before intervals give the repeats' range.
+fn interval(
+    s: Option<&crate::stats::Spread>,
+    each: &[f64],
+    goal: crate::stats::Goal,
+    prec: usize,
+) -> Option<String> {
+    if let Some(s) = s.filter(|s| s.interval.is_some()) {
+        let i = s.interval.expect("filtered above");
+        return Some(format!(
+            "{:.prec$}–{:.prec$} ({}, n={})",
+            i.lo,
+            i.hi,
+            s.against(&goal),
+            s.n
+        ));
+    }
     let (lo, hi) = (
-        v.iter().cloned().reduce(f64::min)?,
-        v.iter().cloned().reduce(f64::max)?,
+        each.iter().cloned().reduce(f64::min)?,
+        each.iter().cloned().reduce(f64::max)?,
     );
-    (v.len() > 1).then(|| format!("{lo:.prec$}–{hi:.prec$}"))
+    (each.len() > 1).then(|| format!("{lo:.prec$}–{hi:.prec$} (range, n={})", each.len()))
 }
 
-/// What bound a point, and its warnings (unstable, unplaced, stolen CPU), as HTML.
+/// What bound a point, and its notes (an interval wider than asked, unmeasurable, unplaced,
+/// steal, foreign work), as HTML.
 fn bound_cell(p: &PointRecord) -> String {
-    let mut bound = esc(&p
-        .bound_by
-        .as_ref()
-        .map(|b| b.to_string())
-        .unwrap_or_else(|| "nothing".into()));
-    if p.unstable == Some(true) {
-        bound += " <span class=\"bad\">unstable</span>";
+    let notes = super::table::notes(p);
+    let mut parts = notes.split("; ");
+    let bound = parts.next().filter(|b| *b != "-").unwrap_or("nothing");
+    let mut h = esc(bound);
+    for n in parts {
+        h += &format!(" <span class=\"bad\">{}</span>", esc(n));
     }
-    if p.placed == Some(false) {
-        bound += " <span class=\"bad\">unplaced</span>";
-    }
-    if let Some(st) = p.host_steal_pct.filter(|s| *s > super::table::STEAL_WARN) {
-        bound += &format!(" <span class=\"bad\">steal {st:.0} %</span>");
-    }
-    bound
+    h
 }
 
 fn points_table(points: &[PointRecord]) -> String {
     let mut h = String::from(
         "<h2>Points</h2><table><tr><th>#</th><th class=\"l\">datapath</th><th class=\"l\">direction</th><th class=\"l\">test</th><th>size B</th>\
-          <th class=\"l\">load</th><th>Gb/s</th><th>Gb/s spread (min–max)</th><th>trans/s</th><th>p50 µs</th><th>p99 µs</th><th>host CPU %</th><th>CPU %/Gb/s</th>\
-          <th>CPU %/Gb/s spread</th><th class=\"l\">bound by</th><th>SD µs/KB host</th><th>send</th><th>recv</th></tr>",
+          <th class=\"l\">load</th><th>Gb/s</th><th>Gb/s 95 % CI</th><th>trans/s</th><th>p50 µs</th><th>p99 µs</th><th>host CPU %</th><th>CPU %/Gb/s</th>\
+          <th>CPU %/Gb/s 95 % CI</th><th class=\"l\">bound by</th><th>SD µs/KB host</th><th>send</th><th>recv</th></tr>",
     );
     let all: Vec<&PointRecord> = points.iter().collect();
     let labels = Labeler::new(&all);
@@ -303,6 +316,8 @@ fn points_table(points: &[PointRecord]) -> String {
             continue;
         }
         let (gbps, norm) = p.repeat_figures();
+        let r = p.spread.as_ref();
+        let goal = r.map(|r| r.goal()).unwrap_or_default();
         let cells = [
             p.key
                 .load_bps
@@ -313,15 +328,20 @@ fn points_table(points: &[PointRecord]) -> String {
             } else {
                 f(p.throughput_gbps, 3)
             },
-            range(&gbps, 3)
-                .map(|r| format!("{r} (n={})", gbps.len()))
+            interval(r.map(|r| &r.throughput_gbps), &gbps, goal, 3)
                 .unwrap_or_else(|| "one run".into()),
             f(p.transactions_per_s, 0),
             f(p.latency_p50_us, 1),
             f(p.latency_p99_us, 1),
             f(p.host_busy_pct, 2),
             f(p.normalized_pct_per_gbps, 3),
-            range(&norm, 3).unwrap_or_else(|| "–".into()),
+            interval(
+                r.and_then(|r| r.normalized_pct_per_gbps.as_ref()),
+                &norm,
+                goal,
+                3,
+            )
+            .unwrap_or_else(|| "–".into()),
             bound_cell(p),
             f(p.sd_host, 3),
             f(p.sd_send, 3),

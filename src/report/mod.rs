@@ -97,38 +97,57 @@ impl Labeler {
     }
 }
 
-/// A figure a chart draws: read from a point (its median over the repeats) and from each repeat
-/// (for the whisker), in its unit.
+/// A figure a chart draws: read from a point (its median over the units), its spread (whose
+/// confidence interval is the whisker) and each repeat, in its unit.
 #[derive(Clone, Copy)]
 pub struct Figure {
     pub point: fn(&PointRecord) -> Option<f64>,
+    pub spread: fn(&crate::records::Repeats) -> Option<&crate::stats::Spread>,
     pub repeat: fn(&crate::records::Repeat) -> Option<f64>,
     pub unit: &'static str,
 }
 
 pub const THROUGHPUT: Figure = Figure {
     point: |p| p.throughput_gbps,
+    spread: |r| Some(&r.throughput_gbps),
     repeat: |r| Some(r.throughput_gbps),
     unit: "Gb/s",
 };
 pub const HOST_CPU: Figure = Figure {
     point: |p| p.host_busy_pct,
+    spread: |r| r.host_busy_pct.as_ref(),
     repeat: |r| r.host_busy_pct,
     unit: "% of the host",
 };
 pub const CPU_PER_GBPS: Figure = Figure {
     point: |p| p.normalized_pct_per_gbps,
+    spread: |r| r.normalized_pct_per_gbps.as_ref(),
     repeat: |r| r.normalized_pct_per_gbps,
     unit: "% of the host per Gb/s",
 };
 
-/// A point's mark for `fig`: the median, the repeats' least and greatest, and a tip with the
-/// exact value and its conditions (where it ran, what bound it, whether it held still).
+/// A point's mark for `fig`: the median, its confidence interval as the whisker (the repeats'
+/// range for runs stored before intervals), and a tip with the exact value and its conditions
+/// (where it ran, what bound it, how far the figure may move).
 pub fn mark(p: &PointRecord, fig: Figure, label: &str) -> Option<charts::Mark> {
     let y = (fig.point)(p)?;
     let each: Vec<f64> = p.repeats.iter().filter_map(fig.repeat).collect();
-    let low = each.iter().copied().fold(y, f64::min);
-    let high = each.iter().copied().fold(y, f64::max);
+    let spread = p
+        .spread
+        .as_ref()
+        .and_then(|r| (fig.spread)(r).map(|s| (r, s)));
+    let (low, high, how) = match spread.and_then(|(r, s)| Some((r, s, s.interval?))) {
+        Some((r, s, i)) => (
+            i.lo.min(y),
+            i.hi.max(y),
+            format!("{}, {} units", s.against(&r.goal()), s.n),
+        ),
+        None => (
+            each.iter().copied().fold(y, f64::min),
+            each.iter().copied().fold(y, f64::max),
+            format!("range over {} repeats", each.len().max(1)),
+        ),
+    };
     let bound = p
         .bound_by
         .map(|b| format!("bound by {b}"))
@@ -137,21 +156,14 @@ pub fn mark(p: &PointRecord, fig: Figure, label: &str) -> Option<charts::Mark> {
         (Some(h), Some(c)) => format!("host cores {h}, client cores {c}; "),
         _ => String::new(),
     };
-    let unstable = if p.unstable == Some(true) {
-        "; UNSTABLE"
-    } else {
-        ""
-    };
     Some(charts::Mark {
         x: p.key.message_bytes as f64,
         y,
         low,
         high,
         tip: format!(
-            "{label}, {} B: {y:.3} {} (min–max {low:.3}–{high:.3} over {} repeats); {cores}{bound}{unstable}",
-            p.key.message_bytes,
-            fig.unit,
-            each.len().max(1)
+            "{label}, {} B: {y:.3} {} [{low:.3}–{high:.3}] ({how}); {cores}{bound}",
+            p.key.message_bytes, fig.unit,
         ),
     })
 }

@@ -12,15 +12,15 @@ struct Family {
     value: fn(&PointRecord) -> Option<f64>,
 }
 
-const FAMILIES: [Family; 5] = [
+const FAMILIES: [Family; 9] = [
     Family {
         name: "vnetlab_throughput_gbps",
-        help: "Throughput of the point, Gb/s (median over its repeats).",
+        help: "Throughput of the point, Gb/s (median over its rounds).",
         value: |p| p.throughput_gbps.filter(|_| p.transactions_per_s.is_none()),
     },
     Family {
         name: "vnetlab_transactions_per_second",
-        help: "Request/response transactions per second (median over its repeats).",
+        help: "Request/response transactions per second (median over its rounds).",
         value: |p| p.transactions_per_s,
     },
     Family {
@@ -34,11 +34,39 @@ const FAMILIES: [Family; 5] = [
         value: |p| p.normalized_pct_per_gbps,
     },
     Family {
-        name: "vnetlab_point_unstable",
-        help: "1 where throughput or CPU per Gb/s varied by more than 10 % over the repeats.",
-        value: |p| p.unstable.map(|u| if u { 1.0 } else { 0.0 }),
+        name: "vnetlab_host_cpu_percent_per_gbps_ci_low",
+        help: "Low end of the confidence interval of host CPU percent per Gb/s (its level in vnetlab_ci_level_percent).",
+        value: |p| ci(p, |r| r.normalized_pct_per_gbps.as_ref()).map(|i| i.lo),
+    },
+    Family {
+        name: "vnetlab_host_cpu_percent_per_gbps_ci_high",
+        help: "High end of the confidence interval of host CPU percent per Gb/s.",
+        value: |p| ci(p, |r| r.normalized_pct_per_gbps.as_ref()).map(|i| i.hi),
+    },
+    Family {
+        name: "vnetlab_ci_level_percent",
+        help: "The level the point's confidence intervals reach, percent (95 asked; fewer than six units reach less).",
+        value: |p| ci(p, |r| Some(&r.throughput_gbps)).map(|i| i.level),
+    },
+    Family {
+        name: "vnetlab_host_steal_percent",
+        help: "Share of the host's cores the hypervisor beneath this machine stole, percent (largest over the units).",
+        value: |p| p.host_steal_pct,
+    },
+    Family {
+        name: "vnetlab_point_wide",
+        help: "1 where throughput or CPU per Gb/s has a confidence interval wider than the run asked.",
+        value: |p| p.wide.map(|u| if u { 1.0 } else { 0.0 }),
     },
 ];
+
+/// One of a point's intervals.
+fn ci(
+    p: &PointRecord,
+    f: fn(&crate::records::Repeats) -> Option<&crate::stats::Spread>,
+) -> Option<crate::stats::Interval> {
+    f(p.spread.as_ref()?)?.interval
+}
 
 /// A label value escaped as OpenMetrics asks: backslash, double quote and line feed.
 fn esc(v: &str) -> String {
@@ -90,7 +118,7 @@ pub fn render(run: &RunRow, points: &[PointRecord]) -> String {
         }
     }
     let part = "vnetlab_part_busy_percent";
-    s += &format!("# TYPE {part} gauge\n# HELP {part} The host's CPU spent by one part while the point ran, percent of the host.\n");
+    s += &format!("# TYPE {part} gauge\n# HELP {part} The host's CPU spent by one part in the point's median round (its CPU per Gb/s the median), percent of the host.\n");
     for p in &ok {
         for (name, kind, busy, _) in p.parts.iter().filter(|x| x.2.is_finite()) {
             let kind = serde_json::to_value(kind)

@@ -100,9 +100,9 @@ pub fn density(
             String::new()
         };
         crate::outln!(
-            "  {:<w$} {:>3} desktops ({:.3} % network CPU each){more}",
+            "  {:<w$} {:>5} desktops ({:.3} % network CPU each){more}",
             d.name,
-            d.max_desktops,
+            model::desktops_text(d),
             d.network_pct_per_desktop
         );
     }

@@ -56,49 +56,52 @@ pub fn measured(out: &Measured, desktop_pct: Option<f64>) {
         crate::outln!("  CPU: not measured ({e})");
     }
     if let Some(r) = &out.repeats {
-        let ci = |s: &stats::Spread| {
-            s.ci.map(|[l, h]| format!(", {}% CI {l:.3}–{h:.3}", r.confidence_level))
-                .unwrap_or_default()
-        };
+        repeats(r);
+    }
+}
+
+/// A test's repeats: each headline figure as its median with the confidence interval, what that
+/// interval reached against the goal, and the runs left out of the CPU figures.
+fn repeats(r: &crate::records::Repeats) {
+    let g = r.goal();
+    let line = |name: &str, s: &stats::Spread, prec: usize| {
+        crate::outln!("          {name} {} ({})", s.text(prec), s.against(&g));
+    };
+    crate::outln!(
+        "  {} runs, each figure the median with its {} % confidence interval [low–high]{}:",
+        r.runs,
+        g.level,
+        r.shown
+            .map(|k| format!("; the details above are run {k}'s, the median by cost"))
+            .unwrap_or_default()
+    );
+    match &r.transactions_per_s {
+        Some(t) => line("transactions/s", t, 0),
+        None => line("Gb/s", &r.throughput_gbps, 3),
+    }
+    if let Some(c) = &r.host_busy_pct {
+        line("host CPU %", c, 2);
+    }
+    if let Some(c) = &r.normalized_pct_per_gbps {
+        line("CPU % per Gb/s", c, 3);
+    }
+    if let Some(u) = &r.unmeasurable {
         crate::outln!(
-            "  {} runs: Gb/s min {:.3} median {:.3} max {:.3}{}",
+            "          {} of {} runs left out of the CPU figures: {}",
+            u.count,
             r.runs,
-            r.throughput_gbps.min,
-            r.throughput_gbps.median,
-            r.throughput_gbps.max,
-            ci(&r.throughput_gbps)
+            u.why
         );
-        if let Some(c) = &r.host_busy_pct {
-            crate::outln!(
-                "          host CPU % min {:.2} median {:.2} max {:.2}{}",
-                c.min,
-                c.median,
-                c.max,
-                ci(c)
-            );
-        }
-        if let Some(c) = &r.normalized_pct_per_gbps {
-            crate::outln!(
-                "          CPU % per Gb/s min {:.3} median {:.3} max {:.3}{}",
-                c.min,
-                c.median,
-                c.max,
-                ci(c)
-            );
-        }
-        if r.unstable {
-            crate::outln!("          UNSTABLE: throughput or CPU per Gb/s varied by more than 10 % across the runs");
-        }
-        if let Some(m) = r.confidence_met {
-            crate::outln!(
-                "          confidence {}",
-                if m {
-                    "reached"
-                } else {
-                    "NOT reached within --repeat runs"
-                }
-            );
-        }
+    }
+    if let Some(m) = r.confidence_met {
+        crate::outln!(
+            "          {}",
+            if m {
+                format!("goal {g} reached")
+            } else {
+                format!("goal {g} NOT reached within the runs allowed")
+            }
+        );
     }
 }
 
@@ -124,12 +127,7 @@ pub fn cpu(c: &CpuReport) {
         );
     }
     crate::outln!("{line}");
-    if c.host_steal_pct > crate::report::table::STEAL_WARN {
-        crate::outln!(
-            "  steal: the hypervisor beneath this machine took {:.1} % of the host's cores during the test: its figures are unreliable",
-            c.host_steal_pct
-        );
-    }
+    meter_sources(c);
     if let Some(d) = &c.service_demand_us_per_kb {
         crate::outln!(
             "  service demand µs/KB: host {:.3}  send side {:.3}  receive side {:.3}",
@@ -175,24 +173,72 @@ pub fn cpu(c: &CpuReport) {
     );
 }
 
-/// Where the host (and the client) ran and how busy each was.
+/// Where the host (and the client) ran and how busy each was: the datapath's share, with the
+/// meter's bounds where steal left them apart and the steal beside.
 fn cpu_headline(c: &CpuReport) {
     let cores = |v: &[usize]| crate::units::CpuList(v.to_vec()).to_string();
+    let src = &c.check.host_sources;
+    let pm = src.half_width_pct();
+    let pm = if pm >= 0.005 {
+        format!(" ±{pm:.2}")
+    } else {
+        String::new()
+    };
+    let steal = if c.host_steal_pct >= 0.05 {
+        format!(", steal {:.1} % beside", c.host_steal_pct)
+    } else {
+        String::new()
+    };
     if c.placed {
         let client = c
             .client_busy_pct
             .map(|p| format!("; client {p:.2} % of core(s) {}", cores(&c.client_cores)))
             .unwrap_or_default();
         crate::outln!(
-            "  host CPU {:.2} % of core(s) {} ({:.3} cores){client}",
+            "  host CPU {:.2}{pm} % of core(s) {} ({:.3} cores{steal}){client}",
             c.host_busy_pct,
             cores(&c.host_cores),
             c.host_busy_cores
         );
     } else {
         crate::outln!(
-            "  host CPU {:.2} % ({:.3} cores; machine {:.2} % with the client) — UNPLACED: the client's work may be counted as the host's",
+            "  host CPU {:.2}{pm} % ({:.3} cores{steal}; machine {:.2} % with the client) — UNPLACED: the client's work may be counted as the host's",
             c.host_busy_pct, c.host_busy_cores, c.machine_busy_pct
+        );
+    }
+    if c.foreign_pct >= 0.05 {
+        crate::outln!(
+            "  left out: {:.2} % of the host's cores ran tasks that are not the lab's{}",
+            c.foreign_pct,
+            if c.foreign_pct > crate::report::table::FOREIGN_WARN {
+                " (WARNING: another workload shares the host's cores; its cache and wake-ups may still cost the datapath)"
+            } else {
+                ""
+            }
+        );
+    }
+    if let Some(why) = &c.unmeasurable {
+        crate::outln!("  UNMEASURABLE: {why}; this test has no cost figure");
+    }
+}
+
+/// The host's busy share by each source the meter read, and the tolerance they were held to.
+fn meter_sources(c: &CpuReport) {
+    let s = &c.check.host_sources;
+    let sched = s.sched_pct.map_or("-".into(), |v| format!("{v:.2} %"));
+    crate::outln!(
+        "  sources (host cores): awake {:.2} %, scheduler {sched}, steal {:.2} %, ticks {:.2} %; busy lies in {:.2}–{:.2} % (tolerance {:.1} points)",
+        s.awake_pct,
+        s.steal_pct,
+        s.ticks_pct,
+        s.lo_pct,
+        s.hi_pct,
+        c.check.tolerance_pct
+    );
+    if c.host_steal_pct > crate::report::table::STEAL_WARN && c.unmeasurable.is_none() {
+        crate::outln!(
+            "  steal: the hypervisor beneath this machine took {:.1} % of the host's cores; the figure above stays within its bounds",
+            c.host_steal_pct
         );
     }
 }

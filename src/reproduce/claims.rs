@@ -519,6 +519,12 @@ impl Claim {
                     }
                 };
                 if self.metric.is_cost() {
+                    if let Some(why) = &p.unmeasurable {
+                        return Err(Unmeasurable::Meter {
+                            name: sel.name(),
+                            why: why.clone(),
+                        });
+                    }
                     unbound_rounds(self.metric, p, &sel.name())?;
                 } else if self.unsaturated {
                     unsaturated(p, &sel.name())?;
@@ -676,7 +682,7 @@ impl Claim {
             _ => (
                 Verdict::WithinSpread,
                 format!(
-                    "the repeats' ranges overlap: the medians {compare} as the paper says, but the difference is inside the spread"
+                    "their 95 % intervals overlap: the medians {compare} as the paper says, but the difference is inside the spread"
                 ),
             ),
         }
@@ -885,7 +891,7 @@ impl Claim {
 /// this share, the bar beyond which a point's own repeats read unstable. Smaller differences
 /// (paper 1's send offloads at 8 KB: 2 to 9 % over nine runs) move from run to run on one host,
 /// and a verdict that rests on one would flip with the day.
-pub const EFFECT_FLOOR: f64 = crate::measure::UNSTABLE;
+pub const EFFECT_FLOOR: f64 = crate::measure::EFFECT_FLOOR;
 
 /// How many of `n` rounds must compare one way for a verdict that way: the fewest that chance
 /// alone (each round a coin toss) reaches at most one time in eight. Three rounds need all three,
@@ -1008,6 +1014,8 @@ pub enum Unmeasurable {
     },
     #[error("{name} was bound by {bound}: this claim compares only points no saturated core, side or wire bound (a saturated core's rate is its capacity, not the path's)")]
     Saturated { name: String, bound: Bound },
+    #[error("{name}'s host CPU could not be told on this host: {why}")]
+    Meter { name: String, why: String },
     #[error("{name} held {fewest:.0} request/response samples in a {window_s:.1} s window: its {} percentile is {}, not a tail; a tail needs {need:.0} samples ({TAIL_BEYOND:.0} beyond it), a window of {:.0} s or more at its rate", percentile_name(*q), largest(*q, *fewest), (need / (fewest / window_s).max(1e-9)).ceil())]
     FewSamples {
         name: String,
@@ -1146,20 +1154,31 @@ struct Figure {
 
 impl Figure {
     /// The figure's value is the median of its repeats' where every repeat keeps the figure (the
-    /// point's own comes from its median repeat by throughput: a tail or a cost from one repeat
-    /// that another figure chose), else the point's.
+    /// point's own comes from its median repeat by cost: a tail or a throughput from one repeat
+    /// that another figure chose), else the point's; its low and high are the median's 95 %
+    /// confidence interval (`stats`: the range below six repeats), the same interval every page
+    /// and table shows.
     fn of(m: Metric, p: &PointRecord, name: String) -> Option<Figure> {
-        // A cost reads only the repeats nothing bound (`unbound_rounds` let the others pass).
+        // A cost reads only the repeats nothing bound (`unbound_rounds` let the others pass) and
+        // the meter could read.
         let cost = m.is_cost();
-        let kept = p.repeats.iter().filter(|r| !cost || r.bound_by.is_none());
-        let each: Vec<f64> = kept.clone().filter_map(|r| m.of_repeat(r)).collect();
-        let value = match each.len() {
-            n if n >= 2 && n == kept.count() => crate::stats::spread(&each, 95).median,
-            _ => m.of(p)?,
-        };
-        let (low, high) = each
+        let kept = p
+            .repeats
             .iter()
-            .fold((value, value), |(l, h), &x| (l.min(x), h.max(x)));
+            .filter(|r| !cost || (r.bound_by.is_none() && r.unmeasurable.is_none()));
+        let each: Vec<f64> = kept.clone().filter_map(|r| m.of_repeat(r)).collect();
+        let (value, low, high) = match each.len() {
+            n if n >= 2 && n == kept.count() => {
+                let s = crate::stats::spread(&each, 95);
+                let i = s.interval.expect("two or more repeats have an interval");
+                (s.median, i.lo, i.hi)
+            }
+            _ => {
+                let v = m.of(p)?;
+                each.iter()
+                    .fold((v, v, v), |(v, l, h), &x| (v, l.min(x), h.max(x)))
+            }
+        };
         let bound = p.bound_by.filter(|b| *b != Bound::Latency && !cost);
         Some(Figure {
             name,
@@ -1175,7 +1194,7 @@ impl Figure {
     fn text(&self) -> String {
         let mut t = format!("{} {:.3}", self.name, self.value);
         if self.high > self.low {
-            t += &format!(" ({:.3}–{:.3})", self.low, self.high);
+            t += &format!(" [{:.3}–{:.3}]", self.low, self.high);
         }
         if let Some(b) = &self.bound {
             t += &format!(" [bound by {b}]");
@@ -1297,12 +1316,65 @@ mod tests {
         ];
         let r = c.evaluate(&close);
         assert_eq!(r.verdict, Verdict::WithinSpread, "{} {}", r.ours, r.why);
-        assert!(r.ours.contains("(6.900–8.400)"), "{}", r.ours);
+        assert!(r.ours.contains("[6.900–8.400]"), "{}", r.ours);
         let apart = [
             movie(Mode::Macvlan, 7.0, [6.9, 7.0, 7.2]),
             movie(Mode::Paravirt, 15.8, [14.0, 15.8, 16.1]),
         ];
         assert_eq!(c.evaluate(&apart).verdict, Verdict::Holds);
+    }
+
+    /// Six or more repeats: a figure's low and high are its median's 95 % interval, so one
+    /// stray repeat no longer decides (the range read "within the spread"), and the page shows
+    /// the interval.
+    #[test]
+    fn with_six_repeats_a_verdict_reads_the_medians_interval_not_the_range() {
+        let c = claim(
+            Kind::Greater,
+            Metric::ThroughputGbps,
+            vec![sel("macvlan"), sel("bridge")],
+            None,
+        );
+        let six = |mode, v: [f64; 6]| {
+            let mut p = with(
+                mode,
+                crate::stats::spread(&v, 95).median,
+                [v[0], v[1], v[2]],
+            );
+            p.repeats = v
+                .iter()
+                .map(|&t| crate::records::Repeat {
+                    throughput_gbps: t,
+                    ..Default::default()
+                })
+                .collect();
+            p
+        };
+        let nine = |mode, v: [f64; 9]| {
+            let mut p = six(mode, [v[0], v[1], v[2], v[3], v[4], v[5]]);
+            p.repeats = v
+                .iter()
+                .map(|&t| crate::records::Repeat {
+                    throughput_gbps: t,
+                    ..Default::default()
+                })
+                .collect();
+            p
+        };
+        // Nine repeats each, one stray low repeat of macvlan's inside bridge's range.
+        let pts = [
+            nine(Mode::Macvlan, [5.0, 5.1, 4.9, 5.2, 1.0, 5.0, 4.8, 5.1, 5.0]),
+            nine(Mode::Bridge, [2.0, 2.1, 1.9, 2.0, 2.2, 1.8, 2.0, 2.1, 1.9]),
+        ];
+        let r = c.evaluate(&pts);
+        assert_eq!(r.verdict, Verdict::Holds, "{} {}", r.ours, r.why);
+        assert!(r.ours.contains("macvlan 5.000 [4.800–5.100]"), "{}", r.ours);
+        // Six repeats: the interval is still the range, and the stray repeat keeps it open.
+        let pts = [
+            six(Mode::Macvlan, [5.0, 5.1, 4.9, 5.2, 1.0, 5.0]),
+            six(Mode::Bridge, [2.0, 2.1, 1.9, 2.0, 2.2, 1.8]),
+        ];
+        assert_eq!(c.evaluate(&pts).verdict, Verdict::WithinSpread);
     }
 
     #[test]
@@ -1319,7 +1391,7 @@ mod tests {
         ];
         let r = c.evaluate(&apart);
         assert_eq!(r.verdict, Verdict::Holds);
-        assert!(r.ours.contains("macvlan 5.000 (4.800–5.200)"), "{}", r.ours);
+        assert!(r.ours.contains("macvlan 5.000 [4.800–5.200]"), "{}", r.ours);
         let overlap = [
             with(Mode::Macvlan, 5.0, [3.0, 5.0, 5.2]),
             with(Mode::Bridge, 4.0, [3.9, 4.0, 4.1]),
@@ -1376,7 +1448,11 @@ mod tests {
                 transactions_per_s: None,
                 host_busy_pct: None,
                 normalized_pct_per_gbps: Some(spread.clone()),
-                unstable: false,
+                wide: false,
+                bound_left_out: 0,
+                goal: None,
+                unmeasurable: None,
+                shown: None,
                 each: vec![],
                 rounds: Some(Rounds {
                     count: each.len() as u32,
@@ -1603,7 +1679,7 @@ mod tests {
         ];
         let r = c.evaluate(&apart);
         assert_eq!(r.verdict, Verdict::WithinSpread);
-        assert!(r.why.contains("ranges overlap"), "{}", r.why);
+        assert!(r.why.contains("intervals overlap"), "{}", r.why);
         // Cheaper beyond the floor in two rounds of three, dearer in one: within the spread.
         let mixed = [
             rounds(Mode::Macvlan, &[30.0, 47.0, 50.0], 7),
@@ -2108,6 +2184,31 @@ mod tests {
         for v in [Verdict::Holds, Verdict::DoesNotHold, Verdict::NotMeasurable] {
             assert_eq!(serde_json::to_value(v).unwrap(), v.text());
         }
+    }
+
+    /// A cost claim on a point the meter could not read refuses it by name, with the meter's
+    /// reason, rather than compare a figure steal made up.
+    #[test]
+    fn a_cost_claim_on_an_unmeasurable_point_says_why() {
+        let c = claim(
+            Kind::Lowest,
+            Metric::NormalizedPctPerGbps,
+            vec![sel("macvlan"), sel("bridge")],
+            None,
+        );
+        let lost = PointRecord {
+            normalized_pct_per_gbps: None,
+            unmeasurable: Some("steal 12.0 % of the host's cores".into()),
+            ..point(Mode::Bridge, 8192, 1.0, 0.3)
+        };
+        let r = c.evaluate(&[point(Mode::Macvlan, 8192, 20.0, 0.3), lost]);
+        assert_eq!(r.verdict, Verdict::NotMeasurable);
+        assert!(
+            r.why
+                .contains("bridge 8K's host CPU could not be told on this host: steal 12.0 %"),
+            "{}",
+            r.why
+        );
     }
 
     #[test]

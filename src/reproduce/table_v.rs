@@ -102,6 +102,7 @@ pub fn rows(t: &PlanTable, points: &[PointRecord]) -> Result<(Vec<Row>, Ours), E
                 name: d.name.clone(),
                 vm_net_pct_per_gbps: cost(&d.vm, points)?,
                 vdi_net_pct_per_gbps: cost(&d.vdi, points)?,
+                ..Default::default()
             })
         })
         .collect::<Result<Vec<_>, Unmeasurable>>()

@@ -12,7 +12,7 @@ const POINT_COLS: &str = "seq, mode, guests, direction, test, message_bytes, soc
    repeat, throughput_gbps, transactions_per_s, latency_p50_us, latency_p99_us, host_busy_pct, machine_busy_pct,
    normalized_pct_per_gbps, sd_host, sd_send, sd_recv, spread, lab_facts, result, error, lro,
    client_busy_pct, bound_by, leak_pct, placed, host_cpus, client_cpus, load_bps, unstable, host_steal_pct,
-   vdi_profile, interference, congestion, pacing, tcp_retransmits";
+   vdi_profile, interference, congestion, pacing, tcp_retransmits, unmeasurable, host_foreign_pct";
 
 fn bad<E: Into<Box<dyn std::error::Error + Send + Sync>>>(i: usize, e: E) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(i, Type::Text, e.into())
@@ -89,7 +89,9 @@ fn point_from(r: &Row) -> rusqlite::Result<(i64, PointRecord)> {
         placed: r.get(33)?,
         host_cpus: r.get(34)?,
         client_cpus: r.get(35)?,
-        unstable: r.get(37)?,
+        wide: r.get(37)?,
+        unmeasurable: r.get(44)?,
+        host_foreign_pct: r.get(45)?,
         host_steal_pct: r.get(38)?,
         congestion: r.get(41)?,
         pacing: r
@@ -128,7 +130,7 @@ impl Store {
             .as_ref()
             .map(|f| serde_json::to_string(f).unwrap_or_default());
         let k = &p.key;
-        let placeholders: Vec<String> = (1..=44).map(|i| format!("?{i}")).collect();
+        let placeholders: Vec<String> = (1..=46).map(|i| format!("?{i}")).collect();
         tx.execute(
             &format!(
                 "INSERT INTO points (run_id, {POINT_COLS}) VALUES ({})",
@@ -172,13 +174,15 @@ impl Store {
                 p.host_cpus,
                 p.client_cpus,
                 k.load_bps.map(|v| v as i64),
-                p.unstable,
+                p.wide,
                 p.host_steal_pct,
                 k.profile,
                 k.interference,
                 p.congestion,
                 p.pacing.map(|x| x.to_string()),
-                p.tcp_retransmits.map(|v| v as i64)
+                p.tcp_retransmits.map(|v| v as i64),
+                p.unmeasurable,
+                p.host_foreign_pct
             ],
         )
         .map_err(&e)?;
@@ -196,8 +200,8 @@ impl Store {
     ) -> rusqlite::Result<()> {
         let mut st = tx
 .prepare_cached(
-                "INSERT INTO repeats (point_id, rep, throughput_gbps, transactions_per_s, host_busy_pct, normalized_pct_per_gbps, bound_by, leak_pct, host_steal_pct, latency_p99_us, latency_p999_us, latency_max_us, movie_buffering_pct, movie_playing_pct)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                "INSERT INTO repeats (point_id, rep, throughput_gbps, transactions_per_s, host_busy_pct, normalized_pct_per_gbps, bound_by, leak_pct, host_steal_pct, latency_p99_us, latency_p999_us, latency_max_us, movie_buffering_pct, movie_playing_pct, host_foreign_pct, host_meter_pm, unmeasurable)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
         )?;
         for (n, r) in p.repeats.iter().enumerate() {
             let bound = r.bound_by.as_ref().map(|b| b.to_string());
@@ -215,7 +219,10 @@ impl Store {
                 r.latency_p999_us,
                 r.latency_max_us,
                 r.movie_buffering_pct,
-                r.movie_playing_pct
+                r.movie_playing_pct,
+                r.host_foreign_pct,
+                r.host_meter_pm,
+                r.unmeasurable
             ])?;
         }
         let mut st =
@@ -315,7 +322,7 @@ impl Store {
         let mut st = self
             .conn()
             .prepare(
-                "SELECT r.point_id, r.throughput_gbps, r.transactions_per_s, r.host_busy_pct, r.normalized_pct_per_gbps, r.bound_by, r.leak_pct, r.host_steal_pct, r.latency_p99_us, r.latency_p999_us, r.latency_max_us, r.movie_buffering_pct, r.movie_playing_pct
+                "SELECT r.point_id, r.throughput_gbps, r.transactions_per_s, r.host_busy_pct, r.normalized_pct_per_gbps, r.bound_by, r.leak_pct, r.host_steal_pct, r.latency_p99_us, r.latency_p999_us, r.latency_max_us, r.movie_buffering_pct, r.movie_playing_pct, r.host_foreign_pct, r.host_meter_pm, r.unmeasurable
                  FROM repeats r JOIN points p ON p.id = r.point_id WHERE p.run_id = ?1 ORDER BY r.point_id, r.rep",
             )
             .map_err(&e)?;
@@ -338,6 +345,9 @@ impl Store {
                     latency_max_us: r.get(10)?,
                     movie_buffering_pct: r.get(11)?,
                     movie_playing_pct: r.get(12)?,
+                    host_foreign_pct: r.get(13)?,
+                    host_meter_pm: r.get(14)?,
+                    unmeasurable: r.get(15)?,
                 },
             ))
         });

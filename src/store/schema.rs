@@ -77,4 +77,12 @@ pub const MIGRATIONS: &[&str] = &[
     "ALTER TABLE points ADD COLUMN congestion TEXT;
     ALTER TABLE points ADD COLUMN pacing TEXT;
     ALTER TABLE points ADD COLUMN tcp_retransmits INTEGER;",
+    // Intervals and the meter's cross-check: why a point or a repeat has no cost, the foreign
+    // work taken out of it, the meter's own ± (the `unstable` column now means "interval wider
+    // than asked").
+    "ALTER TABLE points ADD COLUMN unmeasurable TEXT;
+    ALTER TABLE points ADD COLUMN host_foreign_pct REAL;
+    ALTER TABLE repeats ADD COLUMN host_foreign_pct REAL;
+    ALTER TABLE repeats ADD COLUMN host_meter_pm REAL;
+    ALTER TABLE repeats ADD COLUMN unmeasurable TEXT;",
 ];
