@@ -247,3 +247,46 @@ fn the_meter_reads_a_known_duty_cycle_within_one_point() {
         );
     }
 }
+
+/// A guest's task that leaves the guest's accounting cgroup is still the guest's work: the meter
+/// knows the lab's namespaces and bills it as "g1, outside its cgroup", not as a stranger's.
+#[test]
+fn a_guest_task_that_leaves_its_cgroup_is_still_billed_to_the_guest() {
+    let c = ctx("meterstray");
+    c.ok(&["up", "--name", "tstr", "--guests", "1"]);
+    let mut burner = c
+        .cmd(&[
+            "exec",
+            "--lab",
+            "tstr",
+            "g1",
+            "--",
+            "sh",
+            "-c",
+            "while :; do :; done",
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // The burner (a child of exec's shell) moves itself to the accounting root, keeping its
+    // cpuset (the host's core) and its namespace.
+    let pids = sh("pgrep -f 'while :; do :; done'");
+    for pid in pids.split_whitespace() {
+        let _ = std::fs::write("/sys/fs/cgroup/cpuacct/cgroup.procs", pid);
+    }
+    let v = c.json(&["meter", "--lab", "tstr", "-l", "2", "--json"]);
+    burner.kill().unwrap();
+    let _ = burner.wait();
+    let cpu = &v["cpu"];
+    let stray = part(cpu, "g1, outside its cgroup")["cores"]
+        .as_f64()
+        .unwrap();
+    assert!(stray > 0.8, "the stray burner: {stray} cores: {cpu}");
+    let unconfined = part(cpu, "unconfined tasks")["cores"]
+        .as_f64()
+        .unwrap_or(0.0);
+    assert!(unconfined < 0.1, "billed as a stranger's: {unconfined}");
+    assert!(cpu["foreign_pct"].as_f64().unwrap() < 10.0);
+    c.ok(&["down", "tstr"]);
+}

@@ -90,6 +90,7 @@ impl Target {
             };
             parts.push(Part {
                 cgroups: e.cgroups.clone(),
+                netns: e.ids.as_ref().map(|i| i.netns.ino),
                 ..part(&e.role.to_string(), PartId::endpoint(kind, e.role))
             });
             if let Some(vn) = &e.vnic {
@@ -192,6 +193,7 @@ fn part(name: &str, id: PartId) -> Part {
         cgroups: vec![],
         pid: None,
         threads: None,
+        netns: None,
     }
 }
 

@@ -5,7 +5,7 @@
 
 use super::Error;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use super::busy::{self, CoreTime, SideTime};
 use super::{counters, procs, procstat, Full, MeterData, Part, PartId, PartKind, PartTime, Side};
@@ -242,6 +242,28 @@ fn lab_parts(
     (parts, on, leak)
 }
 
+/// The lab's tasks that left their endpoint's cgroups (found by the endpoint's namespace), each
+/// endpoint's as a part of its own on its side; their pids join `taken`.
+fn strays(
+    d: &MeterData,
+    (a, b): (&Full, &Full),
+    sides: [&[usize]; 2],
+    taken: &mut HashSet<u32>,
+) -> (Vec<RawPart>, [f64; 2]) {
+    let mut parts = Vec::new();
+    let mut on = [0.0f64; 2];
+    for p in &d.parts {
+        let Some(ns) = p.netns else { continue };
+        let cores = sides[usize::from(p.id.side == Side::Client)];
+        let s = procs::netns_delta(&a.scan, &b.scan, ns, cores, taken);
+        if s > 0.0 {
+            on[usize::from(p.id.side == Side::Client)] += s;
+            parts.push((format!("{}, outside its cgroup", p.name), p.id, s));
+        }
+    }
+    (parts, on)
+}
+
 fn sided(
     d: &MeterData,
     a: &Full,
@@ -250,7 +272,12 @@ fn sided(
     client: &[usize],
     busy: [f64; 2],
 ) -> Sided {
-    let (mut parts, on, leak) = lab_parts(d, a, b, host, client);
+    let (mut parts, mut on, leak) = lab_parts(d, a, b, host, client);
+    let mut taken = HashSet::new();
+    let (stray, stray_on) = strays(d, (a, b), [host, client], &mut taken);
+    parts.extend(stray);
+    on[0] += stray_on[0];
+    on[1] += stray_on[1];
     let per_cpu = d
         .parts
         .iter()
@@ -272,7 +299,7 @@ fn sided(
         // Outside the lab: tasks confined to this side (per-CPU kernel threads such as ksoftirqd
         // and kworkers, pinned processes) by name, the rest of the side's charged time as tasks
         // that may run anywhere, and what no task was charged for.
-        let (kthreads, procs) = procs::confined_delta(&a.scan, &b.scan, cores);
+        let (kthreads, procs) = procs::confined_delta(&a.scan, &b.scan, cores, &taken);
         parts.push((
             "kernel threads on these cores".into(),
             PartId::other(PartKind::Kernel, side),
@@ -761,6 +788,7 @@ mod tests {
             cgroups: vec![],
             pid: None,
             threads: None,
+            netns: None,
         }
     }
 

@@ -48,6 +48,14 @@ pub fn parse_percpu(text: &str) -> Option<Vec<f64>> {
     v.filter(|v| !v.is_empty() && v.len() <= 4096)
 }
 
+/// Whether a cgroup folder counts CPU time (a cpuset folder does not: a task can sit in a lab's
+/// cpuset and be counted elsewhere).
+pub fn counts_cpu(dir: &Path) -> bool {
+    ["cpuacct.usage_percpu", "cpuacct.stat", "cpu.stat"]
+        .iter()
+        .any(|f| dir.join(f).exists())
+}
+
 /// The folders' accounting file for CPU time: the first folder that has one (a part may also sit
 /// in a cpuset hierarchy, which counts nothing).
 pub fn read_any(dirs: &[std::path::PathBuf], ticks_per_s: f64) -> Result<f64, Error> {

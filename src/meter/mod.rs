@@ -50,6 +50,9 @@ pub struct Part {
     pub pid: Option<u32>,
     /// Some of a QEMU's threads (then `cgroups` and `pid` are empty: the VM's cgroup is in here).
     pub threads: Option<threads::Threads>,
+    /// An endpoint's network namespace (its inode, held by the lab): a task in it that left the
+    /// endpoint's cgroups is still the endpoint's work, billed as "NAME, outside its cgroup".
+    pub netns: Option<u64>,
 }
 
 /// The host's and the client's cores (disjoint) when the lab is placed.
@@ -160,7 +163,8 @@ fn read_part(p: &Part, hz: f64) -> PartTime {
 }
 
 /// The processes the parts already count (the scan of the rest leaves them out): those in
-/// the parts' cgroups, the parts' own pids and the QEMUs whose threads they split.
+/// the parts' accounting cgroups (not their cpusets, which count nothing), the parts' own pids
+/// and the QEMUs whose threads they split.
 fn measured_pids(parts: &[Part]) -> HashSet<u32> {
     let folders: Vec<PathBuf> = parts
         .iter()
@@ -168,6 +172,7 @@ fn measured_pids(parts: &[Part]) -> HashSet<u32> {
             let vm = p.threads.iter().flat_map(|t| t.cgroups.clone());
             p.cgroups.iter().cloned().chain(vm)
         })
+        .filter(|d| cgroupstat::counts_cpu(d))
         .collect();
     let mut pids = procs::pids_in(&folders);
     pids.extend(parts.iter().filter_map(|p| p.pid));

@@ -60,6 +60,8 @@ pub fn read_fine(pid: u32, ticks_per_s: f64) -> Option<f64> {
 pub struct Scan {
     pub per_pid: Vec<(u32, ProcTimes)>,
     pub cpus: std::collections::HashMap<u32, Vec<usize>>,
+    /// Each process's network namespace (inode), for the lab's tasks that left its cgroups.
+    pub netns: std::collections::HashMap<u32, u64>,
 }
 
 pub fn scan(exclude: &HashSet<u32>, ticks_per_s: f64) -> Scan {
@@ -79,15 +81,48 @@ pub fn scan(exclude: &HashSet<u32>, ticks_per_s: f64) -> Scan {
         .iter()
         .filter_map(|(pid, _)| Some((*pid, crate::sys::affinity(*pid as i32).ok()?)))
         .collect();
-    Scan { per_pid, cpus }
+    let netns = per_pid
+        .iter()
+        .filter_map(|(pid, _)| {
+            let id = crate::sys::ident::id_of(std::path::Path::new(&format!("/proc/{pid}/ns/net")));
+            Some((*pid, id.ok()?.ino))
+        })
+        .collect();
+    Scan {
+        per_pid,
+        cpus,
+        netns,
+    }
 }
 
-/// Seconds used between two scans by processes confined to `cores`: (kernel threads, others).
-pub fn confined_delta(a: &Scan, b: &Scan, cores: &[usize]) -> (f64, f64) {
+/// Seconds used between two scans by the processes in network namespace `ns` (inode) confined
+/// to `cores`: the lab's tasks that left its cgroups (but not its side's cores). Their pids join
+/// `taken`.
+pub fn netns_delta(a: &Scan, b: &Scan, ns: u64, cores: &[usize], taken: &mut HashSet<u32>) -> f64 {
+    let before: std::collections::HashMap<u32, f64> =
+        a.per_pid.iter().map(|(p, t)| (*p, t.cpu_s)).collect();
+    let inside = |pid: &u32| {
+        b.cpus
+            .get(pid)
+            .is_some_and(|c| !c.is_empty() && c.iter().all(|x| cores.contains(x)))
+    };
+    b.per_pid
+        .iter()
+        .filter(|(pid, t)| !t.kthread && b.netns.get(pid) == Some(&ns) && inside(pid))
+        .map(|(pid, t)| {
+            taken.insert(*pid);
+            (t.cpu_s - before.get(pid).copied().unwrap_or(0.0)).max(0.0)
+        })
+        .sum()
+}
+
+/// Seconds used between two scans by processes confined to `cores`, but those in `skip`:
+/// (kernel threads, others).
+pub fn confined_delta(a: &Scan, b: &Scan, cores: &[usize], skip: &HashSet<u32>) -> (f64, f64) {
     let before: std::collections::HashMap<u32, f64> =
         a.per_pid.iter().map(|(p, t)| (*p, t.cpu_s)).collect();
     let (mut k, mut u) = (0.0, 0.0);
-    for (pid, t) in &b.per_pid {
+    for (pid, t) in b.per_pid.iter().filter(|(p, _)| !skip.contains(p)) {
         let inside = b
             .cpus
             .get(pid)
@@ -171,7 +206,13 @@ mod tests {
         b.cpus = [(1, vec![0, 1]), (2, vec![0]), (4, vec![1])]
             .into_iter()
             .collect();
-        assert_eq!(confined_delta(&a, &b, &[0]), (0.25, 0.0));
-        assert_eq!(confined_delta(&a, &b, &[1]), (0.0, 0.5));
+        let none = HashSet::new();
+        assert_eq!(confined_delta(&a, &b, &[0], &none), (0.25, 0.0));
+        assert_eq!(confined_delta(&a, &b, &[1], &none), (0.0, 0.5));
+        // A task of a lab's namespace outside its cgroups is that endpoint's, and no one else's.
+        b.netns = [(4, 77)].into_iter().collect();
+        let mut taken = HashSet::new();
+        assert_eq!(netns_delta(&a, &b, 77, &[1], &mut taken), 0.5);
+        assert_eq!(confined_delta(&a, &b, &[1], &taken), (0.0, 0.0));
     }
 }
