@@ -127,8 +127,12 @@ pub fn reproduce(a: ReproduceArgs) -> CmdResult {
         .iter()
         .map(|d| (d.paper.clone(), d.paper.clone(), d.claims.clone()))
         .collect();
-    std::fs::write(a.out.join("index.html"), page::index(&index))
-        .map_err(|e| Fail::Run(format!("cannot write the index: {e}")))?;
+    crate::sys::file::replace(
+        &a.out.join("index.html"),
+        page::index(&index).as_bytes(),
+        0o644,
+    )
+    .map_err(|e| Fail::Run(format!("cannot write the index: {e}")))?;
     let secs = t0.elapsed().as_secs_f64();
     if a.json {
         print_json(&serde_json::json!({"papers": done, "seconds": secs}));
@@ -358,11 +362,9 @@ fn one(
     }
     let checked = reproduce::check_all(&paper, &points);
     let path = a.out.join(format!("{}.html", b.id));
-    std::fs::write(
-        &path,
-        page::render(&paper, &points, &checked, &rows, &guests),
-    )
-    .map_err(|e| Fail::Run(format!("cannot write {}: {e}", path.display())))?;
+    let html = page::render(&paper, &points, &checked, &rows, &guests);
+    crate::sys::file::replace(&path, html.as_bytes(), 0o644)
+        .map_err(|e| Fail::Run(format!("cannot write {}: {e}", path.display())))?;
     if !a.json {
         crate::outln!("{}", guests.text());
         crate::reproduce::page::claims_text(&paper.title, &checked);

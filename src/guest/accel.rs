@@ -36,7 +36,7 @@ pub fn probe(kernel: &Path, cache: &Path) -> Result<Verdict, Error> {
         None => "kvm".to_string(),
         Some(why) => format!("tcg {why}"),
     };
-    let _ = std::fs::write(&file, format!("{key}\n{word}\n"));
+    let _ = crate::sys::file::replace(&file, format!("{key}\n{word}\n").as_bytes(), 0o644);
     Ok(v)
 }
 

@@ -360,7 +360,7 @@ pub fn ensure(cache: &Path) -> Result<Image, Error> {
         .map(|old| old == bytes)
         .unwrap_or(false);
     if !same {
-        std::fs::write(&initrd, &bytes)
+        crate::sys::file::replace(&initrd, &bytes, 0o644)
             .map_err(|e| Error::Image(format!("cannot write {}: {e}", initrd.display())))?;
     }
     Ok(Image { kernel, initrd })

@@ -4,6 +4,7 @@
 //! whether a guest's VM still runs.
 
 use crate::lab::Error;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -116,10 +117,13 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 pub fn start(guest: Role, spec: &VmSpec, netns: &str, cgroups: &[PathBuf]) -> Result<(), Error> {
     let dir = &spec.files.dir;
     let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir)
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
         .map_err(|e| Error::Failed(format!("cannot make {}: {e}", dir.display())))?;
     let log = dir.join("qemu.log");
-    let out = std::fs::File::create(&log)
+    let out = crate::sys::file::create(&log, 0o600)
         .map_err(|e| Error::Failed(format!("{}: {e}", log.display())))?;
     let spec = &passed_through(spec)?;
     let mut argv = qemu::argv(spec);
@@ -195,7 +199,7 @@ pub fn wait(
 
 fn record_boot(lab: &str, boot: &[(Role, f64)]) -> Result<(), Error> {
     let path = folder::record_path(lab);
-    let text = std::fs::read_to_string(&path)
+    let text = crate::text::read_own_capped(&path, state::MAX_RECORD)
         .map_err(|e| Error::Failed(format!("cannot read the lab record: {e}")))?;
     let mut rec: state::LabRecord = serde_json::from_str(&text)
         .map_err(|e| Error::Failed(format!("cannot read the lab record: {e}")))?;
@@ -204,7 +208,8 @@ fn record_boot(lab: &str, boot: &[(Role, f64)]) -> Result<(), Error> {
             v.boot_s = Some(*s);
         }
     }
-    std::fs::write(&path, serde_json::to_string_pretty(&rec).unwrap())
+    let text = serde_json::to_string_pretty(&rec).unwrap();
+    crate::sys::file::replace(&path, text.as_bytes(), 0o600)
         .map_err(|e| Error::Failed(format!("cannot write the lab record: {e}")))
 }
 

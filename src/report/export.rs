@@ -48,12 +48,21 @@ fn host(run: &RunRow) -> &str {
     run.host.as_deref().unwrap_or("")
 }
 
-/// A CSV cell: quoted where it holds a comma, a quote or a line break.
+/// A CSV text cell: quoted where it holds a comma, a quote or a line break; one that a
+/// spreadsheet would read as a formula (starting with = + - @, a tab or a carriage return) is
+/// written as text, with a leading apostrophe (OWASP's advice against formula injection). Numbers
+/// never pass through here.
 fn q(t: &str) -> String {
-    if t.contains([',', '"', '\n']) {
-        format!("\"{}\"", t.replace('"', "\"\""))
+    let formula = t.starts_with(['=', '+', '-', '@', '\t', '\r', '＝', '＋', '－', '＠']);
+    let t = if formula {
+        format!("'{t}")
     } else {
         t.to_string()
+    };
+    if formula || t.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", t.replace('"', "\"\""))
+    } else {
+        t
     }
 }
 
@@ -287,6 +296,21 @@ mod tests {
         assert!(lines[1].contains(",\"a, \"\"b\"\"\","), "{}", lines[1]);
         assert_eq!(lines[0].split(',').count(), 50);
         assert!(lines[0].contains(",normalized_ci_low,normalized_ci_high,units,"));
+    }
+
+    /// A text cell a spreadsheet would run as a formula is written as text; numbers never are.
+    #[test]
+    fn a_cell_that_reads_as_a_formula_is_written_as_text() {
+        assert_eq!(
+            q("=HYPERLINK(\"http://x\")"),
+            "\"'=HYPERLINK(\"\"http://x\"\")\""
+        );
+        for f in ["+1+1", "-2+3", "@SUM(A1)", "\tx", "\rx", "＝1"] {
+            assert!(q(f).starts_with("\"'"), "{f}: {}", q(f));
+        }
+        assert_eq!(q("bridge"), "bridge");
+        assert_eq!(q("a\rb"), "\"a\rb\"");
+        assert_eq!(f(Some(-1.5)), "-1.5");
     }
 
     #[test]

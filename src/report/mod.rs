@@ -207,7 +207,7 @@ pub fn write_page(
     path: &std::path::Path,
 ) -> Result<(), Error> {
     let page = html::page(run, pts, &capacity::sections(run, pts))?;
-    std::fs::write(path, page).map_err(|e| {
+    crate::sys::file::replace(path, page.as_bytes(), 0o644).map_err(|e| {
         Error::Failed(format!(
             "cannot write {}: {e}",
             crate::text::clip(&path.display().to_string())

@@ -68,8 +68,20 @@ fn ci(
     f(p.spread.as_ref()?)?.interval
 }
 
-/// A label value escaped as OpenMetrics asks: backslash, double quote and line feed.
+/// A label value escaped as OpenMetrics asks: backslash, double quote and line feed; any other
+/// control character (a carriage return made the export invalid), which the format cannot
+/// escape, becomes U+FFFD.
 fn esc(v: &str) -> String {
+    let v: String = v
+        .chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' {
+                '\u{fffd}'
+            } else {
+                c
+            }
+        })
+        .collect();
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
@@ -162,5 +174,15 @@ mod tests {
             "a figure that is not a number is left out"
         );
         assert!(t.contains("part=\"NAPI vlx1w\",kind=\"napi\"} 3\n"), "{t}");
+        // A raw carriage return (or any control character) in a label cannot be escaped in the
+        // format: it becomes U+FFFD, and the text stays one sample a line.
+        let run = RunRow::sample(5, "q", Some("a\rb\u{7}c"));
+        let p = PointRecord {
+            throughput_gbps: Some(0.3),
+            ..Default::default()
+        };
+        let t = render(&run, &[p]);
+        assert!(!t.contains('\r') && !t.contains('\u{7}'), "{t:?}");
+        assert!(t.contains("host=\"a\u{fffd}b\u{fffd}c\""), "{t}");
     }
 }

@@ -277,7 +277,9 @@ impl Store {
             path: shown(path),
             source,
         };
-        let conn = Connection::open(path).map_err(sql)?;
+        // A store path that is a planted link is refused, not written through.
+        let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let conn = Connection::open_with_flags(path, flags).map_err(sql)?;
         if exists {
             if let Some(why) = quick_check(&conn) {
                 return Err(Error::Damaged {

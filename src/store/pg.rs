@@ -37,16 +37,49 @@ pub struct Pg {
     pub shown: String,
 }
 
-/// A URL as messages show it: `postgresql://user:secret@h/db` without `:secret`.
+/// A URL as messages show it: `postgresql://user:secret@h/db?password=x` without its
+/// secrets. The authority runs to the first `/`, `?` or `#`, and its user information to its
+/// last `@` (a raw `@` in a password showed the rest of it); password parameters of the query
+/// (`password`, `sslpassword`) read `***`.
 pub fn shown(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
-        return crate::text::clip(url);
+        return crate::text::clip(&redact_query(url));
     };
-    let rest = match rest.split_once('@') {
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let authority = match authority.rsplit_once('@') {
         Some((auth, host)) => format!("{}@{host}", auth.split(':').next().unwrap_or("")),
-        None => rest.to_string(),
+        None => authority.to_string(),
     };
-    crate::text::clip(&format!("{scheme}://{rest}"))
+    crate::text::clip(&format!("{scheme}://{authority}{}", redact_query(tail)))
+}
+
+/// A connection string's password parameters replaced by `***` (query `k=v&…` or libpq's
+/// `k=v k=v`).
+fn redact_query(s: &str) -> String {
+    let secret = |k: &str| {
+        let k = k.trim_start_matches(['?', '&', ' ']).to_ascii_lowercase();
+        k == "password" || k == "sslpassword"
+    };
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('=') {
+        let (key, after) = rest.split_at(i);
+        out.push_str(key);
+        out.push('=');
+        let after = &after[1..];
+        let stop = after.find(['&', ' ', '#']).unwrap_or(after.len());
+        out.push_str(
+            if secret(key.rsplit(['&', ' ', '?']).next().unwrap_or(key)) {
+                "***"
+            } else {
+                &after[..stop]
+            },
+        );
+        rest = &after[stop..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// This machine's name, as runs and points record who measured them.
@@ -284,6 +317,23 @@ mod tests {
             "postgresql://vl@db.example:5432/lab"
         );
         assert_eq!(super::shown("postgresql://h/db"), "postgresql://h/db");
+        // A raw @ in the password, a password in the query, and libpq's key=value form.
+        assert_eq!(
+            super::shown("postgresql://vl:p@ss@w0rd@db:5432/lab"),
+            "postgresql://vl@db:5432/lab"
+        );
+        assert_eq!(
+            super::shown("postgresql://vl@db/lab?sslmode=require&password=s3cret&x=1"),
+            "postgresql://vl@db/lab?sslmode=require&password=***&x=1"
+        );
+        assert_eq!(
+            super::shown("host=db user=vl password=s3cret dbname=lab"),
+            "host=db user=vl password=*** dbname=lab"
+        );
+        assert_eq!(
+            super::shown("postgresql://vl@db/lab?PASSWORD=x"),
+            "postgresql://vl@db/lab?PASSWORD=***"
+        );
     }
 
     #[test]

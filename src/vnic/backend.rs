@@ -171,11 +171,8 @@ pub fn check_from_guest(pkt: &[u8], model: Model, mtu: usize) -> Result<bool, Dr
     Ok(gso)
 }
 
-fn write_stats(path: &PathBuf, s: &Stats) {
-    let tmp = path.with_extension("tmp");
-    if std::fs::write(&tmp, serde_json::to_vec(s).unwrap_or_default()).is_ok() {
-        let _ = std::fs::rename(&tmp, path);
-    }
+fn write_stats(path: &std::path::Path, s: &Stats) {
+    let _ = crate::sys::file::replace(path, &serde_json::to_vec(s).unwrap_or_default(), 0o600);
 }
 
 pub fn forward_frames(cfg: Config) -> Result<(), Error> {
