@@ -55,7 +55,7 @@ fn agents_running() -> usize {
 
 #[test]
 fn paced_stream_holds_100_mbit_over_loopback() {
-    let (mut s, port) = serve("pace-token");
+    let (mut s, port) = serve("pace-token-012345");
     let p = port.to_string();
     let r = test_json(&[
         "-H",
@@ -63,7 +63,7 @@ fn paced_stream_holds_100_mbit_over_loopback() {
         "-p",
         &p,
         "--token",
-        "pace-token",
+        "pace-token-012345",
         "-l",
         "2",
         "-m",
@@ -89,7 +89,7 @@ fn paced_stream_holds_100_mbit_over_loopback() {
             "-p",
             &p,
             "--token",
-            "pace-token",
+            "pace-token-012345",
             "-l",
             "2",
             "-t",
@@ -105,7 +105,7 @@ fn paced_stream_holds_100_mbit_over_loopback() {
 
 #[test]
 fn standalone_runs_every_test_type_and_refuses_a_wrong_token() {
-    let (mut s, port) = serve("tok-token");
+    let (mut s, port) = serve("tok-token-0123456");
     let p = port.to_string();
     for t in [
         "TCP_STREAM",
@@ -121,7 +121,7 @@ fn standalone_runs_every_test_type_and_refuses_a_wrong_token() {
             "-p",
             &p,
             "--token",
-            "tok-token",
+            "tok-token-0123456",
             "-t",
             t,
             "-l",
@@ -152,7 +152,7 @@ fn standalone_runs_every_test_type_and_refuses_a_wrong_token() {
         "-p",
         &p,
         "--token",
-        "tok-token",
+        "tok-token-0123456",
         "-m",
         "64K",
         "-l",
@@ -238,7 +238,7 @@ fn bad_input_and_faults_end_cleanly() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot reach"));
     // The server dies mid-test: the test fails within bounded time.
-    let (mut s, port) = serve("gone-token");
+    let (mut s, port) = serve("gone-token-012345");
     let t0 = Instant::now();
     let child = Command::new(BIN)
         .args([
@@ -248,7 +248,7 @@ fn bad_input_and_faults_end_cleanly() {
             "-p",
             &port.to_string(),
             "--token",
-            "gone-token",
+            "gone-token-012345",
             "-l",
             "3",
         ])

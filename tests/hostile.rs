@@ -279,7 +279,7 @@ fn cpu_s(pid: u32) -> f64 {
 #[test]
 fn serve_cannot_be_locked_out_by_connections_without_the_token() {
     let port = 15297;
-    let mut srv = serve(port, "s3cret-token", &[]);
+    let mut srv = serve(port, "s3cret-token-0123", &[]);
     let pid = srv.id();
     // 16 slow lorises, one byte a second of a hello that never ends, and 1000 idle connections.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -318,7 +318,7 @@ fn serve_cannot_be_locked_out_by_connections_without_the_token() {
             "-p",
             &port.to_string(),
             "--token",
-            "s3cret-token",
+            "s3cret-token-0123",
             "-l",
             "0.3",
             "--warmup",
@@ -344,17 +344,72 @@ fn serve_cannot_be_locked_out_by_connections_without_the_token() {
     );
 }
 
+/// Under a flood of connections that never say a hello, every good hello still gets through
+/// (5-7 % failed when the newest 64 evicted the oldest, a good one among them); wrong tokens are
+/// answered at once only while they are rare, then held until their time is up, so a guesser
+/// gets a few answers a second, not thousands.
+#[test]
+fn a_flood_costs_no_good_hello_and_wrong_tokens_are_slowed() {
+    let port = 15296;
+    let token = "flood-token-0123456";
+    let mut srv = serve(port, token, &[]);
+    let hello = move |t: &str| -> Option<String> {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(8))).ok()?;
+        s.write_all(format!("{{\"op\":\"hello\",\"token\":\"{t}\"}}\n").as_bytes())
+            .ok()?;
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(s), &mut line).ok()?;
+        Some(line)
+    };
+    // 600 silent connections, and 50 good hellos among them.
+    let mut silent = Vec::new();
+    let mut good = 0;
+    for k in 0..650 {
+        if k % 13 == 0 {
+            good += usize::from(hello(token).is_some_and(|l| l.contains("ok")));
+        } else if let Ok(s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            silent.push(s);
+        }
+    }
+    assert_eq!(good, 50, "{good} of 50 good hellos got through the flood");
+    drop(silent);
+    // 12 wrong tokens at once: a handful answered at once, the rest held for their hello time.
+    let t0 = Instant::now();
+    let guesses: Vec<_> = (0..12)
+        .map(|k| std::thread::spawn(move || (hello(&format!("guess-{k:012}-xyz")), t0.elapsed())))
+        .collect();
+    let answered: Vec<Duration> = guesses
+        .into_iter()
+        .filter_map(|g| {
+            let (line, at) = g.join().unwrap();
+            line.filter(|l| l.contains("wrong token")).map(|_| at)
+        })
+        .collect();
+    let quick = answered
+        .iter()
+        .filter(|t| **t < Duration::from_secs(1))
+        .count();
+    srv.kill().unwrap();
+    let _ = srv.wait();
+    assert!(
+        quick <= 6,
+        "{quick} of 12 wrong tokens answered within a second"
+    );
+    assert!(answered.len() >= 10, "{} answered at all", answered.len());
+}
+
 #[test]
 fn serve_reaches_only_loopback_and_what_it_was_allowed() {
     let o = Command::new(BIN)
-        .args(["serve", "--bind", "0.0.0.0", "--token", "s3cret-token"])
+        .args(["serve", "--bind", "0.0.0.0", "--token", "s3cret-token-0123"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("--bind-any"), "{err}");
     let port = 15296;
-    let mut srv = serve(port, "s3cret-token", &["--allow", "192.0.2.0/24"]);
+    let mut srv = serve(port, "s3cret-token-0123", &["--allow", "192.0.2.0/24"]);
     let pid = srv.id();
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -366,7 +421,7 @@ fn serve_reaches_only_loopback_and_what_it_was_allowed() {
         std::io::BufRead::read_line(&mut r, &mut line).unwrap();
         line
     };
-    assert!(say("{\"op\":\"hello\",\"token\":\"s3cret-token\"}").contains("ok"));
+    assert!(say("{\"op\":\"hello\",\"token\":\"s3cret-token-0123\"}").contains("ok"));
     let spec = |test: &str| {
         serde_json::json!({"test": test, "msg": 1024, "req": 1, "resp": 1, "local_buf": null, "remote_buf": null,
         "duration": 1.0, "warmup": 0.0, "parallel": 1, "rate": null, "nodelay": false, "zerocopy": false, "interval": 1.0})
@@ -417,7 +472,7 @@ fn serve_reaches_only_loopback_and_what_it_was_allowed() {
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let mut r = std::io::BufReader::new(s.try_clone().unwrap());
         let mut line = String::new();
-        s.write_all(b"{\"op\":\"hello\",\"token\":\"s3cret-token\"}\n")
+        s.write_all(b"{\"op\":\"hello\",\"token\":\"s3cret-token-0123\"}\n")
             .unwrap();
         std::io::BufRead::read_line(&mut r, &mut line).unwrap();
         for _ in 0..64 {
@@ -435,7 +490,7 @@ fn serve_reaches_only_loopback_and_what_it_was_allowed() {
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
     extra
-        .write_all(b"{\"op\":\"hello\",\"token\":\"s3cret-token\"}\n")
+        .write_all(b"{\"op\":\"hello\",\"token\":\"s3cret-token-0123\"}\n")
         .unwrap();
     let mut busy = String::new();
     std::io::BufRead::read_line(&mut std::io::BufReader::new(extra), &mut busy).unwrap();

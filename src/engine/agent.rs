@@ -89,13 +89,24 @@ impl Budget {
     }
 }
 
-/// What a request's streams will hold in buffers: the largest message, request or response and
-/// the socket buffers it asks for, per stream.
-pub fn cost(spec: &Spec) -> u64 {
-    let per = spec.msg.max(spec.req).max(spec.resp)
-        + spec.local_buf.unwrap_or(0)
-        + spec.remote_buf.unwrap_or(0);
-    per as u64 * u64::from(spec.parallel.max(1))
+/// What a request's streams will hold in memory, per stream: its message buffer (a request and
+/// a response together for request/response tests, which hold both; at least a receiver's
+/// 256 KiB), its per-interval counters (8 bytes per 10 ms of the test), its latency histogram
+/// (only the initiating side of a request/response test keeps one), and the socket buffers it
+/// asks for, which the kernel doubles.
+pub fn cost(spec: &Spec, initiates: bool) -> u64 {
+    const RECV_BUF: u64 = 256 << 10;
+    let histogram: u64 = if initiates && spec.test.is_rr() {
+        256 << 10
+    } else {
+        0
+    };
+    let buffer = (spec.msg as u64)
+        .max(spec.req as u64 + spec.resp as u64)
+        .max(RECV_BUF);
+    let buckets = ((spec.warmup + spec.duration).max(0.0) / 0.01).ceil() as u64 * 8 + 8;
+    let sockets = 2 * (spec.local_buf.unwrap_or(0) as u64 + spec.remote_buf.unwrap_or(0) as u64);
+    (buffer + buckets + histogram + sockets).saturating_mul(u64::from(spec.parallel.max(1)))
 }
 
 pub struct Agent {
@@ -174,12 +185,7 @@ pub fn session(
             Ok(Some(l)) => l,
             Ok(None) => return Ok(SessionEnd::Done),
             Err(e) => {
-                let _ = send(
-                    &mut out,
-                    &Reply::Error {
-                        error: format!("control channel: {e}"),
-                    },
-                );
+                let _ = send(&mut out, &Reply::error(format!("control channel: {e}")));
                 return Err(Error::Failed(format!("control channel: {e}")));
             }
         };
@@ -189,9 +195,10 @@ pub fn session(
         let reply = match serde_json::from_str::<Request>(&line) {
             Ok(Request::Quit) => return Ok(SessionEnd::Done),
             Ok(req) => agent.handle(req),
-            Err(e) => Reply::Error {
-                error: format!("bad request: {}", crate::text::clip(&e.to_string())),
-            },
+            Err(e) => Reply::error(format!(
+                "bad request: {}",
+                crate::text::clip(&e.to_string())
+            )),
         };
         send(&mut out, &reply)?;
     }
@@ -221,9 +228,10 @@ impl Agent {
         if matches!(req, Request::Listen { .. } | Request::Connect { .. })
             && self.prepared.len() >= self.max_prepared
         {
-            return Reply::Error {
-                error: format!("at most {} listens and connects per run", self.max_prepared),
-            };
+            return Reply::error(format!(
+                "at most {} listens and connects per run",
+                self.max_prepared
+            ));
         }
         // A spec out of bounds is refused for that by the request itself; one within them
         // reserves its buffers first.
@@ -233,16 +241,21 @@ impl Agent {
             if spec.validate().is_err() {
                 return self.prepare(req);
             }
-            let n = cost(spec);
+            let n = cost(spec, matches!(req, Request::Connect { .. }));
+            if n > b.limit {
+                return Reply::refusal(format!(
+                    "this request asks {} MiB of buffers, more than this serve's whole --memory budget of {} MiB: it can never be served here; ask for smaller messages, buffers or fewer streams",
+                    n.div_ceil(1 << 20),
+                    b.limit >> 20
+                ));
+            }
             if !b.take(n) {
-                return Reply::Error {
-                    error: format!(
-                        "this serve's memory budget is spent ({} of {} MiB reserved by its sessions; this request asks {} MiB): try again later, or ask for smaller messages or fewer streams",
-                        b.used() >> 20,
-                        b.limit >> 20,
-                        n.div_ceil(1 << 20)
-                    ),
-                };
+                return Reply::error(format!(
+                    "this serve's memory budget is spent ({} of {} MiB reserved by its sessions; this request asks {} MiB): try again once they end, or ask for smaller messages or fewer streams",
+                    b.used() >> 20,
+                    b.limit >> 20,
+                    n.div_ceil(1 << 20)
+                ));
             }
             *held += n;
         }
@@ -273,9 +286,7 @@ impl Agent {
             }),
             Request::Quit => Ok(Reply::Ok),
         };
-        r.unwrap_or_else(|e| Reply::Error {
-            error: e.to_string(),
-        })
+        r.unwrap_or_else(|e| Reply::error(e.to_string()))
     }
 
     /// Gives back what this session reserved of its serve's budget.
@@ -397,7 +408,7 @@ impl Agent {
                         spec.nodelay,
                         spec.zerocopy && spec.test.initiator_sends(),
                     )?;
-                    s.write_all(&proto::preamble(first_id + k))
+                    s.write_all(&proto::preamble(first_id + k, spec.key))
                         .map_err(|e| Error::Failed(e.to_string()))?;
                     conns.push((first_id + k, s));
                 }
@@ -427,7 +438,7 @@ impl Agent {
                     listener,
                     streams,
                 } => {
-                    let conns = match accept_streams(listener, streams, spec.nodelay) {
+                    let conns = match accept_streams(listener, streams, &spec) {
                         Ok(c) => c,
                         Err(e) => {
                             report.errors.push(e.to_string());
@@ -604,40 +615,138 @@ fn machine_cpu(t0: Instant, warmup: f64, duration: f64) -> JoinHandle<Option<pro
     })
 }
 
-/// Accepts `n` data connections, each opening with the preamble; strangers are dropped. Waits in
-/// poll(2) for the next one, up to `ACCEPT_TIMEOUT` in all.
-fn accept_streams(l: TcpListener, n: u32, nodelay: bool) -> Result<Vec<(u32, TcpStream)>, Error> {
+/// A data connection accepted, its preamble not all read yet.
+struct Arriving {
+    s: TcpStream,
+    got: Vec<u8>,
+    deadline: Instant,
+}
+
+/// How long an accepted data connection has to send its preamble (a guest under emulation may
+/// take a while); strangers that send nothing hold no one up meanwhile, all wait together.
+const PREAMBLE_WAIT: Duration = Duration::from_secs(3);
+
+/// Accepts `n` data connections, each opening with the preamble (the magic, an id this test
+/// gave, each once, and the test's key); strangers are dropped, and a silent one holds up no one.
+/// Waits in poll(2), up to `ACCEPT_TIMEOUT` in all.
+fn accept_streams(l: TcpListener, n: u32, spec: &Spec) -> Result<Vec<(u32, TcpStream)>, Error> {
+    use std::os::fd::AsRawFd;
     l.set_nonblocking(true)
         .map_err(|e| Error::Failed(e.to_string()))?;
     let start = Instant::now();
-    let mut out = Vec::new();
+    let mut out: Vec<(u32, TcpStream)> = Vec::new();
+    let mut arriving: Vec<Arriving> = Vec::new();
     while out.len() < n as usize {
-        match l.accept() {
-            Ok((mut s, _)) => {
-                s.set_nonblocking(false).ok();
-                s.set_read_timeout(Some(Duration::from_secs(3))).ok();
-                s.set_nodelay(nodelay).ok();
-                let mut pre = [0u8; 8];
-                if s.read_exact(&mut pre).is_ok() {
-                    if let Some(id) = proto::parse_preamble(&pre) {
-                        out.push((id, s));
+        let left = ACCEPT_TIMEOUT.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            return Err(Error::Failed(format!(
+                "only {} of {n} data connections arrived within {}s",
+                out.len(),
+                ACCEPT_TIMEOUT.as_secs()
+            )));
+        }
+        loop {
+            match l.accept() {
+                Ok((s, _)) if arriving.len() < 256 && s.set_nonblocking(true).is_ok() => arriving
+                    .push(Arriving {
+                        s,
+                        got: Vec::new(),
+                        deadline: Instant::now() + PREAMBLE_WAIT,
+                    }),
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(Error::Failed(format!("accept: {e}"))),
+            }
+        }
+        let mut still = Vec::new();
+        for mut a in arriving.drain(..) {
+            let mut buf = [0u8; proto::PREAMBLE];
+            let want = proto::PREAMBLE - a.got.len();
+            let closed = match a.s.read(&mut buf[..want]) {
+                Ok(0) => true,
+                Ok(k) => {
+                    a.got.extend_from_slice(&buf[..k]);
+                    false
+                }
+                Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+            };
+            if a.got.len() == proto::PREAMBLE {
+                let pre: [u8; proto::PREAMBLE] = a.got[..].try_into().expect("a whole preamble");
+                if let Some(id) = proto::parse_preamble(&pre, spec.key) {
+                    if !out.iter().any(|(x, _)| *x == id) {
+                        a.s.set_nonblocking(false).ok();
+                        a.s.set_nodelay(spec.nodelay).ok();
+                        out.push((id, a.s));
                     }
                 }
+            } else if !closed && a.deadline > Instant::now() {
+                still.push(a);
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                let left = ACCEPT_TIMEOUT.saturating_sub(start.elapsed());
-                if left.is_zero() {
-                    return Err(Error::Failed(format!(
-                        "only {} of {n} data connections arrived within {}s",
-                        out.len(),
-                        ACCEPT_TIMEOUT.as_secs()
-                    )));
-                }
-                use std::os::fd::AsRawFd;
-                crate::sys::sock::poll_readable(l.as_raw_fd(), left.as_millis().min(1000) as i32);
-            }
-            Err(e) => return Err(Error::Failed(format!("accept: {e}"))),
+        }
+        arriving = still;
+        if out.len() < n as usize {
+            crate::sys::sock::poll_readable(
+                l.as_raw_fd(),
+                if arriving.is_empty() {
+                    left.as_millis().min(1000) as i32
+                } else {
+                    5
+                },
+            );
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Request/response tests hold a request and a response per stream: the budget counts both
+    /// (it counted the larger only, and one session inside 512 MiB reached 1 GB).
+    #[test]
+    fn a_streams_cost_counts_what_it_holds() {
+        let rr = Spec {
+            test: TestKind::TcpRr,
+            req: 200 << 20,
+            resp: 200 << 20,
+            duration: 1.0,
+            ..Default::default()
+        };
+        assert!(cost(&rr, false) >= 400 << 20);
+        // The side that times transactions also holds their histogram; a stream's sides do not.
+        assert!(cost(&rr, true) >= cost(&rr, false) + (256 << 10));
+        let bufs = Spec {
+            msg: 1 << 20,
+            local_buf: Some(8 << 20),
+            remote_buf: Some(8 << 20),
+            parallel: 4,
+            duration: 1.0,
+            ..Default::default()
+        };
+        // The kernel doubles each socket buffer.
+        assert!(cost(&bufs, true) >= 4 * ((1 << 20) + 32 * (1 << 20)));
+        assert_eq!(cost(&bufs, true), cost(&bufs, false));
+    }
+
+    /// A stranger on a data port is dropped without holding anyone up: one silent, one with the
+    /// magic but not the test's key, then the test's own.
+    #[test]
+    fn a_stranger_on_a_data_port_is_not_a_stream() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let spec = Spec {
+            key: 0x5eed,
+            ..Default::default()
+        };
+        let _silent = TcpStream::connect(addr).unwrap();
+        let mut wrong = TcpStream::connect(addr).unwrap();
+        wrong.write_all(&proto::preamble(7, 0xbad)).unwrap();
+        let mut good = TcpStream::connect(addr).unwrap();
+        good.write_all(&proto::preamble(7, 0x5eed)).unwrap();
+        let t0 = Instant::now();
+        let got = accept_streams(l, 1, &spec).unwrap();
+        assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), vec![7]);
+        assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+    }
 }

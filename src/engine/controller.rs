@@ -217,7 +217,14 @@ impl AgentConn {
     /// Waits for the next reply, at most `timeout`, and no longer than a stop request.
     fn recv(&mut self, timeout: Duration) -> Result<Reply, Error> {
         match self.next_reply(timeout)? {
-            Ok(Reply::Error { error }) => Err(Error::Failed(format!("{}: {error}", self.name))),
+            Ok(Reply::Error { error, input }) => {
+                let e = format!("{}: {}", self.name, crate::text::clip_long(&error));
+                Err(if input {
+                    Error::Input(e)
+                } else {
+                    Error::Failed(e)
+                })
+            }
             Ok(r) => Ok(r),
             Err(e) => Err(Error::Failed(format!(
                 "{}: unreadable reply ({e})",
@@ -496,9 +503,12 @@ pub fn run_test(
     };
     // Each agent's copy of the spec for a pair: one on another machine reports that machine's
     // CPU; a reversed pair runs its test the other way.
+    // One data key per test, which every data connection shows (`Spec::key`).
+    let key: u64 = rand::random::<u64>() | 1;
     let spec_for = |a: &AgentConn, p: &Pair| Spec {
         report_cpu: a.remote,
         test: p.test(spec),
+        key,
         ..spec.clone()
     };
     // 1. Servers listen, initiators connect.
@@ -565,7 +575,15 @@ pub fn run_test(
     let mut reports: Vec<(usize, SideReport)> = Vec::new();
     for &i in &order {
         match agents[i].recv(wait)? {
-            Reply::Report { report } => reports.push((i, report)),
+            Reply::Report { report } => {
+                checked(&report, spec, pairs).map_err(|why| {
+                    Error::Failed(format!(
+                        "{}: its report is impossible ({why}): not used",
+                        agents[i].name
+                    ))
+                })?;
+                reports.push((i, report));
+            }
             other => {
                 return Err(Error::Failed(format!(
                     "unexpected reply from {}: {other:?}",
@@ -609,6 +627,53 @@ pub fn run_test(
         )));
     }
     Ok(r)
+}
+
+/// A side's report checked as any input from another machine is: stream ids only those the
+/// pairs were given, each once; lists no longer than the test can fill; every machine figure
+/// possible. Why not, if it is not.
+fn checked(r: &SideReport, spec: &Spec, pairs: &[Pair]) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    for s in &r.streams {
+        let (pair, k) = (s.id / IDS_PER_PAIR, s.id % IDS_PER_PAIR);
+        if pair as usize >= pairs.len() || k >= 2 * spec.parallel.max(1) {
+            return Err(format!("stream id {} was never assigned", s.id));
+        }
+        if !seen.insert((s.id, s.receiver)) {
+            return Err(format!("stream {} reported twice", s.id));
+        }
+        if !s.active_s.is_finite() || s.active_s < 0.0 {
+            return Err(format!("stream {} active {} s", s.id, s.active_s));
+        }
+    }
+    let buckets = ((spec.warmup + spec.duration) / intervals::BUCKET_S).ceil() as usize + 100;
+    let long = [
+        ("buckets", r.buckets.len(), buckets),
+        ("latency histogram", r.latency_ns.len(), 1 << 20),
+        ("TCP samples", r.tcp_info.len(), 1 << 20),
+        ("errors", r.errors.len(), 1000),
+    ];
+    if let Some((what, n, most)) = long.iter().find(|(_, n, most)| n > most) {
+        return Err(format!("{n} {what}, at most {most} possible"));
+    }
+    if let Some(m) = &r.machine_cpu {
+        let pct = |v: f64| v.is_finite() && (0.0..=100.0 + 1e-6).contains(&v);
+        let ok = (1..=65536).contains(&m.ncpu)
+            && pct(m.busy_pct)
+            && pct(m.max_core_pct)
+            && m.busy_cores.is_finite()
+            && (0.0..=m.ncpu as f64 + 1e-6).contains(&m.busy_cores)
+            && m.window_s.is_finite()
+            && m.window_s > 0.0
+            && m.window_s <= spec.duration + spec.warmup + 60.0;
+        if !ok {
+            return Err(format!(
+                "its machine's CPU reads {:.3} % of {} cores ({:.3} cores, busiest core {:.3} %, over {:.3} s)",
+                m.busy_pct, m.ncpu, m.busy_cores, m.max_core_pct, m.window_s
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Every side's report combined into the test's result.
@@ -849,6 +914,62 @@ mod tests {
             from: k.into(),
             to: "client".into(),
             reverse: false,
+        }
+    }
+
+    /// A hostile serve's report is input: a stream id no pair was given (it panicked the client
+    /// at 200 000), a stream twice, lists past what the test can fill, impossible CPU figures.
+    #[test]
+    fn an_impossible_report_is_refused_before_it_is_read() {
+        let spec = Spec {
+            duration: 1.0,
+            warmup: 0.5,
+            parallel: 2,
+            ..Default::default()
+        };
+        let pairs = [pair("g1")];
+        let stream = |id| StreamReport {
+            id,
+            receiver: true,
+            ..Default::default()
+        };
+        let good = SideReport {
+            streams: vec![stream(0), stream(1)],
+            buckets: vec![0; 150],
+            ..Default::default()
+        };
+        assert!(checked(&good, &spec, &pairs).is_ok());
+        let far = SideReport {
+            streams: vec![stream(200_000)],
+            ..Default::default()
+        };
+        assert!(checked(&far, &spec, &pairs)
+            .unwrap_err()
+            .contains("never assigned"));
+        let twice = SideReport {
+            streams: vec![stream(1), stream(1)],
+            ..Default::default()
+        };
+        assert!(checked(&twice, &spec, &pairs)
+            .unwrap_err()
+            .contains("twice"));
+        let long = SideReport {
+            buckets: vec![0; 100_000],
+            ..Default::default()
+        };
+        assert!(checked(&long, &spec, &pairs).is_err());
+        for (busy, cores) in [(-1e308, 0.5), (250.0, 1.0), (50.0, f64::NAN), (50.0, 9.0)] {
+            let r = SideReport {
+                machine_cpu: Some(MachineCpu {
+                    ncpu: 2,
+                    busy_pct: busy,
+                    busy_cores: cores,
+                    max_core_pct: 60.0,
+                    window_s: 1.0,
+                }),
+                ..Default::default()
+            };
+            assert!(checked(&r, &spec, &pairs).is_err(), "{busy} {cores}");
         }
     }
 

@@ -340,6 +340,9 @@ pub fn udp_send(s: UdpSocket, id: u32, spec: &Spec, clock: Clock) -> Piece {
             }
         }
         buf[..8].copy_from_slice(&seq.to_be_bytes());
+        if buf.len() >= 16 {
+            buf[8..16].copy_from_slice(&spec.key.to_be_bytes());
+        }
         match s.send(&buf) {
             Ok(n) => {
                 sent += n as u64;
@@ -366,9 +369,18 @@ pub fn udp_recv(s: UdpSocket, id: u32, spec: &Spec, clock: Clock) -> Piece {
     s.set_read_timeout(Some(Duration::from_millis(20))).ok();
     let mut buf = vec![0u8; 65536];
     let mut last_rx = 0.0;
+    let key = spec.key.to_be_bytes();
+    let mut bound = false;
     loop {
-        match s.recv(&mut buf) {
-            Ok(n) => {
+        match s.recv_from(&mut buf) {
+            // A datagram that carries the test's key (every one of 16 bytes or more does) binds
+            // the socket to its sender: the kernel drops anyone else's from then on. Until then
+            // a keyless one (a stranger's) is not counted.
+            Ok((n, _)) if !bound && n >= 16 && buf[8..16] != key => {}
+            Ok((n, from)) => {
+                if !bound && (n < 16 || buf[8..16] == key) {
+                    bound = s.connect(from).is_ok();
+                }
                 let now = clock.now();
                 last_rx = now;
                 p.report.total_bytes += n as u64;
@@ -504,7 +516,9 @@ pub fn tcp_crr_initiate(to: SocketAddr, id: u32, spec: &Spec, clock: Clock) -> P
             super::sockets::tcp_connect(to, spec.local_buf, &spec.congestion, spec.nodelay, false)
                 .and_then(|mut s| {
                     s.set_read_timeout(Some(TICK)).ok();
-                    s.write_all(&req)
+                    // The test's key first: the responder answers no one else.
+                    s.write_all(&spec.key.to_be_bytes())
+                        .and_then(|_| s.write_all(&req))
                         .map_err(|e| Error::Failed(e.to_string()))?;
                     read_full(&mut s, &mut resp, &clock, clock.hard_end())
                         .map_err(|e| Error::Failed(e.to_string()))?;
@@ -546,8 +560,15 @@ pub fn tcp_crr_respond(l: &TcpListener, id: u32, spec: &Spec, clock: Clock) -> P
                 s.set_nonblocking(false).ok();
                 s.set_nodelay(spec.nodelay).ok();
                 s.set_read_timeout(Some(TICK)).ok();
-                if let Ok(true) = read_full(&mut s, &mut req, &clock, clock.hard_end()) {
-                    let _ = s.write_all(&resp);
+                let mut key = [0u8; 8];
+                let keyed = matches!(
+                    read_full(&mut s, &mut key, &clock, clock.now() + 3.0),
+                    Ok(true)
+                ) && super::agent::constant_time_eq(&key, &spec.key.to_be_bytes());
+                if keyed {
+                    if let Ok(true) = read_full(&mut s, &mut req, &clock, clock.hard_end()) {
+                        let _ = s.write_all(&resp);
+                    }
                 }
                 last = clock.now();
             }
@@ -604,8 +625,13 @@ pub fn udp_rr_respond(s: UdpSocket, id: u32, spec: &Spec, clock: Clock) -> Piece
     let resp = vec![0xa5u8; spec.resp];
     s.set_read_timeout(Some(Duration::from_millis(20))).ok();
     let mut last = 0.0;
+    let mut bound = false;
     loop {
         if let Ok((_, from)) = s.recv_from(&mut req) {
+            // Bound to the first asker: the kernel drops anyone else's requests from then on.
+            if !bound {
+                bound = s.connect(from).is_ok();
+            }
             let _ = s.send_to(&resp, from);
             last = clock.now();
         }

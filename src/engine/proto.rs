@@ -59,7 +59,29 @@ pub enum Reply {
     },
     Error {
         error: String,
+        /// The request itself is at fault (it can never be served as asked): the client
+        /// refuses it as bad input (exit 2), not as a failure to try again.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        input: bool,
     },
+}
+
+impl Reply {
+    /// A failure on the serving side.
+    pub fn error(error: impl Into<String>) -> Reply {
+        Reply::Error {
+            error: error.into(),
+            input: false,
+        }
+    }
+
+    /// A refusal of the request as asked.
+    pub fn refusal(error: impl Into<String>) -> Reply {
+        Reply::Error {
+            error: error.into(),
+            input: true,
+        }
+    }
 }
 
 /// How one machine's clock was set against another's for one-way delays: the offset (theirs less
@@ -202,16 +224,22 @@ pub fn read_line(r: &mut impl std::io::BufRead, max: usize) -> std::io::Result<O
 /// The 8 bytes that open every TCP data connection: magic and stream id.
 pub const MAGIC: u32 = 0x766e_6c31; // "vnl1"
 
-pub fn preamble(id: u32) -> [u8; 8] {
-    let mut b = [0u8; 8];
+/// What a TCP data connection sends first: the magic, its stream id and the test's key.
+pub const PREAMBLE: usize = 16;
+
+pub fn preamble(id: u32, key: u64) -> [u8; PREAMBLE] {
+    let mut b = [0u8; PREAMBLE];
     b[..4].copy_from_slice(&MAGIC.to_be_bytes());
-    b[4..].copy_from_slice(&id.to_be_bytes());
+    b[4..8].copy_from_slice(&id.to_be_bytes());
+    b[8..].copy_from_slice(&key.to_be_bytes());
     b
 }
 
-pub fn parse_preamble(b: &[u8; 8]) -> Option<u32> {
-    (u32::from_be_bytes(b[..4].try_into().unwrap()) == MAGIC)
-        .then(|| u32::from_be_bytes(b[4..].try_into().unwrap()))
+/// The stream id of a preamble with the magic and this test's key (compared in constant time).
+pub fn parse_preamble(b: &[u8; PREAMBLE], key: u64) -> Option<u32> {
+    let magic = u32::from_be_bytes(b[..4].try_into().unwrap()) == MAGIC;
+    let keyed = super::agent::constant_time_eq(&b[8..], &key.to_be_bytes());
+    (magic & keyed).then(|| u32::from_be_bytes(b[4..8].try_into().unwrap()))
 }
 
 #[cfg(test)]
@@ -220,8 +248,10 @@ mod tests {
 
     #[test]
     fn preamble_round_trips_and_rejects_strangers() {
-        assert_eq!(parse_preamble(&preamble(42)), Some(42));
-        assert_eq!(parse_preamble(b"GET / HT"), None);
+        assert_eq!(parse_preamble(&preamble(42, 7), 7), Some(42));
+        assert_eq!(parse_preamble(b"GET / HTTP/1.1\r\n", 7), None);
+        // The magic without the test's key is a stranger's.
+        assert_eq!(parse_preamble(&preamble(42, 8), 7), None);
     }
 
     #[test]

@@ -1,11 +1,15 @@
 //! `vnetlab serve`: the netserver of vnetlab. Listens for control connections on one address and
 //! distrusts every connection until it shows the token. One thread, the gate, waits in epoll on
-//! the listener and on every connection that has not shown its token yet: each must send its whole
-//! hello line (at most `MAX_HELLO` bytes) within `HELLO` of being accepted, at most `MAX_PENDING`
-//! wait at once (the oldest is closed for a newcomer), and none of them holds a session slot. A
-//! connection that shows the token gets one of `MAX_SESSIONS` session threads, whose listens and
-//! connects reach only loopback and the networks `--allow` names (`reach`). `--once` ends after one
-//! authenticated session.
+//! the listener and on every connection that has not shown its token yet: each is read as soon as
+//! it is accepted (a client sends its hello with its first write), must send its whole hello line
+//! (at most `MAX_HELLO` bytes) within `HELLO`, at most `MAX_PENDING` wait at once (a newcomer
+//! closes first one that has sent nothing or no hello, else the oldest), and none of them holds a
+//! session slot. A wrong token is answered at once while they are rare; past `BAD_PER_S` a
+//! second, each is held until its `HELLO` is up before it is refused (a guesser gets a few answers
+//! a second, not thousands), and they are logged at most once a second. A connection that shows
+//! the token gets one of `MAX_SESSIONS` session threads, whose listens and connects reach only
+//! loopback and the networks `--allow` names (`reach`). `--once` ends after one authenticated
+//! session.
 
 use super::Error;
 use std::collections::BTreeMap;
@@ -28,12 +32,17 @@ pub const IDLE: Duration = Duration::from_secs(600);
 pub const HELLO: Duration = Duration::from_secs(5);
 /// Sessions served at once; an authenticated client beyond them is told so and closed.
 pub const MAX_SESSIONS: usize = 16;
-/// Connections waiting to show their token; a newcomer beyond them closes the oldest.
-pub const MAX_PENDING: usize = 64;
+/// Connections waiting to show their token; a newcomer beyond them closes one that cannot be a
+/// client (silent, or not a hello), else the oldest.
+pub const MAX_PENDING: usize = 256;
+/// Wrong tokens a second answered at once; beyond them each is held until its hello time is up.
+pub const BAD_PER_S: usize = 5;
+/// Wrong-token connections held at once (beyond them a wrong token is closed unanswered).
+pub const MAX_HELD: usize = 256;
 /// The longest hello line (a hello with a 256-character token is about 300 bytes).
 pub const MAX_HELLO: usize = 4096;
-/// The shortest token `serve` accepts.
-pub const MIN_TOKEN: usize = 8;
+/// The shortest token `serve` accepts (its own are 32 hex digits).
+pub const MIN_TOKEN: usize = 16;
 
 pub fn random_token() -> String {
     use rand::Rng;
@@ -117,6 +126,10 @@ pub fn serve(cfg: Config, mut on_ready: impl FnMut(SocketAddr)) -> Result<(), Er
     let mut gate = Gate {
         cfg,
         pending: BTreeMap::new(),
+        held: Vec::new(),
+        bad: std::collections::VecDeque::new(),
+        logged: None,
+        done: false,
         next: LISTENER + 1,
         live: Arc::new(AtomicUsize::new(0)),
         budget: Arc::new(agent::Budget::new(cfg_budget)),
@@ -131,6 +144,9 @@ pub fn serve(cfg: Config, mut on_ready: impl FnMut(SocketAddr)) -> Result<(), Er
             } else if let Some(SessionEnd::Done) = gate.read(tag) {
                 return Ok(());
             }
+            if gate.done {
+                return Ok(());
+            }
         }
         gate.expire();
     }
@@ -141,6 +157,14 @@ const LISTENER: u64 = 0;
 struct Gate {
     cfg: Config,
     pending: BTreeMap<u64, Pending>,
+    /// Wrong-token connections held until their time is up, then refused.
+    held: Vec<(TcpStream, Instant)>,
+    /// When the last wrong tokens came (the last second's).
+    bad: std::collections::VecDeque<Instant>,
+    /// When a wrong token was last logged, and how many since.
+    logged: Option<(Instant, usize)>,
+    /// A `--once` session ended inside `accept_all`: the serve is done.
+    done: bool,
     next: u64,
     live: Arc<AtomicUsize>,
     budget: Arc<agent::Budget>,
@@ -151,7 +175,9 @@ impl Gate {
     fn timeout_ms(&self) -> i32 {
         self.pending
             .values()
-            .map(|p| p.deadline.saturating_duration_since(Instant::now()))
+            .map(|p| p.deadline)
+            .chain(self.held.iter().map(|h| h.1))
+            .map(|d| d.saturating_duration_since(Instant::now()))
             .min()
             .map(|d| d.as_millis().min(60_000) as i32 + 1)
             .unwrap_or(-1)
@@ -164,15 +190,7 @@ impl Gate {
                 continue;
             }
             if self.pending.len() >= MAX_PENDING {
-                // The oldest waiter goes: it had the most time to say its hello.
-                let oldest = self
-                    .pending
-                    .iter()
-                    .min_by_key(|(_, p)| p.seq)
-                    .map(|(t, _)| *t);
-                if let Some(t) = oldest {
-                    self.pending.remove(&t);
-                }
+                self.evict();
             }
             let tag = self.next;
             self.next += 1;
@@ -186,7 +204,64 @@ impl Gate {
                         seq: tag,
                     },
                 );
+                // A client's hello is usually there already: judge it now, before a flood of
+                // newcomers could push it out.
+                if let Some(SessionEnd::Done) = self.read(tag) {
+                    self.done = true;
+                }
             }
+        }
+    }
+
+    /// Makes room for a newcomer: the oldest of those that cannot be a client (sent nothing
+    /// yet, or bytes that do not begin a hello) goes first, else the oldest of all.
+    fn evict(&mut self) {
+        let hopeless = |p: &Pending| p.got.is_empty() || !p.got.starts_with(b"{");
+        let victim = self
+            .pending
+            .iter()
+            .filter(|(_, p)| hopeless(p))
+            .min_by_key(|(_, p)| p.seq)
+            .or_else(|| self.pending.iter().min_by_key(|(_, p)| p.seq))
+            .map(|(t, _)| *t);
+        if let Some(t) = victim {
+            self.pending.remove(&t);
+        }
+    }
+
+    /// A wrong token: answered at once while they are rare, else held until its hello time is
+    /// up; logged at most once a second with how many came.
+    fn wrong_token(&mut self, s: TcpStream, deadline: Instant) {
+        let now = Instant::now();
+        while self
+            .bad
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > Duration::from_secs(1))
+        {
+            self.bad.pop_front();
+        }
+        self.bad.push_back(now);
+        let peer = s.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+        match self.logged {
+            Some((at, n)) if now.duration_since(at) < Duration::from_secs(1) => {
+                self.logged = Some((at, n + 1))
+            }
+            Some((_, n)) => {
+                crate::errln!(
+                    "vnetlab serve: wrong token from {peer} ({} more since the last report)",
+                    n
+                );
+                self.logged = Some((now, 0));
+            }
+            None => {
+                crate::errln!("vnetlab serve: wrong token from {peer}");
+                self.logged = Some((now, 0));
+            }
+        }
+        if self.bad.len() <= BAD_PER_S {
+            refuse(s, WRONG_TOKEN);
+        } else if self.held.len() < MAX_HELD {
+            self.held.push((s, deadline));
         }
     }
 
@@ -215,10 +290,7 @@ impl Gate {
             }
             Hello::Bad => {
                 let p = self.pending.remove(&tag)?;
-                refuse(
-                    p.s,
-                    "wrong token: pass the token `vnetlab serve` printed with --token",
-                );
+                self.wrong_token(p.s, p.deadline);
                 None
             }
             Hello::Good(rest) => {
@@ -228,10 +300,16 @@ impl Gate {
         }
     }
 
-    /// Closes the connections whose hello did not arrive in time.
+    /// Closes the connections whose hello did not arrive in time, and refuses the wrong tokens
+    /// held until now.
     fn expire(&mut self) {
         let now = Instant::now();
         self.pending.retain(|_, p| p.deadline > now);
+        let (due, keep): (Vec<_>, Vec<_>) = self.held.drain(..).partition(|h| h.1 <= now);
+        self.held = keep;
+        for (s, _) in due {
+            refuse(s, WRONG_TOKEN);
+        }
     }
 
     /// An authenticated connection: a session thread of its own (inline with --once), or, with
@@ -264,9 +342,11 @@ impl Gate {
     }
 }
 
+const WRONG_TOKEN: &str = "wrong token: pass the token `vnetlab serve` printed with --token";
+
 /// Tells a connection why it is refused (best effort, never blocking) and closes it.
 fn refuse(mut s: TcpStream, why: &str) {
-    let _ = agent::send(&mut s, &Reply::Error { error: why.into() });
+    let _ = agent::send(&mut s, &Reply::error(why));
 }
 
 /// An authenticated client's session: it is told its hello was good, then served.

@@ -68,6 +68,12 @@ pub struct Spec {
     /// arrival less this less its send time.
     #[serde(default)]
     pub clock_offset_ns: i64,
+    /// The test's data key: every data connection opens with it (TCP streams in their preamble,
+    /// TCP_CRR before each request, UDP in each datagram), so a stranger that reaches a data
+    /// port is dropped, not counted. Set by the driver per test; 0 in a request from an older
+    /// driver.
+    #[serde(default)]
+    pub key: u64,
 }
 
 impl Default for Spec {
@@ -94,6 +100,7 @@ impl Default for Spec {
             vdi: None,
             report_cpu: false,
             clock_offset_ns: 0,
+            key: 0,
         }
     }
 }

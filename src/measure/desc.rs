@@ -112,6 +112,7 @@ impl TestDesc {
             vdi: self.vdi.as_ref().map(|v| v.0.clone()),
             report_cpu: false,
             clock_offset_ns: 0,
+            key: 0,
         }
     }
 
