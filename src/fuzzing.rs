@@ -18,7 +18,7 @@ pub fn all_text_parsers(data: &[u8]) {
     let _ = s.parse::<crate::units::Cidr>();
     let _ = addr::overlapping_route(s, &"10.213.0.0/16".parse().unwrap());
     let lines: Vec<String> = s.lines().map(str::to_string).collect();
-    if let Ok(es) = journal::parse(&lines) {
+    if let Ok(es) = journal::parse(&lines, !s.ends_with('\n')) {
         let roots = [std::path::PathBuf::from("/sys/fs/cgroup/cpuacct")];
         let _ = journal::validate("x", &es, &roots);
         let _ = journal::usage(&es, |_, _| false);

@@ -93,6 +93,40 @@ impl Pair {
             "table",
             "100",
         ]);
+        // What a move between namespaces resets or drops: per-device sysctls, a permanent
+        // neighbour, an address with a lifetime.
+        for (k, v) in [
+            ("ipv4.conf.{u}.rp_filter", "2"),
+            ("ipv4.conf.{u}.arp_ignore", "1"),
+            ("ipv4.conf.{u}.forwarding", "1"),
+            ("ipv6.conf.{u}.accept_ra", "2"),
+        ] {
+            run(&["sysctl", "-qw", &format!("net.{}={v}", k.replace("{u}", u))]);
+        }
+        run(&[
+            "ip",
+            "neigh",
+            "replace",
+            "192.0.2.99",
+            "lladdr",
+            "02:00:00:00:00:99",
+            "nud",
+            "permanent",
+            "dev",
+            u,
+        ]);
+        run(&[
+            "ip",
+            "addr",
+            "add",
+            "192.0.2.8/24",
+            "dev",
+            u,
+            "valid_lft",
+            "3600",
+            "preferred_lft",
+            "1800",
+        ]);
     }
 
     /// Everything `ip -d link`, `ip addr`, `ip route` (every table), `tc qdisc` and
@@ -107,11 +141,27 @@ impl Pair {
             format!("tc qdisc show dev {u}"),
             format!("ethtool -k {u}"),
             format!("ethtool -g {u} 2>&1"),
+            format!("sysctl -a 2>/dev/null | grep -E 'conf\\.{u}\\.' | sort"),
+            format!("ip neigh show dev {u} nud permanent"),
         ]
         .iter()
-        .map(|c| format!("## {c}\n{}", sh(c)))
+        // Lifetimes count down: whether one is there is the state, not how much is left.
+        .map(|c| format!("## {c}\n{}", lifetimes(&sh(c))))
         .collect()
     }
+}
+
+/// `valid_lft 3599sec` and `preferred_lft 1799sec` as `valid_lft Nsec`.
+fn lifetimes(s: &str) -> String {
+    s.split_inclusive(char::is_whitespace)
+        .map(|w| {
+            let word = w.trim_end();
+            match word.strip_suffix("sec") {
+                Some(n) if n.parse::<u64>().is_ok() => format!("Nsec{}", &w[word.len()..]),
+                _ => w.to_string(),
+            }
+        })
+        .collect()
 }
 
 fn up_uplink<'a>(lab: &'a str, uplink: &'a str) -> Vec<&'a str> {
@@ -156,11 +206,35 @@ fn a_planted_uplink_entry_touches_no_interface_the_lab_did_not_take() {
         uplink_line(&p.root, "vlqb-host", 4242, "02:00:00:00:42:42") + "\n",
     )
     .unwrap();
+    // A journal that takes an uplink must record the state folder it was started in: these,
+    // written by hand, are refused whole, the interface they name untouched.
+    let o = c.run(&["cleanup"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("takes an uplink but records no state folder"),
+        "{err}"
+    );
+    assert_eq!(state0, p.state(), "the tester's veth was touched");
+    // With the folder recorded (a journal this folder could have written), the identity still
+    // decides: an interface of that name is here but not the uplink the lab took: said, left.
+    let folder = sh(&format!(
+        "stat -c '{{\"dev\":%d,\"ino\":%i}}' {}",
+        c.state.display()
+    ));
+    let owner = format!(
+        "{{\"kind\":\"owner\",\"pid\":4194000,\"start\":null,\"kept\":true,\"folder\":{}}}",
+        folder.trim()
+    );
+    std::fs::write(
+        c.state.join("qa.journal"),
+        [owner.clone(), lines[0].clone(), lines[1].clone()].join("\n") + "\n",
+    )
+    .unwrap();
+    std::fs::remove_file(c.state.join("qb.journal")).unwrap();
     let plan = c.ok(&["cleanup", "--dry-run"]);
     assert!(plan.contains("if there with 02:00:00:00:42:42"), "{plan}");
     let o = c.run(&["cleanup"]);
     let err = String::from_utf8_lossy(&o.stderr);
-    // qa: an interface of that name is here but not the uplink the lab took: said, left.
     assert!(err.contains("not the uplink the lab took"), "{err}");
     assert_eq!(state0, p.state(), "the tester's veth was touched");
     drop(p);
@@ -347,6 +421,18 @@ fn an_uplink_comes_back_whole_and_a_vanished_one_does_not_keep_its_lab() {
     );
     assert_eq!(br0, br());
     run(&["ip", "link", "del", "tidbr0"]);
+    // An interface with a tc filter on its ingress: refused before anything changes, naming what
+    // a lab would lose (the qdisc comes back, its filters would not).
+    let p = Pair::new("f");
+    run(&["tc", "qdisc", "add", "dev", &p.root, "ingress"]);
+    run(&[
+        "tc", "filter", "add", "dev", &p.root, "ingress", "protocol", "all", "u32", "match", "u32",
+        "0", "0", "classid", "1:1",
+    ]);
+    let state0 = p.state();
+    c.refused(&up_uplink("uw", &p.root), "tc filter(s) at its ingress");
+    assert_eq!(state0, p.state());
+    drop(p);
     assert_eq!(before, host_snapshot());
 }
 
@@ -523,7 +609,7 @@ fn one_serve_keeps_every_session_within_one_memory_budget() {
     std::fs::create_dir(&cg).unwrap();
     std::fs::write(cg.join(limit_file), (1u64 << 30).to_string()).unwrap();
     let port = 15298;
-    let token = "budget-token-1";
+    let token = "budget-token-0001";
     let mut srv = Served(
         Command::new(BIN)
             .args(["serve", "--port", &port.to_string(), "--token", token])

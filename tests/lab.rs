@@ -123,7 +123,7 @@ fn status_reads_offloads_and_mtu_back_from_the_kernel() {
     let out = c.ok(&["exec", "--lab", "toff", "g1", "--", BIN, "status", "toff"]);
     assert!(out.contains("lab toff"), "{out}");
     let client = l["client"]["address"].as_str().unwrap();
-    let token = "a-lab-token";
+    let token = "a-lab-token-01234";
     let mut serve = c
         .cmd(&[
             "exec", "--lab", "toff", "client", "--", BIN, "serve", "--bind", client, "--port",

@@ -278,7 +278,7 @@ fn serve_distrusts_its_control_port() {
             "--port",
             &port.to_string(),
             "--token",
-            "s3cret-token",
+            "s3cret-token-0123",
             "--once",
         ])
         .stderr(Stdio::null())
@@ -303,7 +303,7 @@ fn serve_distrusts_its_control_port() {
     // A serving `serve`: 64 MB without a newline before the token is refused without growing
     // the server, and 200 idle connections hold a bounded number of threads.
     let mut many = std::process::Command::new(BIN)
-        .args(["serve", "--port", "15298", "--token", "s3cret-token"])
+        .args(["serve", "--port", "15298", "--token", "s3cret-token-0123"])
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
@@ -346,7 +346,7 @@ fn serve_distrusts_its_control_port() {
         std::io::BufRead::read_line(&mut r, &mut line).unwrap();
         line.clone()
     };
-    assert!(say(&mut s, "{\"op\":\"hello\",\"token\":\"s3cret-token\"}").contains("ok"));
+    assert!(say(&mut s, "{\"op\":\"hello\",\"token\":\"s3cret-token-0123\"}").contains("ok"));
     let base = serde_json::json!({"test": "TCP_RR", "msg": 1024, "req": 1, "resp": 1, "local_buf": null, "remote_buf": null,
         "duration": 1.0, "warmup": 0.0, "parallel": 1, "rate": null, "nodelay": false, "zerocopy": false, "interval": 1.0});
     for (field, value, says) in [

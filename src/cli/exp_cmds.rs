@@ -67,6 +67,15 @@ pub struct SiteArgs {
     /// The token the client machine's `vnetlab serve` printed
     #[arg(long, requires = "client")]
     pub token: Option<String>,
+    /// A file holding that token (its first line; not readable by others), instead of --token,
+    /// which other users see in `ps`; VNETLAB_TOKEN in the environment is a third way
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "client",
+        conflicts_with = "token"
+    )]
+    pub token_file: Option<std::path::PathBuf>,
 }
 
 impl SiteArgs {
@@ -77,7 +86,8 @@ impl SiteArgs {
         };
         crate::lab::names::check_uplink_name(uplink)?;
         crate::lab::uplink::check(uplink, self.force_uplink)?;
-        let client = crate::lab::topology::RemoteClient::parse(client, self.token.clone())?;
+        let token = super::resolve_token(&self.token, &self.token_file)?;
+        let client = crate::lab::topology::RemoteClient::parse(client, token)?;
         Ok(Some(erun::Site {
             uplink: uplink.clone(),
             client,
@@ -157,18 +167,7 @@ pub fn is_stdout(path: &Path) -> bool {
     path == Path::new("-") || path == Path::new("/dev/stdout")
 }
 
-/// File systems whose files are the machine's own controls, not files: proc, sysfs, cgroup,
-/// debugfs, securityfs, tracefs, bpf (statfs f_type, linux/magic.h).
-const CONTROL_FS: [i64; 8] = [
-    0x9fa0,
-    0x6265_6572,
-    crate::sys::CGROUP_MAGIC,
-    crate::sys::CGROUP2_MAGIC,
-    0x6462_6720,
-    0x7363_6673,
-    0x7472_6163,
-    0xcafe_4a11,
-];
+use crate::sys::file::CONTROL_FS;
 
 /// Refuses an output path that would write into the machine rather than a file: anywhere under
 /// /proc, /sys or /dev (symlinks resolved), on a control file system, or an existing file that is
@@ -233,13 +232,11 @@ pub fn output_dir(dir: &Path) -> Result<OutDir, Fail> {
             }
         },
     }
-    let probe = dir.join(format!(".vnetlab-write-test-{}", std::process::id()));
-    std::fs::write(&probe, b"").map_err(|e| {
+    crate::sys::file::probe_writable(dir).map_err(|e| {
         Fail::Input(format!(
             "--out {name} is not writable ({e}): give another folder"
         ))
     })?;
-    let _ = std::fs::remove_file(probe);
     Ok(OutDir {
         path: dir.to_path_buf(),
         made,
@@ -553,7 +550,7 @@ pub fn export(a: ExportArgs) -> CmdResult {
     let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
     let text = crate::report::export::export(format, &r, &pts);
     match &a.output {
-        Some(p) if !is_stdout(p) => std::fs::write(p, text)
+        Some(p) if !is_stdout(p) => crate::sys::file::replace(p, text.as_bytes(), 0o644)
             .map_err(|e| Fail::Input(format!("cannot write {}: {e}", p.display())))?,
         _ => crate::out!("{text}"),
     }
@@ -616,7 +613,7 @@ pub fn compare(a: CompareArgs) -> CmdResult {
             crate::out!("{page}");
             return Ok(());
         }
-        std::fs::write(h, page).map_err(|e| {
+        crate::sys::file::replace(h, page.as_bytes(), 0o644).map_err(|e| {
             Fail::Run(format!(
                 "cannot write {}: {e}",
                 crate::text::clip(&h.display().to_string())

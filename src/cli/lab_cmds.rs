@@ -86,6 +86,10 @@ pub struct UpArgs {
     /// iperf3` reaches the client)
     #[arg(long)]
     token: Option<String>,
+    /// A file holding the token (its first line; not readable by others), as an alternative to
+    /// --token, which other users see in `ps`; VNETLAB_TOKEN in the environment is a third way
+    #[arg(long, value_name = "FILE", conflicts_with = "token")]
+    token_file: Option<std::path::PathBuf>,
     /// Print the iproute2/tc/ethtool/nft commands instead of running them
     #[arg(long)]
     dry_run: bool,
@@ -115,7 +119,8 @@ impl UpArgs {
             || self.memory.is_some()
             || self.uplink.is_some()
             || self.client.is_some()
-            || self.token.is_some();
+            || self.token.is_some()
+            || self.token_file.is_some();
         let mut t = match &self.file {
             Some(f) => {
                 if flags_given {
@@ -150,8 +155,11 @@ impl UpArgs {
                     memory_mib: self.memory.unwrap_or(d.memory_mib),
                     uplink: self.uplink.clone(),
                     client: match &self.client {
-                        Some(c) => Some(topology::RemoteClient::parse(c, self.token.clone())?),
-                        None if self.token.is_some() => {
+                        Some(c) => Some(topology::RemoteClient::parse(
+                            c,
+                            super::resolve_token(&self.token, &self.token_file)?,
+                        )?),
+                        None if self.token.is_some() || self.token_file.is_some() => {
                             return Err(Fail::Input("--token is the client machine's serve token: give --client HOST[:PORT] too".into()))
                         }
                         None => None,

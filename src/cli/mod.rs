@@ -306,8 +306,18 @@ pub fn need_root(what: &str) -> CmdResult {
     Ok(())
 }
 
+/// A JSON document on stdout. serde_json leaves DEL and the C1 controls raw in strings: they are
+/// written as `\u00XX` escapes, so the document stays valid and a terminal obeys none of them.
 pub fn print_json<T: serde::Serialize>(v: &T) {
-    crate::outln!("{}", serde_json::to_string_pretty(v).unwrap());
+    let text = serde_json::to_string_pretty(v).unwrap();
+    let text: String = text
+        .chars()
+        .map(|c| match c as u32 {
+            0x7f..=0x9f => format!("\\u{:04x}", c as u32),
+            _ => c.to_string(),
+        })
+        .collect();
+    crate::outln!("{text}");
 }
 
 #[derive(clap::Args)]
@@ -340,6 +350,31 @@ mod tests {
             Fail::Interrupted(_) => "interrupted",
             Fail::Partial(_) => "partial",
         }
+    }
+
+    /// A token from a file others may read is refused; one from the file's first line is taken.
+    #[test]
+    fn a_token_comes_from_the_flag_a_private_file_or_the_environment() {
+        use std::os::unix::fs::PermissionsExt;
+        let f = std::env::temp_dir().join(format!("vnetlab-token-{}", std::process::id()));
+        std::fs::write(&f, "0123456789abcdef0123\nrest\n").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = super::resolve_token(&None, &Some(f.clone())).unwrap_err();
+        assert!(matches!(e, Fail::Input(ref m) if m.contains("chmod 600")));
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(
+            super::resolve_token(&None, &Some(f.clone()))
+                .unwrap()
+                .as_deref(),
+            Some("0123456789abcdef0123")
+        );
+        assert_eq!(
+            super::resolve_token(&Some("given-on-the-line".into()), &None)
+                .unwrap()
+                .as_deref(),
+            Some("given-on-the-line")
+        );
+        std::fs::remove_file(&f).unwrap();
     }
 
     #[test]
@@ -412,4 +447,32 @@ impl StopArgs {
         };
         Ok(crate::measure::Stopping { goal, iterations })
     }
+}
+
+/// The serve token, from --token, else --token-file (its first line, refused if others may read
+/// it), else VNETLAB_TOKEN; None where none is given.
+pub fn resolve_token(
+    token: &Option<String>,
+    file: &Option<std::path::PathBuf>,
+) -> Result<Option<String>, Fail> {
+    use std::os::unix::fs::MetadataExt;
+    if let Some(t) = token {
+        return Ok(Some(t.clone()));
+    }
+    if let Some(f) = file {
+        let name = crate::text::clip(&f.display().to_string());
+        let text = crate::text::read_capped(f, 4096)?;
+        let mode = std::fs::metadata(f).map(|m| m.mode()).unwrap_or(0);
+        if mode & 0o077 != 0 {
+            return Err(Fail::Input(format!(
+                "--token-file {name} may be read by others (mode {:o}): `chmod 600 {name}` first",
+                mode & 0o777
+            )));
+        }
+        let t = text.lines().next().unwrap_or("").trim().to_string();
+        return Ok(Some(t));
+    }
+    Ok(std::env::var("VNETLAB_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty()))
 }

@@ -109,6 +109,10 @@ pub struct TestArgs {
     /// Standalone: the token `vnetlab serve` printed
     #[arg(long)]
     token: Option<String>,
+    /// A file holding the token (its first line; not readable by others), as an alternative to
+    /// --token, which other users see in `ps`; VNETLAB_TOKEN in the environment is a third way
+    #[arg(long, value_name = "FILE", conflicts_with = "token")]
+    token_file: Option<std::path::PathBuf>,
     /// In a lab: which lab (default: the only one)
     #[arg(long)]
     lab: Option<String>,
@@ -299,8 +303,8 @@ impl TestArgs {
                 "-H {ip}: give the address of one host running `vnetlab serve`"
             )));
         }
-        let token = self.token.clone().ok_or(Fail::Input(
-            "-H needs --token: pass the token `vnetlab serve` printed".into(),
+        let token = super::resolve_token(&self.token, &self.token_file)?.ok_or(Fail::Input(
+            "-H needs --token: pass the token `vnetlab serve` printed (or --token-file, or VNETLAB_TOKEN)".into(),
         ))?;
         Ok(Target::Remote {
             host: host.to_string(),
@@ -596,6 +600,10 @@ pub struct ServeArgs {
     /// Token clients must present (default: a random one, printed)
     #[arg(long)]
     token: Option<String>,
+    /// A file holding the token (its first line; not readable by others), as an alternative to
+    /// --token, which other users see in `ps`; VNETLAB_TOKEN in the environment is a third way
+    #[arg(long, value_name = "FILE", conflicts_with = "token")]
+    token_file: Option<std::path::PathBuf>,
     /// Exit after one authenticated test session
     #[arg(long)]
     once: bool,
@@ -607,16 +615,16 @@ pub struct ServeArgs {
 
 pub fn serve(a: ServeArgs) -> CmdResult {
     let budget = units::parse_size(&a.memory)
-        .ok()
-        .filter(|&b| b >= crate::engine::spec::MAX_MSG)
-        .ok_or_else(|| {
-            Fail::Input(format!(
-                "--memory {}: give a size of at least {}M (the largest message), e.g. 512M or 1G",
-                crate::text::clip(&a.memory),
-                crate::engine::spec::MAX_MSG >> 20
-            ))
-        })?;
-    if let Some(t) = &a.token {
+        .map_err(|e| Fail::Input(format!("--memory: {e} (e.g. 512M or 1G)")))?;
+    if budget < crate::engine::spec::MAX_MSG {
+        return Err(Fail::Input(format!(
+            "--memory {}: give a size of at least {}M (the largest message), e.g. 512M or 1G",
+            crate::text::clip(&a.memory),
+            crate::engine::spec::MAX_MSG >> 20
+        )));
+    }
+    let given = super::resolve_token(&a.token, &a.token_file)?;
+    if let Some(t) = &given {
         crate::engine::serve::check_token(t)?;
     }
     if a.bind.is_unspecified() && !a.bind_any {
@@ -630,8 +638,7 @@ pub fn serve(a: ServeArgs) -> CmdResult {
         .iter()
         .map(|c| c.parse::<units::Cidr>())
         .collect::<Result<Vec<_>, _>>()?;
-    let token = a
-        .token
+    let token = given
         .clone()
         .unwrap_or_else(crate::engine::serve::random_token);
     let reach = crate::engine::reach::Reach { allow };
@@ -643,8 +650,13 @@ pub fn serve(a: ServeArgs) -> CmdResult {
         budget: budget as u64,
     };
     Ok(crate::engine::serve::serve(cfg, |addr| {
+        // A token it was given is not echoed; one it made up is its only copy.
+        let shown = match &given {
+            Some(_) => "the one given".to_string(),
+            None => token.clone(),
+        };
         crate::errln!(
-            "vnetlab serve: listening on {addr}; token {token} (pass it to vnetlab test --token); buffers of all sessions within {} MiB",
+            "vnetlab serve: listening on {addr}; token {shown} (pass it to vnetlab test --token, --token-file or VNETLAB_TOKEN); buffers of all sessions within {} MiB",
             budget >> 20
         );
     })?)

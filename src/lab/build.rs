@@ -28,18 +28,18 @@ fn checks(t: &Topology) -> Result<Plan, Error> {
     t.validate()?;
     let names = Names::new(&t.name);
     if folder::journal_path(&t.name).exists() {
-        return Err(Error::Failed(format!(
+        return Err(Error::Taken(format!(
             "lab '{}' already exists: remove it with `vnetlab down {}` or pick another --name",
             t.name, t.name
         )));
     }
     let prefix = names.ns_prefix();
     if let Some(ns) = netns_list().into_iter().find(|n| n.starts_with(&prefix)) {
-        return Err(Error::Failed(format!("namespace {ns} already exists and no journal names it: pick another --name (or remove it yourself with `ip netns del {ns}`)")));
+        return Err(Error::Taken(format!("namespace {ns} already exists and this state folder's journals do not name it (another program's, or a lab of another VNETLAB_STATE_DIR): pick another --name; remove it yourself (`ip netns del {ns}`) only if you know it is no one's and no process is in it (`ip netns pids {ns}`)")));
     }
     let routes = hostcmd::read(&["ip", "-j", "-4", "route", "show", "table", "all"])?;
     if let Some(r) = super::addr::overlapping_route(&routes, &t.subnet)? {
-        return Err(Error::Failed(format!(
+        return Err(Error::Input(format!(
             "subnet {} overlaps the host route {r}: pick another range with --subnet",
             t.subnet
         )));
@@ -179,10 +179,12 @@ fn undo_failed_build(lab: &str, e: Error) -> Error {
             format!("{e}; removing what was made also failed: {u} (run `vnetlab cleanup`)")
         }
     };
-    if stopped {
-        Error::Interrupted(msg)
-    } else {
-        Error::Failed(msg)
+    match (stopped, e) {
+        (true, _) => Error::Interrupted(msg),
+        // A refusal of the input stays one (exit 2; `build_free` moves on from a taken name).
+        (false, Error::Taken(_)) => Error::Taken(msg),
+        (false, e) if e.is_input() => Error::Input(msg),
+        (false, _) => Error::Failed(msg),
     }
 }
 
@@ -195,10 +197,20 @@ fn run_steps(p: &Plan, j: &mut Journal, progress: bool) -> Result<(), Error> {
         j.record(&[Entry::Pf { name: pf.clone() }])?;
     }
     let record = serde_json::to_string_pretty(&p.record).unwrap();
-    std::fs::write(folder::record_path(lab), record)
+    crate::sys::file::replace(&folder::record_path(lab), record.as_bytes(), 0o600)
         .map_err(|e| Error::Failed(format!("cannot write the lab record: {e}")))?;
+    if let Some(t) = p
+        .record
+        .topology
+        .client
+        .as_ref()
+        .and_then(|c| c.token.as_ref())
+    {
+        crate::sys::file::replace(&folder::token_path(lab), t.as_bytes(), 0o600)
+            .map_err(|e| Error::Failed(format!("cannot keep the client's token: {e}")))?;
+    }
     let log_path = folder::log_path(lab);
-    let mut log = std::fs::File::create(&log_path)
+    let mut log = crate::sys::file::create(&log_path, 0o600)
         .map_err(|e| Error::Failed(format!("cannot write {}: {e}", log_path.display())))?;
     let total = p.steps.len();
     let mut started = Vec::new();
@@ -347,10 +359,11 @@ fn run_step(
 /// stops and the rollback leaves it, since it was never journaled as made.
 fn make_netns(name: &str, j: &mut Journal) -> Result<(), Error> {
     j.record(&[Entry::Netns { name: name.into() }])?;
-    let made = ident::make_netns(name, |id| {
+    let made = ident::make_netns(name, |id, cookie| {
         j.record(&[Entry::NetnsMade {
             name: name.into(),
             id,
+            cookie,
         }])
         .map_err(|e| std::io::Error::other(e.to_string()))
     });
@@ -408,7 +421,20 @@ fn make_cgroup(path: &Path, shared: bool, j: &mut Journal) -> Result<(), Error> 
     }])?;
     let failed =
         |e: std::io::Error| Error::Failed(format!("cannot make cgroup {}: {e}", path.display()));
-    std::fs::create_dir(&temp).map_err(failed)?;
+    if let Err(e) = std::fs::create_dir(&temp) {
+        // The shared folder went (another lab found it empty) since this lab made or found it:
+        // it is made again, once.
+        let parent = path
+            .parent()
+            .filter(|p| p.file_name().is_some_and(|n| n == "vnetlab"));
+        match parent {
+            Some(top) if !shared && e.kind() == std::io::ErrorKind::NotFound => {
+                make_cgroup(top, true, j)?;
+                std::fs::create_dir(&temp).map_err(failed)?;
+            }
+            _ => return Err(failed(e)),
+        }
+    }
     let id = ident::id_of(&temp).map_err(failed)?;
     j.record(&[Entry::CgroupMade {
         path: temp.clone(),
@@ -521,8 +547,8 @@ fn start_backend(
     let mut argv = vec![exe.display().to_string()];
     argv.extend(args.iter().cloned());
     let mut cmd = super::exec::command_while_building(netns, cgroups, &argv)?;
-    let out =
-        std::fs::File::create(log).map_err(|e| Error::Failed(format!("{}: {e}", log.display())))?;
+    let out = crate::sys::file::create(log, 0o600)
+        .map_err(|e| Error::Failed(format!("{}: {e}", log.display())))?;
     let _ = std::fs::remove_file(stats);
     crate::sys::spawn::new_session(&mut cmd);
     let mut child = cmd
@@ -638,6 +664,9 @@ fn vf_ifname(pf: &str, vf: u32) -> Result<String, Error> {
         .ok_or_else(|| Error::Failed(format!("VF {vf} of {pf} has no network interface (is it bound to vfio-pci or another driver?)")))
 }
 
+/// What a namespace was made as: its inode and, where the kernel has them, its cookie.
+pub type NsIdent = (FileId, Option<u64>);
+
 /// One thing `down` does, derived from a journal entry.
 #[derive(Debug, PartialEq)]
 pub enum Undo {
@@ -645,7 +674,7 @@ pub enum Undo {
     KillProcesses,
     /// Delete the namespaces the lab made, each only while it is the one made (None: the make
     /// was cut short; only an empty placeholder of that name goes).
-    DelNetns(Vec<(String, Option<FileId>)>),
+    DelNetns(Vec<(String, Option<NsIdent>)>),
     ReturnVf {
         netns: String,
         lab_name: String,
@@ -675,7 +704,7 @@ pub enum Undo {
     ReturnUplink {
         name: String,
         netns: String,
-        before: super::uplink::UplinkState,
+        before: Box<super::uplink::UplinkState>,
         moved: bool,
     },
 }
@@ -689,7 +718,7 @@ impl Undo {
             Undo::DelNetns(v) => v
                 .iter()
                 .map(|(n, id)| match id {
-                    Some(id) => format!("ip {}  # only while it is {id}", IpCmd::NetnsDel(n.to_string())),
+                    Some((id, _)) => format!("ip {}  # only while it is {id}", IpCmd::NetnsDel(n.to_string())),
                     None => format!("rm /run/netns/{n}  # only an empty placeholder"),
                 })
                 .collect::<Vec<_>>()
@@ -745,7 +774,11 @@ pub fn undo_steps(entries: &[Entry]) -> Result<Vec<Undo>, Error> {
         .collect();
     let made_ns = |name: &str| {
         entries.iter().find_map(|e| match e {
-            Entry::NetnsMade { name: n, id } if n == name => Some(*id),
+            Entry::NetnsMade {
+                name: n,
+                id,
+                cookie,
+            } if n == name => Some((*id, *cookie)),
             _ => None,
         })
     };
@@ -823,7 +856,7 @@ pub fn undo_steps(entries: &[Entry]) -> Result<Vec<Undo>, Error> {
             } => out.push(Undo::ReturnUplink {
                 name: name.clone(),
                 netns: netns.clone(),
-                before: before.clone(),
+                before: Box::new(before.clone()),
                 moved: moved(name),
             }),
             Entry::VfioVf { device, .. } => out.push(Undo::GiveBackVf {
@@ -877,7 +910,11 @@ pub fn teardown(lab: &str) -> Result<Vec<String>, Error> {
     };
     let own_ns = |name: &str| {
         entries.iter().find_map(|e| match e {
-            Entry::NetnsMade { name: n, id } if n == name => Some(*id),
+            Entry::NetnsMade {
+                name: n,
+                id,
+                cookie,
+            } if n == name => Some((*id, *cookie)),
             _ => None,
         })
     };
@@ -896,7 +933,12 @@ pub fn teardown(lab: &str) -> Result<Vec<String>, Error> {
     if !errors.is_empty() {
         return Err(Error::Failed(errors.join("; ")));
     }
-    for p in [jpath, folder::record_path(lab), folder::log_path(lab)] {
+    for p in [
+        jpath,
+        folder::record_path(lab),
+        folder::log_path(lab),
+        folder::token_path(lab),
+    ] {
         let _ = std::fs::remove_file(p);
     }
     // The backends' counters and logs.
@@ -921,7 +963,7 @@ fn undo(
     lab: &str,
     u: &Undo,
     entries: &[Entry],
-    own_ns: &dyn Fn(&str) -> Option<FileId>,
+    own_ns: &dyn Fn(&str) -> Option<NsIdent>,
 ) -> Result<Option<String>, Error> {
     match u {
         Undo::KillProcesses => {
@@ -944,7 +986,7 @@ fn undo(
             before,
             moved,
         } => {
-            let ours = own_ns(netns).is_some_and(|id| ident::open_netns(netns, id).is_ok());
+            let ours = own_ns(netns).is_some_and(|(id, c)| ident::open_netns(netns, id, c).is_ok());
             match super::uplink::give_back(name, netns, ours, *moved, before)? {
                 super::uplink::GivenBack::Gone(why) => Ok(Some(why)),
                 _ => Ok(None),
@@ -993,7 +1035,9 @@ fn give_back_vfs(lab: &str, pf: &str, previous: u32, set: u32) -> Result<(), Err
 /// made (a QEMU guest runs in both: its pidfile alone is no proof a process is the lab's, so it
 /// is never the reason for a kill).
 fn kill_processes(entries: &[Entry]) {
-    let mut ns = HashSet::new();
+    // Each namespace checked by inode and cookie, and held open while its processes are found
+    // and killed: held, it cannot be freed, so no other namespace can take its inode meanwhile.
+    let mut held = Vec::new();
     for e in entries {
         match e {
             Entry::CgroupMade { path, id } => {
@@ -1004,25 +1048,25 @@ fn kill_processes(entries: &[Entry]) {
                     let _ = cgroup::kill_all(path, *id);
                 }
             }
-            Entry::NetnsMade { name, id }
-                if ident::id_of(&Path::new(ident::NETNS_DIR).join(name)).ok() == Some(*id) =>
-            {
-                ns.insert(*id);
+            Entry::NetnsMade { name, id, cookie } => {
+                if let Ok(fd) = ident::open_netns(name, *id, *cookie) {
+                    held.push(fd);
+                }
             }
             _ => {}
         }
     }
-    kill_in_netns(&ns);
+    kill_in_netns(&held);
 }
 
 /// Deletes the lab's namespaces still present, each only while it is the one made; another
 /// namespace by one of their names is left, and said.
-fn del_netns(names: &[(String, Option<FileId>)]) -> Result<Option<String>, Error> {
+fn del_netns(names: &[(String, Option<NsIdent>)]) -> Result<Option<String>, Error> {
     let mut left = Vec::new();
     for (n, id) in names {
         // A make cut short before it journaled the identity: only a placeholder can be ours.
-        let want = id.unwrap_or(FileId { dev: 0, ino: 0 });
-        match ident::del_netns(n, want) {
+        let (want, cookie) = id.unwrap_or((FileId { dev: 0, ino: 0 }, None));
+        match ident::del_netns(n, want, cookie) {
             Ok(_) => {}
             Err(e) if id.is_none() => left.push(format!(
                 "namespace {n} was never journaled as made by this lab: left ({e})"
@@ -1057,23 +1101,28 @@ pub fn down(lab: &str) -> Result<Vec<String>, Error> {
     teardown(lab)
 }
 
-/// SIGKILLs every process living in one of these namespaces (known by identity).
-fn kill_in_netns(targets: &HashSet<FileId>) {
+/// SIGKILLs every process living in one of these namespaces, held open by the caller; each
+/// pinned by a pidfd and checked again before the signal, so a pid recycled in between is no one
+/// else's loss.
+fn kill_in_netns(held: &[std::os::fd::OwnedFd]) {
+    let targets: HashSet<FileId> = held
+        .iter()
+        .filter_map(|fd| ident::id_of_fd(fd).ok())
+        .collect();
     if targets.is_empty() {
         return;
     }
     let me = std::process::id() as i32;
+    let inside = |pid: i32| {
+        ident::id_of(&Path::new("/proc").join(pid.to_string()).join("ns/net"))
+            .is_ok_and(|id| targets.contains(&id))
+    };
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
             continue;
         };
-        if pid == me {
-            continue;
-        }
-        if let Ok(id) = ident::id_of(&e.path().join("ns/net")) {
-            if targets.contains(&id) {
-                crate::sys::kill9(pid);
-            }
+        if pid != me && inside(pid) {
+            crate::sys::kill9_if(pid, inside);
         }
     }
 }
@@ -1109,6 +1158,7 @@ mod tests {
             Entry::NetnsMade {
                 name: "vlx-host".into(),
                 id: FileId { dev: 4, ino: 5 },
+                cookie: None,
             },
             Entry::Netns {
                 name: "vlx-client".into(),
@@ -1133,7 +1183,7 @@ mod tests {
             u[2],
             Undo::DelNetns(vec![
                 ("vlx-client".into(), None),
-                ("vlx-host".into(), Some(FileId { dev: 4, ino: 5 }))
+                ("vlx-host".into(), Some((FileId { dev: 4, ino: 5 }, None)))
             ])
         );
         assert_eq!(

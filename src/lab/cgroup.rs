@@ -300,8 +300,10 @@ pub fn kill_all(dir: &Path, id: FileId) -> Result<(), Error> {
         if pids.is_empty() {
             return Ok(());
         }
+        // Each pinned by a pidfd and found in the folder again before the signal: a pid the
+        // kernel recycled meanwhile is another program's, and is left alone.
         for p in pids {
-            crate::sys::kill9(p);
+            crate::sys::kill9_if(p, |pid| procs_in(&fd).contains(&pid));
         }
         if start.elapsed() > Duration::from_secs(5) {
             return Err(Error::Failed(format!(
@@ -329,6 +331,16 @@ pub fn remove_unused(dir: &Path) -> Result<(), Error> {
     }
 }
 
+/// Removes vnetlab's shared folder above a lab's folder just removed, if nothing is left in it,
+/// whoever made it: a lab of another state folder may have lived in it when its maker went, and
+/// otherwise it would stay. An `up` that finds it gone between its steps makes it again.
+fn remove_shared_if_empty(lab_dir: &Path) {
+    let Some(top) = lab_dir.parent() else { return };
+    if top.file_name().is_some_and(|n| n == "vnetlab") && owned(top).is_ok() {
+        let _ = std::fs::remove_dir(top);
+    }
+}
+
 /// Removes the lab's folder `dir` (still the one made, `id`); a missing one is fine, a shared one
 /// other labs still use is left to them, another folder by that name is refused.
 pub fn remove(dir: &Path, shared: bool, id: FileId) -> Result<(), Error> {
@@ -346,7 +358,12 @@ pub fn remove(dir: &Path, shared: bool, id: FileId) -> Result<(), Error> {
     let start = Instant::now();
     loop {
         match std::fs::remove_dir(dir) {
-            Ok(()) => return Ok(()),
+            Ok(()) => {
+                if !shared {
+                    remove_shared_if_empty(dir);
+                }
+                return Ok(());
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(_) if shared => return Ok(()),
             // A killed task can linger in the folder for a moment.

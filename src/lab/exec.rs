@@ -62,13 +62,17 @@ pub fn command_in(ep: &Endpoint, argv: &[String]) -> Result<Command, Error> {
 /// `ep`'s namespace, opened and checked against the identity its journal recorded (a thread
 /// enters it with `sys::ident::enter_netns_fd`).
 pub fn netns_fd(ep: &Endpoint) -> Result<OwnedFd, Error> {
-    let id = ep.ids.as_ref().map(|i| i.netns).ok_or_else(|| {
-        Error::Failed(format!(
-            "{}'s namespace is not vouched for by the lab's journal: vnetlab will not enter it",
-            ep.role
-        ))
-    })?;
-    ident::open_netns(&ep.netns, id).map_err(|e| {
+    let (id, cookie) = ep
+        .ids
+        .as_ref()
+        .map(|i| (i.netns, i.netns_cookie))
+        .ok_or_else(|| {
+            Error::Failed(format!(
+                "{}'s namespace is not vouched for by the lab's journal: vnetlab will not enter it",
+                ep.role
+            ))
+        })?;
+    ident::open_netns(&ep.netns, id, cookie).map_err(|e| {
         Error::Input(format!(
             "cannot enter {}'s namespace {} ({e}): is the lab still up? see `vnetlab status`",
             ep.role, ep.netns

@@ -63,6 +63,11 @@ pub fn log_path(lab: &str) -> PathBuf {
     dir().join(format!("{lab}.commands.log"))
 }
 
+/// The client machine's serve token, where the lab has one (0600: records are not secrets).
+pub fn token_path(lab: &str) -> PathBuf {
+    dir().join(format!("{lab}.token"))
+}
+
 /// A QEMU guest's folder: `<state dir>/<lab>.vm-<guest>`.
 pub fn vm_dir(lab: &str, guest: &str) -> PathBuf {
     dir().join(format!("{lab}.vm-{guest}"))

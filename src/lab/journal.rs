@@ -18,6 +18,14 @@ pub enum Entry {
         pid: u32,
         start: Option<u64>,
         kept: bool,
+        /// The state folder the journal was started in (its identity): a journal copied into
+        /// another folder names objects that folder did not make, and is refused there.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        folder: Option<crate::sys::ident::FileId>,
+        /// The boot the owner ran in (/proc/sys/kernel/random/boot_id): after a reboot a pid and
+        /// start time can match another process.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        boot: Option<String>,
     },
     /// A network namespace about to be made (removing it removes every interface, qdisc and nft
     /// table in it).
@@ -27,6 +35,10 @@ pub enum Entry {
     NetnsMade {
         name: String,
         id: crate::sys::ident::FileId,
+        /// Its cookie (Linux 5.14 on): the inode alone the kernel reuses at once, the cookie
+        /// never; journals of older kernels (and of vnetlab before) have none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cookie: Option<u64>,
     },
     /// An object inside one of the lab's namespaces: it goes with the namespace.
     InNetns { netns: String, object: NsObject },
@@ -148,9 +160,12 @@ impl Journal {
     /// if one exists (the name is taken: the lab exists, is being built, or was interrupted).
     pub fn create(path: &Path, kept: bool) -> Result<Journal, Error> {
         let lab = path.file_stem().unwrap_or_default().to_string_lossy();
+        use std::os::unix::fs::OpenOptionsExt;
         let file = OpenOptions::new()
             .create_new(true)
             .append(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(path)
             .map_err(|e| match e.kind() {
                 std::io::ErrorKind::AlreadyExists => Error::Taken(format!(
@@ -167,6 +182,8 @@ impl Journal {
             pid,
             start: crate::sys::start_time(pid),
             kept,
+            folder: folder_of(path),
+            boot: boot_id(),
         }])?;
         Ok(j)
     }
@@ -207,25 +224,79 @@ pub enum Usage {
 /// Who uses a lab. `alive(pid, start)` says whether a process still runs.
 pub fn usage(entries: &[Entry], alive: impl Fn(u32, Option<u64>) -> bool) -> Usage {
     let complete = entries.contains(&Entry::Complete);
+    let this_boot = boot_id();
     match entries.iter().find_map(|e| {
-        if let Entry::Owner { pid, start, kept } = e {
-            Some((*pid, *start, *kept))
+        if let Entry::Owner {
+            pid,
+            start,
+            kept,
+            boot,
+            ..
+        } = e
+        {
+            // An owner of another boot is gone, whatever now runs under its pid.
+            let same_boot = boot.is_none() || *boot == this_boot;
+            Some((*pid, start.filter(|_| same_boot), *kept, same_boot))
         } else {
             None
         }
     }) {
-        Some((pid, start, _)) if alive(pid, start) => Usage::Owned { pid },
-        Some((_, _, true)) if complete => Usage::Kept,
-        Some((pid, _, true)) => Usage::Abandoned {
+        Some((pid, start, _, true)) if alive(pid, start) => Usage::Owned { pid },
+        Some((_, _, true, _)) if complete => Usage::Kept,
+        Some((pid, _, true, _)) => Usage::Abandoned {
             why: format!("`vnetlab up` (pid {pid}) died before it was complete"),
         },
-        Some((pid, _, false)) => Usage::Abandoned {
+        Some((pid, _, false, _)) => Usage::Abandoned {
             why: format!("the run that used it (pid {pid}) is gone"),
         },
         None => Usage::Abandoned {
             why: "its journal names no owner (an older vnetlab)".into(),
         },
     }
+}
+
+/// The identity of the folder a journal lives in.
+fn folder_of(path: &Path) -> Option<crate::sys::ident::FileId> {
+    let d = path.parent().filter(|d| !d.as_os_str().is_empty())?;
+    crate::sys::ident::id_of(d).ok()
+}
+
+/// This boot's id.
+pub fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// A journal belongs to the folder it was started in: one whose owner recorded another folder
+/// (copied, or moved, from another state folder) names objects this folder never made.
+fn check_folder(path: &Path, entries: &[Entry]) -> Result<(), Error> {
+    let here = folder_of(path);
+    // Every owner line counts (a planted one need not come first).
+    let folders: Vec<Option<crate::sys::ident::FileId>> = entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Owner { folder, .. } => Some(*folder),
+            _ => None,
+        })
+        .collect();
+    if let Some(f) = folders.iter().flatten().find(|f| Some(**f) != here) {
+        return Err(Error::Failed(format!(
+            "{}: this journal was started in another state folder ({f}, this one is {}): it names that folder's lab, not one of this folder's; vnetlab will not act on it",
+            path.display(),
+            here.map_or("unknown".into(), |h| h.to_string())
+        )));
+    }
+    // A journal that takes a real interface must say where it was started: the machine's own
+    // NIC is given back (flushed, set down, moved) only for a journal this folder wrote.
+    let takes_uplink = entries.iter().any(|e| matches!(e, Entry::Uplink { .. }));
+    if takes_uplink && (folders.is_empty() || folders.iter().any(Option::is_none)) {
+        return Err(Error::Failed(format!(
+            "{}: this journal takes an uplink but records no state folder (not written by this vnetlab, or planted): vnetlab will not touch the interface it names; look at the file and remove it by hand",
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 /// The largest journal vnetlab reads (a lab of 9 999 guests writes well under 4 MB).
@@ -239,7 +310,7 @@ pub fn read(path: &Path, lab: &str) -> Result<Vec<Entry>, Error> {
     if let Some(d) = path.parent() {
         super::folder::check_trusted(d)?;
     }
-    let bytes = crate::text::read_bytes_capped(path, MAX_BYTES)
+    let bytes = crate::text::read_own_bytes_capped(path, MAX_BYTES)
         .map_err(|e| Error::Failed(format!("cannot read journal: {e}")))?;
     let lines = text_lines(&bytes).map_err(|n| {
         Error::Failed(format!(
@@ -247,12 +318,14 @@ pub fn read(path: &Path, lab: &str) -> Result<Vec<Entry>, Error> {
             path.display()
         ))
     })?;
-    let entries = parse(&lines).map_err(|(n, e)| {
+    let torn = !bytes.is_empty() && !bytes.ends_with(b"\n");
+    let entries = parse(&lines, torn).map_err(|(n, e)| {
         Error::Failed(format!(
             "{}:{n}: bad journal line ({e}): vnetlab will not act on it; look at the file and remove it by hand",
             path.display()
         ))
     })?;
+    check_folder(path, &entries)?;
     let roots = super::cgroup::vnetlab_roots(&super::cgroup::detect());
     validate(lab, &entries, &roots).map_err(|e| {
         Error::Failed(format!(
@@ -263,9 +336,11 @@ pub fn read(path: &Path, lab: &str) -> Result<Vec<Entry>, Error> {
     Ok(entries)
 }
 
-/// The journal's lines; Err(n): line n (1-based) is not UTF-8. A torn last line is kept as it is
-/// (`parse` passes over it).
+/// The journal's lines; Err(n): line n (1-based) is not UTF-8. A torn last line (the file does
+/// not end in a newline: a crash mid-write) is kept as it is (`parse` passes over it); a last
+/// line that ends in a newline was written whole, and is held to the rules of every line.
 fn text_lines(bytes: &[u8]) -> Result<Vec<String>, usize> {
+    let torn = !bytes.ends_with(b"\n");
     let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
     if lines.last().is_some_and(|l| l.is_empty()) {
         lines.pop();
@@ -277,7 +352,7 @@ fn text_lines(bytes: &[u8]) -> Result<Vec<String>, usize> {
         .map(|(i, l)| match std::str::from_utf8(l) {
             Ok(s) => Ok(s.to_string()),
             // A crash mid-write can tear a multi-byte character in the last line only.
-            Err(_) if i + 1 == n => Ok(String::new()),
+            Err(_) if torn && i + 1 == n => Ok(String::new()),
             Err(_) => Err(i + 1),
         })
         .collect()
@@ -414,7 +489,7 @@ fn cgroup_ok(path: &Path, lab: &str, shared: bool, roots: &[PathBuf]) -> bool {
 }
 
 /// Parses journal lines; the error names the 1-based line.
-pub fn parse(lines: &[String]) -> Result<Vec<Entry>, (usize, String)> {
+pub fn parse(lines: &[String], torn: bool) -> Result<Vec<Entry>, (usize, String)> {
     let mut out = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         if line.trim().is_empty() {
@@ -422,7 +497,7 @@ pub fn parse(lines: &[String]) -> Result<Vec<Entry>, (usize, String)> {
         }
         match serde_json::from_str(line) {
             Ok(e) => out.push(e),
-            Err(_) if i + 1 == lines.len() => {}
+            Err(_) if torn && i + 1 == lines.len() => {}
             Err(e) => return Err((i + 1, e.to_string())),
         }
     }
@@ -488,6 +563,16 @@ mod tests {
             matches!(back[0], Entry::Owner { pid, kept: false, .. } if pid == std::process::id())
         );
         assert_eq!(back[1..], es[..]);
+        // A bad last line that ends in a newline was written whole: not torn, refused (it was
+        // dropped as torn, and the lab reported removed).
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&p)
+            .unwrap()
+            .write_all(b"\n{\"kind\":\"nonsense\"}\n")
+            .unwrap();
+        let e = read(&p, "x").unwrap_err().to_string();
+        assert!(e.contains("bad journal line"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -511,12 +596,46 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A journal that takes an uplink is acted on only with every owner line naming this
+    /// folder, wherever the lines sit in the file.
+    #[test]
+    fn an_uplink_journal_must_name_this_folder_in_every_owner_line() {
+        let dir = std::env::temp_dir().join(format!("vl-jf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("qa.journal");
+        let here = folder_of(&path);
+        let owner = |folder| Entry::Owner {
+            pid: 7,
+            start: None,
+            kept: true,
+            folder,
+            boot: None,
+        };
+        let uplink = Entry::Uplink {
+            name: "eth9".into(),
+            netns: "vlqa-host".into(),
+            before: Default::default(),
+        };
+        let elsewhere = Some(crate::sys::ident::FileId { dev: 1, ino: 2 });
+        assert!(check_folder(&path, std::slice::from_ref(&uplink)).is_err());
+        assert!(check_folder(&path, &[uplink.clone(), owner(None)]).is_err());
+        assert!(check_folder(&path, &[owner(here), uplink.clone(), owner(None)]).is_err());
+        assert!(check_folder(&path, &[owner(here), uplink.clone(), owner(elsewhere)]).is_err());
+        assert!(check_folder(&path, &[uplink.clone(), owner(here)]).is_ok());
+        // Without an uplink an old journal (no folder recorded) is still read; a copied one is not.
+        assert!(check_folder(&path, &[owner(None), Entry::Complete]).is_ok());
+        assert!(check_folder(&path, &[owner(elsewhere), Entry::Complete]).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn a_lab_is_in_use_while_its_owner_lives_or_up_kept_it() {
         let owner = |kept| Entry::Owner {
             pid: 7,
             start: Some(1),
             kept,
+            folder: None,
+            boot: None,
         };
         let live = |_: u32, _: Option<u64>| true;
         let dead = |_: u32, _: Option<u64>| false;

@@ -45,7 +45,7 @@ fn refused(from: &Endpoint, to: &Endpoint, e: Error) -> ProbeResult {
 /// Connects from `from` to a client on another machine: a TCP handshake with its `vnetlab serve`
 /// (or its iperf3 server, without a token) is the proof it is reachable; nothing is sent.
 fn to_remote(from: &Endpoint, to: &Endpoint, r: &super::topology::RemoteClient) -> ProbeResult {
-    let port = if r.token.is_some() { r.port } else { 5201 };
+    let port = if r.has_token { r.port } else { 5201 };
     let target = SocketAddr::from((r.address, port));
     let from_ns = match super::exec::netns_fd(from) {
         Ok(f) => f,

@@ -52,6 +52,8 @@ pub struct Endpoint {
 #[derive(Clone, Debug, PartialEq)]
 pub struct EndpointIds {
     pub netns: FileId,
+    /// The namespace's cookie, where the kernel has them (`sys::ident::own_netns_cookie`).
+    pub netns_cookie: Option<u64>,
     pub cgroups: Vec<FileId>,
 }
 
@@ -160,7 +162,7 @@ pub fn load(lab: &str) -> Result<LabRecord, Error> {
             format!("no lab named '{lab}': the labs are {}", known.join(", "))
         }));
     }
-    let text = crate::text::read_capped(&p, MAX_RECORD)
+    let text = crate::text::read_own_capped(&p, MAX_RECORD)
         .map_err(|e| Error::Input(format!("lab {lab}'s record: {e}")))?;
     let mut rec: LabRecord = serde_json::from_str(&text).map_err(|e| {
         Error::Input(format!(
@@ -177,7 +179,27 @@ pub fn load(lab: &str) -> Result<LabRecord, Error> {
     }
     let entries = super::journal::read(&journal_path(lab), lab)?;
     vouch(&mut rec, &entries)?;
+    load_token(&mut rec)?;
     Ok(rec)
+}
+
+/// The client machine's serve token, kept apart from the record, put back where it names one.
+fn load_token(rec: &mut LabRecord) -> Result<(), Error> {
+    let lab = rec.topology.name.clone();
+    let wants = rec.topology.client.as_ref().is_some_and(|c| c.has_token);
+    if !wants {
+        return Ok(());
+    }
+    let t = crate::text::read_own_capped(&super::folder::token_path(&lab), 4096)
+        .map_err(|e| Error::Failed(format!("lab {lab}'s client token: {e}")))?;
+    let t = Some(t.trim().to_string());
+    if let Some(c) = rec.topology.client.as_mut() {
+        c.token.clone_from(&t);
+    }
+    for e in rec.endpoints.iter_mut().filter_map(|e| e.remote.as_mut()) {
+        e.token.clone_from(&t);
+    }
+    Ok(())
 }
 
 /// Fills each endpoint's identities from the journal's `…Made` entries; an endpoint whose
@@ -187,7 +209,7 @@ pub fn vouch(rec: &mut LabRecord, entries: &[super::journal::Entry]) -> Result<(
     use super::journal::Entry;
     let ns_id = |n: &str| {
         entries.iter().find_map(|e| match e {
-            Entry::NetnsMade { name, id } if name == n => Some(*id),
+            Entry::NetnsMade { name, id, cookie } if name == n => Some((*id, *cookie)),
             _ => None,
         })
     };
@@ -208,13 +230,18 @@ pub fn vouch(rec: &mut LabRecord, entries: &[super::journal::Entry]) -> Result<(
                 e.role
             ))
         };
-        let netns = ns_id(&e.netns).ok_or_else(|| refuse(format!("namespace {}", e.netns)))?;
+        let (netns, netns_cookie) =
+            ns_id(&e.netns).ok_or_else(|| refuse(format!("namespace {}", e.netns)))?;
         let cgroups = e
             .cgroups
             .iter()
             .map(|d| dir_id(d).ok_or_else(|| refuse(format!("cgroup {}", d.display()))))
             .collect::<Result<_, _>>()?;
-        e.ids = Some(EndpointIds { netns, cgroups });
+        e.ids = Some(EndpointIds {
+            netns,
+            netns_cookie,
+            cgroups,
+        });
     }
     Ok(())
 }

@@ -245,12 +245,12 @@ fn lab_status(r: &LabRecord, entries: &[super::journal::Entry]) -> Result<LabSta
                     console: files.console(),
                 }
             }),
-            remote: e.remote.as_ref().map(|rc| match rc.token {
-                Some(_) => format!(
+            remote: e.remote.as_ref().map(|rc| match rc.has_token {
+                true => format!(
                     "another machine: vnetlab serve at {}:{}",
                     rc.address, rc.port
                 ),
-                None => format!(
+                false => format!(
                     "another machine at {}: iperf3 only (no serve token)",
                     rc.address
                 ),

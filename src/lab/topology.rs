@@ -85,7 +85,13 @@ pub struct Topology {
 pub struct RemoteClient {
     pub address: std::net::Ipv4Addr,
     pub port: u16,
+    /// The serve's token: a secret, never in a record or a JSON document (the lab keeps it in
+    /// `<lab>.token`, readable by root only, and loads it with the record).
+    #[serde(skip)]
     pub token: Option<String>,
+    /// Whether the client machine runs a serve this lab has the token of.
+    #[serde(default)]
+    pub has_token: bool,
 }
 
 impl RemoteClient {
@@ -107,6 +113,7 @@ impl RemoteClient {
         Ok(RemoteClient {
             address: a.parse().map_err(|_| bad())?,
             port: p,
+            has_token: token.is_some(),
             token,
         })
     }
@@ -455,6 +462,20 @@ pub use crate::text::{line_col, toml_error};
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The client's serve token is a secret: never in the record or a JSON document.
+    #[test]
+    fn a_clients_token_is_kept_out_of_records() {
+        let c =
+            RemoteClient::parse("10.213.0.2:12866", Some("0123456789abcdef0123".into())).unwrap();
+        let j = serde_json::to_string(&c).unwrap();
+        assert!(
+            !j.contains("0123456789abcdef") && j.contains("\"has_token\":true"),
+            "{j}"
+        );
+        let back: RemoteClient = serde_json::from_str(&j).unwrap();
+        assert!(back.token.is_none() && back.has_token);
+    }
 
     #[test]
     fn toml_topology_parses_with_defaults() {

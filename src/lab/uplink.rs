@@ -23,7 +23,7 @@ pub struct UplinkState {
     pub mtu: u32,
     pub up: bool,
     pub txqlen: Option<u32>,
-    /// Every address but the kernel's own (IPv6 link-local, dynamic ones), as the arguments of
+    /// Every address but the kernel's own (IPv6 link-local and router-advertised), as the arguments of
     /// `ip addr add … dev IFACE`, flags included (nodad, noprefixroute, …).
     pub addrs: Vec<Vec<String>>,
     /// Every route through it in every table but those the kernel makes for its addresses, as
@@ -38,6 +38,13 @@ pub struct UplinkState {
     pub rings: BTreeMap<String, u32>,
     /// Receive and transmit steering masks per queue (queues/rx-N/rps_cpus, tx-N/xps_cpus).
     pub masks: BTreeMap<String, String>,
+    /// Its per-device sysctls (`net/ipv4/conf/IFACE/*`, `net/ipv6/conf/IFACE/*`: rp_filter,
+    /// accept_ra, arp_ignore, forwarding, …), which a move between namespaces resets.
+    #[serde(default)]
+    pub sysctls: BTreeMap<String, String>,
+    /// Its permanent neighbour entries, as the arguments of `ip neigh replace … dev IFACE`.
+    #[serde(default)]
+    pub neighbours: Vec<Vec<String>>,
 }
 
 fn ip_json(args: &[&str]) -> Result<serde_json::Value, Error> {
@@ -83,6 +90,13 @@ pub fn check(name: &str, force: bool) -> Result<(), Error> {
         return Err(Error::Input(format!(
             "--uplink {name}: its root qdisc is {kind}, whose settings vnetlab cannot give back whole ({} it can): remove it (`tc qdisc del dev {name} root`) or use one of those",
             GIVEN_BACK.join(", ")
+        )));
+    }
+    let lost = losses(name);
+    if !lost.is_empty() {
+        return Err(Error::Input(format!(
+            "--uplink {name}: it has {}, which vnetlab cannot give back whole after the lab: remove them first (and put them back after), or give vnetlab another interface",
+            lost.join(" and ")
         )));
     }
     if let Some(u) = uppers(name).first() {
@@ -142,7 +156,86 @@ pub fn read_state(name: &str) -> Result<UplinkState, Error> {
         features: changeable(&k),
         rings: rings(&g),
         masks: masks(name),
+        sysctls: sysctls(name),
+        neighbours: neighbour_args(name),
     })
+}
+
+/// The writable per-device sysctls of `name`, by their path under /proc/sys/net.
+fn sysctls(name: &str) -> BTreeMap<String, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = BTreeMap::new();
+    for fam in ["ipv4", "ipv6"] {
+        let dir = std::path::Path::new("/proc/sys/net")
+            .join(fam)
+            .join("conf")
+            .join(name);
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let writable = e
+                .metadata()
+                .is_ok_and(|m| m.permissions().mode() & 0o200 != 0);
+            let key = format!("{fam}/conf/{name}/{}", e.file_name().to_string_lossy());
+            if let (true, Ok(v)) = (writable, std::fs::read_to_string(e.path())) {
+                out.insert(key, v.trim().to_string());
+            }
+        }
+    }
+    out
+}
+
+/// `ip neigh replace` arguments of each permanent neighbour entry on `name`, IPv4 and IPv6.
+fn neighbour_args(name: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for fam in ["-4", "-6"] {
+        let j = ip_json(&[
+            "ip",
+            fam,
+            "-j",
+            "neigh",
+            "show",
+            "dev",
+            name,
+            "nud",
+            "permanent",
+        ])
+        .unwrap_or_default();
+        for n in j.as_array().into_iter().flatten() {
+            if let (Some(dst), Some(ll)) = (n["dst"].as_str(), n["lladdr"].as_str()) {
+                out.push(
+                    [dst, "lladdr", ll, "nud", "permanent"]
+                        .map(str::to_string)
+                        .to_vec(),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// What a lab could not give back whole, read before it takes the uplink: tc filters on its
+/// ingress, egress or root (a qdisc comes back; its filters do not), an XDP program.
+fn losses(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for at in ["ingress", "egress", "root"] {
+        let f = ip_json(&["tc", "-j", "filter", "show", "dev", name, at]).unwrap_or_default();
+        // One filter is several entries (a u32 table and its keys): count its priorities. Asked
+        // for egress or root, tc lists an ingress qdisc's filters again, marked: left out.
+        let prefs: std::collections::BTreeSet<u64> = f
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|x| x["kind"].is_string() && (at == "ingress" || x["ingress"] != true))
+            .filter_map(|x| x["pref"].as_u64())
+            .collect();
+        if !prefs.is_empty() {
+            out.push(format!("{} tc filter(s) at its {at}", prefs.len()));
+        }
+    }
+    let l = ip_json(&["ip", "-j", "-d", "link", "show", "dev", name]).unwrap_or_default();
+    if l[0].get("xdp").is_some() {
+        out.push("an XDP program".into());
+    }
+    out
 }
 
 /// Every route through `name`, IPv4 and IPv6, in every table.
@@ -165,7 +258,9 @@ pub fn addr_args(addr_json: &serde_json::Value) -> Vec<Vec<String>> {
         .unwrap_or_default();
     infos
         .iter()
-        .filter(|a| a["dynamic"] != true)
+        // An IPv6 address with a lifetime came from a router advertisement and comes back
+        // with the next one; an IPv4 one was given (by a person or DHCP) and is put back.
+        .filter(|a| !(a["family"] == "inet6" && a["dynamic"] == true))
         .filter(|a| !(a["family"] == "inet6" && a["scope"] == "link"))
         .filter_map(|a| {
             let mut v = vec![format!(
@@ -185,6 +280,16 @@ pub fn addr_args(addr_json: &serde_json::Value) -> Vec<Vec<String>> {
             for flag in ["nodad", "noprefixroute", "mngtmpaddr", "home", "optimistic"] {
                 if a[flag] == true {
                     v.push(flag.to_string());
+                }
+            }
+            // An address a person gave a lifetime keeps what is left of it (forever: none).
+            const FOREVER: u64 = 4_294_967_295;
+            for (key, arg) in [
+                ("valid_life_time", "valid_lft"),
+                ("preferred_life_time", "preferred_lft"),
+            ] {
+                if let Some(t) = a[key].as_u64().filter(|t| *t < FOREVER) {
+                    v.extend([arg.to_string(), t.to_string()]);
                 }
             }
             Some(v)
@@ -463,6 +568,7 @@ fn restore(name: &str, s: &UplinkState) -> Result<(), Error> {
             .join(file);
         let _ = std::fs::write(p, mask);
     }
+    restore_sysctls(s);
     run(&["ip", "addr", "flush", "dev", name, "scope", "global"])?;
     for a in &s.addrs {
         let mut argv = vec!["ip", "addr", "add"];
@@ -480,7 +586,28 @@ fn restore(name: &str, s: &UplinkState) -> Result<(), Error> {
         argv.extend(["dev", name]);
         run(&argv)?;
     }
+    for n in &s.neighbours {
+        let mut argv = vec!["ip", "neigh", "replace"];
+        argv.extend(n.iter().map(String::as_str));
+        argv.extend(["dev", name]);
+        run(&argv)?;
+    }
     Ok(())
+}
+
+/// The per-device sysctls as they were: IPv6 switched on or off first (the others of IPv6 take
+/// no writes while it is off), each only where it differs now.
+fn restore_sysctls(s: &UplinkState) {
+    let first = |k: &&String| !k.ends_with("/disable_ipv6");
+    let mut keys: Vec<&String> = s.sysctls.keys().collect();
+    keys.sort_by_key(|k| first(k));
+    for k in keys {
+        let p = std::path::Path::new("/proc/sys/net").join(k);
+        let v = &s.sysctls[k];
+        if std::fs::read_to_string(&p).is_ok_and(|now| now.trim() != v) {
+            let _ = std::fs::write(&p, v);
+        }
+    }
 }
 
 /// Offloads and ring sizes as they were; what the driver refuses now is left (it was changeable).
@@ -537,6 +664,16 @@ mod tests {
             features: [("gro".to_string(), true)].into(),
             rings: [("rx".to_string(), 256)].into(),
             masks: [("rx-0/rps_cpus".to_string(), "1".to_string())].into(),
+            sysctls: [("ipv4/conf/x/rp_filter".to_string(), "2".to_string())].into(),
+            neighbours: vec![[
+                "192.0.2.99",
+                "lladdr",
+                "02:00:00:00:00:99",
+                "nud",
+                "permanent",
+            ]
+            .map(str::to_string)
+            .to_vec()],
         };
         let back: UplinkState = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
         assert_eq!(back, s);
@@ -548,10 +685,24 @@ mod tests {
             {"family": "inet", "local": "192.0.2.7", "prefixlen": 24, "broadcast": "192.0.2.255", "scope": "global", "label": "vlu"},
             {"family": "inet6", "local": "fd00::7", "prefixlen": 64, "scope": "global", "nodad": true, "noprefixroute": true},
             {"family": "inet6", "local": "fe80::1", "prefixlen": 64, "scope": "link"},
-            {"family": "inet6", "local": "2001:db8::9", "prefixlen": 64, "scope": "global", "dynamic": true}
+            {"family": "inet6", "local": "2001:db8::9", "prefixlen": 64, "scope": "global", "dynamic": true},
+            {"family": "inet", "local": "192.0.2.8", "prefixlen": 24, "scope": "global", "dynamic": true,
+             "valid_life_time": 3590, "preferred_life_time": 1790}
         ]}]);
         let a = addr_args(&j);
-        assert_eq!(a.len(), 2);
+        assert_eq!(a.len(), 3);
+        assert_eq!(
+            a[2],
+            [
+                "192.0.2.8/24",
+                "scope",
+                "global",
+                "valid_lft",
+                "3590",
+                "preferred_lft",
+                "1790"
+            ]
+        );
         assert_eq!(
             a[0],
             [

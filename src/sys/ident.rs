@@ -163,7 +163,7 @@ fn prepare_netns_dir(dir: &Path) -> io::Result<()> {
 /// a crash before the bind leaves only the empty name file, and the namespace goes with the thread.
 pub fn make_netns(
     name: &str,
-    made: impl FnOnce(FileId) -> io::Result<()> + Send,
+    made: impl FnOnce(FileId, Option<u64>) -> io::Result<()> + Send,
 ) -> io::Result<bool> {
     let dir = Path::new(NETNS_DIR);
     prepare_netns_dir(dir)?;
@@ -179,7 +179,7 @@ pub fn make_netns(
             // SAFETY: unshare takes a flag; it moves only this thread into a new namespace.
             check(unsafe { libc::unshare(libc::CLONE_NEWNET) })?;
             let own = Path::new("/proc/thread-self/ns/net");
-            made(id_of(own)?)?;
+            made(id_of(own)?, own_netns_cookie()?)?;
             let (src, dst) = (cstr(own)?, cstr(&target)?);
             // SAFETY: both paths are NUL-terminated strings living across the call.
             check(unsafe {
@@ -216,10 +216,10 @@ pub enum Deleted {
     Placeholder,
 }
 
-/// Deletes namespace `name` if it is `want` (as `ip netns del` does: lazy unmount, then the
-/// name's file); an empty placeholder file a cut-short make left is removed too. Anything else
-/// by that name is refused with why, and left as it is.
-pub fn del_netns(name: &str, want: FileId) -> io::Result<Deleted> {
+/// Deletes namespace `name` if it is `want` with cookie `cookie` (as `ip netns del` does: lazy
+/// unmount, then the name's file); an empty placeholder file a cut-short make left is removed
+/// too. Anything else by that name is refused with why, and left as it is.
+pub fn del_netns(name: &str, want: FileId, cookie: Option<u64>) -> io::Result<Deleted> {
     let path = Path::new(NETNS_DIR).join(name);
     let have = match id_of(&path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Deleted::Gone),
@@ -235,6 +235,7 @@ pub fn del_netns(name: &str, want: FileId) -> io::Result<Deleted> {
         }
         return Err(not_it(&path, want, have));
     }
+    check_cookie(&open(&path, libc::O_RDONLY)?, name, cookie)?;
     let c = cstr(&path)?;
     // SAFETY: `c` is a NUL-terminated path living across the call.
     check(unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) })?;
@@ -242,9 +243,73 @@ pub fn del_netns(name: &str, want: FileId) -> io::Result<Deleted> {
     Ok(Deleted::Ours)
 }
 
-/// Opens namespace `name` and checks it is `want`, for entering it (setns on the fd checked).
-pub fn open_netns(name: &str, want: FileId) -> io::Result<OwnedFd> {
-    open_checked(&Path::new(NETNS_DIR).join(name), libc::O_RDONLY, want)
+/// Opens namespace `name` and checks it is `want` with cookie `cookie`, for entering it (setns
+/// on the fd checked) or holding it (a namespace held open is never freed, so its inode is no
+/// other's while the fd lives).
+pub fn open_netns(name: &str, want: FileId, cookie: Option<u64>) -> io::Result<OwnedFd> {
+    let fd = open_checked(&Path::new(NETNS_DIR).join(name), libc::O_RDONLY, want)?;
+    check_cookie(&fd, name, cookie)?;
+    Ok(fd)
+}
+
+/// SO_NETNS_COOKIE (asm-generic/socket.h, Linux 5.14).
+const SO_NETNS_COOKIE: libc::c_int = 71;
+
+/// The cookie of the calling thread's network namespace: a number the kernel gives one namespace
+/// for its whole life and never gives another (an inode it reuses at once); None on a kernel
+/// before 5.14, which has none.
+pub fn own_netns_cookie() -> io::Result<Option<u64>> {
+    // SAFETY: socket takes plain integers and returns a new fd or -1.
+    let fd =
+        check(unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: `fd` was just made and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut cookie: u64 = 0;
+    let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
+    // SAFETY: `cookie` and `len` are valid for writes of the sizes given, for the call.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_NETNS_COOKIE,
+            (&mut cookie as *mut u64).cast(),
+            &mut len,
+        )
+    };
+    match r {
+        0 => Ok(Some(cookie)),
+        _ if io::Error::last_os_error().raw_os_error() == Some(libc::ENOPROTOOPT) => Ok(None),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// The cookie of the namespace open as `fd`, read by a thread that enters it.
+pub fn netns_cookie(fd: &OwnedFd) -> io::Result<Option<u64>> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            enter_netns_fd(fd)?;
+            own_netns_cookie()
+        })
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("the cookie's thread panicked")))
+    })
+}
+
+/// Checks an open namespace against the cookie recorded when it was made (None: made on a
+/// kernel without cookies, known by its inode alone).
+pub fn check_cookie(fd: &OwnedFd, name: &str, want: Option<u64>) -> io::Result<()> {
+    let Some(want) = want else {
+        return Ok(());
+    };
+    match netns_cookie(fd)? {
+        Some(have) if have == want => Ok(()),
+        Some(_) => Err(io::Error::other(format!(
+            "namespace {name} has the inode recorded but not the cookie: it is another namespace that the kernel gave the same inode"
+        ))),
+        None => Err(io::Error::other(format!(
+            "namespace {name} was recorded with a cookie this kernel cannot read"
+        ))),
+    }
 }
 
 /// Moves the calling thread into the namespace open as `fd`.

@@ -147,6 +147,42 @@ pub fn kill9(pid: i32) {
     unsafe { libc::kill(pid, libc::SIGKILL) };
 }
 
+/// Sends SIGKILL to process `pid` only if `still(pid)` holds once a pidfd pins the process: a
+/// pid the kernel recycled after the caller chose it (another program's process) is never
+/// signalled, since the signal goes to the process the pidfd pinned, and one that died in
+/// between gets none. Kernels before 5.3 (no pidfd): checked, then killed by pid. Whether it was
+/// signalled.
+pub fn kill9_if(pid: i32, still: impl Fn(i32) -> bool) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as libc::c_int;
+    if fd < 0 {
+        if io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) && still(pid) {
+            kill9(pid);
+            return true;
+        }
+        return false;
+    }
+    // SAFETY: `fd` was just opened and is owned by nobody else.
+    let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    if !still(pid) {
+        return false;
+    }
+    // SAFETY: the pidfd is open for the call; a null siginfo and zero flags are allowed.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            std::os::fd::AsRawFd::as_raw_fd(&fd),
+            libc::SIGKILL,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    r == 0
+}
+
 /// CPU time the calling thread has used, seconds.
 pub fn thread_cpu_s() -> f64 {
     let mut ts = libc::timespec {
