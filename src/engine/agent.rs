@@ -210,11 +210,6 @@ impl Drop for Agent {
     }
 }
 
-/// Whether two tokens are equal, in time that does not depend on where they differ.
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 pub(super) fn send(out: &mut impl Write, r: &Reply) -> Result<(), Error> {
     let mut s = serde_json::to_string(r).unwrap();
     s.push('\n');

@@ -564,7 +564,7 @@ pub fn tcp_crr_respond(l: &TcpListener, id: u32, spec: &Spec, clock: Clock) -> P
                 let keyed = matches!(
                     read_full(&mut s, &mut key, &clock, clock.now() + 3.0),
                     Ok(true)
-                ) && super::agent::constant_time_eq(&key, &spec.key.to_be_bytes());
+                ) && super::proto::constant_time_eq(&key, &spec.key.to_be_bytes());
                 if keyed {
                     if let Ok(true) = read_full(&mut s, &mut req, &clock, clock.hard_end()) {
                         let _ = s.write_all(&resp);

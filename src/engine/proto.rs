@@ -238,8 +238,13 @@ pub fn preamble(id: u32, key: u64) -> [u8; PREAMBLE] {
 /// The stream id of a preamble with the magic and this test's key (compared in constant time).
 pub fn parse_preamble(b: &[u8; PREAMBLE], key: u64) -> Option<u32> {
     let magic = u32::from_be_bytes(b[..4].try_into().unwrap()) == MAGIC;
-    let keyed = super::agent::constant_time_eq(&b[8..], &key.to_be_bytes());
+    let keyed = constant_time_eq(&b[8..], &key.to_be_bytes());
     (magic & keyed).then(|| u32::from_be_bytes(b[4..8].try_into().unwrap()))
+}
+
+/// Whether two tokens are equal, in time that does not depend on where they differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

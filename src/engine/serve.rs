@@ -103,7 +103,8 @@ pub fn judge(got: &[u8], token: &str) -> Hello {
     }
     match serde_json::from_slice::<Request>(&got[..end]) {
         Ok(Request::Hello { token: t, .. })
-            if !token.is_empty() && agent::constant_time_eq(t.as_bytes(), token.as_bytes()) =>
+            if !token.is_empty()
+                && super::proto::constant_time_eq(t.as_bytes(), token.as_bytes()) =>
         {
             Hello::Good(got[end + 1..].to_vec())
         }
