@@ -8,7 +8,7 @@ pub fn all_text_parsers(data: &[u8]) {
     };
     use crate::lab::{addr, journal, topology};
     let _ = topology::TopologyFile::parse(s, "fuzz.toml")
-        .map(|t| t.into_topology().map(|t| t.validate()));
+        .map(|t| t.into_topology().map(|t| crate::lab::plan::validate(&t)));
     let _ = s.parse::<crate::units::Rate>();
     let _ = s.parse::<crate::units::Delay>();
     let _ = s.parse::<crate::units::Loss>();

@@ -33,7 +33,7 @@ fn unknown(what: &'static str, value: &str, choices: &str) -> Error {
 
 /// How a guest's NIC reaches the wire (docs/labs.md, "What a lab is").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(try_from = "String", into = "String")]
 pub enum Mode {
     Native,
     Bridge,
@@ -43,59 +43,87 @@ pub enum Mode {
     Emulated,
     Paravirt,
     /// QEMU guests (kind `qemu`) with the device each names.
-    #[serde(rename = "qemu-e1000")]
     QemuE1000,
-    #[serde(rename = "qemu-virtio")]
     QemuVirtio,
-    #[serde(rename = "qemu-vhost")]
     QemuVhost,
-    #[serde(rename = "qemu-macvtap")]
     QemuMacvtap,
-    #[serde(rename = "qemu-vfio")]
     QemuVfio,
 }
 
-pub const MODE_NAMES: &str = "native, bridge, nat, macvlan, sriov, emulated, paravirt, qemu-e1000, qemu-virtio, qemu-vhost, qemu-macvtap, qemu-vfio";
-
 impl Mode {
-    /// Whether the mode's guests are QEMU VMs (kind `qemu`) rather than namespaces.
+    /// Every mode, in the order users read them (a new datapath adds its variant here and its
+    /// name below; what it builds lives in its module under `lab/plan/datapath/`).
+    pub const ALL: [Mode; 12] = [
+        Mode::Native,
+        Mode::Bridge,
+        Mode::Nat,
+        Mode::Macvlan,
+        Mode::Sriov,
+        Mode::Emulated,
+        Mode::Paravirt,
+        Mode::QemuE1000,
+        Mode::QemuVirtio,
+        Mode::QemuVhost,
+        Mode::QemuMacvtap,
+        Mode::QemuVfio,
+    ];
+
+    /// The mode's one name: typed on the command line, stored, and shown.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Native => "native",
+            Mode::Bridge => "bridge",
+            Mode::Nat => "nat",
+            Mode::Macvlan => "macvlan",
+            Mode::Sriov => "sriov",
+            Mode::Emulated => "emulated",
+            Mode::Paravirt => "paravirt",
+            Mode::QemuE1000 => "qemu-e1000",
+            Mode::QemuVirtio => "qemu-virtio",
+            Mode::QemuVhost => "qemu-vhost",
+            Mode::QemuMacvtap => "qemu-macvtap",
+            Mode::QemuVfio => "qemu-vfio",
+        }
+    }
+
+    /// Every mode's name, comma-separated (for errors and help).
+    pub fn names() -> String {
+        Mode::ALL.map(Mode::name).join(", ")
+    }
+
+    /// Whether the mode's guests are QEMU VMs (kind `qemu`) rather than namespaces: by the
+    /// naming rule every QEMU device's mode follows.
     pub fn is_qemu(self) -> bool {
-        matches!(
-            self,
-            Mode::QemuE1000
-                | Mode::QemuVirtio
-                | Mode::QemuVhost
-                | Mode::QemuMacvtap
-                | Mode::QemuVfio
-        )
+        self.name().starts_with("qemu-")
     }
 }
 
 impl FromStr for Mode {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self, Error> {
-        Ok(match s {
-            "native" => Mode::Native,
-            "bridge" => Mode::Bridge,
-            "nat" => Mode::Nat,
-            "macvlan" => Mode::Macvlan,
-            "sriov" => Mode::Sriov,
-            "emulated" => Mode::Emulated,
-            "paravirt" => Mode::Paravirt,
-            "qemu-e1000" => Mode::QemuE1000,
-            "qemu-virtio" => Mode::QemuVirtio,
-            "qemu-vhost" => Mode::QemuVhost,
-            "qemu-macvtap" => Mode::QemuMacvtap,
-            "qemu-vfio" => Mode::QemuVfio,
-            _ => return Err(unknown("mode", s, &format!("one of {MODE_NAMES}"))),
-        })
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| unknown("mode", s, &format!("one of {}", Mode::names())))
+    }
+}
+
+impl TryFrom<String> for Mode {
+    type Error = Error;
+    fn try_from(s: String) -> Result<Self, Error> {
+        s.parse()
+    }
+}
+
+impl From<Mode> for String {
+    fn from(m: Mode) -> String {
+        m.name().to_string()
     }
 }
 
 impl fmt::Display for Mode {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        let s = serde_json::to_value(self).unwrap();
-        f.write_str(s.as_str().unwrap())
+        f.write_str(self.name())
     }
 }
 

@@ -9,6 +9,14 @@ use crate::measure::lab::Lab;
 use crate::units::{Delay, Loss, Rate};
 use crate::vocab::{Gro, Mode};
 
+/// `--mode`'s values and their help lines, read from the datapath registry.
+fn modes() -> impl clap::builder::TypedValueParser<Value = Mode> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let values = crate::lab::plan::datapath::all()
+        .map(|d| PossibleValue::new(d.mode().name()).help(d.about()));
+    PossibleValuesParser::new(values).map(|s| s.parse::<Mode>().expect("a registry name"))
+}
+
 #[derive(Args)]
 pub struct UpArgs {
     /// Lab name: 1–6 lowercase letters/digits [default: lab]
@@ -20,8 +28,8 @@ pub struct UpArgs {
     /// Read the topology from a TOML file (same keys as these flags; see docs/labs.md)
     #[arg(long, short = 'f')]
     file: Option<String>,
-    /// How guests' NICs reach the wire: native, bridge, nat, macvlan, sriov, emulated, paravirt, or a QEMU VM's device: qemu-e1000, qemu-virtio, qemu-vhost, qemu-macvtap, qemu-vfio [default: bridge]
-    #[arg(long)]
+    /// How guests' NICs reach the wire (the datapath) [default: bridge]
+    #[arg(long, value_parser = modes())]
     mode: Option<Mode>,
     /// Number of guests [default: 1]
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=9999))]
@@ -172,7 +180,7 @@ impl UpArgs {
             t.name = n.clone();
         }
         t.force_uplink = self.force_uplink;
-        t.validate()?;
+        crate::lab::plan::validate(&t)?;
         Ok(t)
     }
 }
@@ -214,7 +222,7 @@ pub fn up(a: UpArgs) -> CmdResult {
     }
     if a.dry_run {
         let p = build::prepare(&t)?;
-        for line in crate::lab::plan::shell(&p) {
+        for line in crate::lab::plan::shell(&p.steps) {
             crate::outln!("{line}");
         }
         return Ok(());

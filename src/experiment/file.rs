@@ -9,6 +9,7 @@ use serde::Deserialize;
 use std::str::FromStr;
 
 use crate::engine::spec;
+use crate::lab::plan::datapath;
 use crate::lab::topology;
 use crate::units;
 use crate::units::Rate;
@@ -288,7 +289,7 @@ impl Matrix {
         let lros = |m: &Mode| {
             self.lro
                 .iter()
-                .filter(|&&l| !l || *m == Mode::Paravirt)
+                .filter(|&&l| !l || datapath::of(*m).lro())
                 .count() as u128
         };
         let per_mode =
@@ -307,7 +308,7 @@ impl Matrix {
         for &mode in &self.modes {
             for &gro in &self.gro {
                 for &tso in &self.tso {
-                    for &lro in self.lro.iter().filter(|&&l| !l || mode == Mode::Paravirt) {
+                    for &lro in self.lro.iter().filter(|&&l| !l || datapath::of(mode).lro()) {
                         for &mtu in &self.mtu {
                             out.extend(self.wire_rates.iter().map(|&wire| LabSetting {
                                 mode,
@@ -747,8 +748,8 @@ pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, Error> {
     labs_checks(m, &at)?;
     let settings = m.settings();
     for s in &settings {
-        if matches!(s.mode, Mode::Sriov) {
-            return Err(Error::Input(format!("{}: mode sriov needs a PF named per host: run it with `vnetlab up --mode sriov --pf …` and `vnetlab test`", at("modes"))));
+        if datapath::of(s.mode).pf_stand_in().is_some() {
+            return Err(Error::Input(format!("{}: mode {} needs a PF named per host: run it with `vnetlab up --mode {} --pf …` and `vnetlab test`", at("modes"), s.mode, s.mode)));
         }
         if !(576..=9000).contains(&s.mtu) {
             return Err(Error::Input(format!(
@@ -765,7 +766,10 @@ pub fn parse(text: &str, file: &str) -> Result<ExperimentFile, Error> {
             at("lro")
         )));
     }
-    if let Some(s) = settings.iter().find(|s| s.lro && s.mode != Mode::Paravirt) {
+    if let Some(s) = settings
+        .iter()
+        .find(|s| s.lro && !datapath::of(s.mode).lro())
+    {
         return Err(Error::Input(format!(
             "{}: a {} lab with lro = true: software LRO lives in the paravirt backend",
             at("labs"),

@@ -7,8 +7,6 @@ use std::fmt;
 use std::net::Ipv4Addr;
 use std::str::FromStr;
 
-use crate::vocab::Mode;
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Subnet {
     pub base: Ipv4Addr,
@@ -138,19 +136,20 @@ pub struct Addressing {
     pub guests: Vec<Ipv4Addr>,
 }
 
-pub fn max_guests(mode: Mode, net: &Subnet) -> u32 {
-    let n = match mode {
-        Mode::Nat => (net.halves().1.size() - 3).min(NAT_MAX_GUESTS as u64),
-        _ => net.size() - 4,
+/// How many guests `net` holds: on the wire's segment, or (`routed`, behind NAT) on its inner half.
+pub fn max_guests(routed: bool, net: &Subnet) -> u32 {
+    let n = match routed {
+        true => (net.halves().1.size() - 3).min(NAT_MAX_GUESTS as u64),
+        false => net.size() - 4,
     };
     n.min(u32::MAX as u64) as u32
 }
 
-/// Allocates addresses: host .1, client .2, guests from .3 (or, behind NAT, from inner .2).
-pub fn allocate(mode: Mode, net: &Subnet, guests: u32) -> Addressing {
-    assert!(guests <= max_guests(mode, net));
-    match mode {
-        Mode::Nat => {
+/// Allocates addresses: host .1, client .2, guests from .3 (or, `routed` behind NAT, from inner .2).
+pub fn allocate(routed: bool, net: &Subnet, guests: u32) -> Addressing {
+    assert!(guests <= max_guests(routed, net));
+    match routed {
+        true => {
             let (wire, inner) = net.halves();
             Addressing {
                 wire,
@@ -161,7 +160,7 @@ pub fn allocate(mode: Mode, net: &Subnet, guests: u32) -> Addressing {
                 guests: (0..guests as u64).map(|i| inner.nth(2 + i)).collect(),
             }
         }
-        _ => Addressing {
+        false => Addressing {
             wire: *net,
             guest_net: *net,
             host: net.nth(1),
@@ -225,12 +224,12 @@ mod tests {
     #[test]
     fn bridge_allocation_is_dense_and_unique() {
         let n: Subnet = "10.213.0.0/24".parse().unwrap();
-        let a = allocate(Mode::Bridge, &n, 3);
+        let a = allocate(false, &n, 3);
         assert_eq!(a.host, "10.213.0.1".parse::<Ipv4Addr>().unwrap());
         assert_eq!(a.client, "10.213.0.2".parse::<Ipv4Addr>().unwrap());
         assert_eq!(a.guests[2], "10.213.0.5".parse::<Ipv4Addr>().unwrap());
-        assert_eq!(max_guests(Mode::Bridge, &n), 252);
-        let a = allocate(Mode::Bridge, &n, 252);
+        assert_eq!(max_guests(false, &n), 252);
+        let a = allocate(false, &n, 252);
         assert_eq!(
             *a.guests.last().unwrap(),
             "10.213.0.254".parse::<Ipv4Addr>().unwrap()
@@ -245,15 +244,15 @@ mod tests {
     #[test]
     fn nat_puts_guests_behind_the_host() {
         let n: Subnet = "10.213.0.0/16".parse().unwrap();
-        let a = allocate(Mode::Nat, &n, 2);
+        let a = allocate(true, &n, 2);
         assert_eq!(a.wire.to_string(), "10.213.0.0/17");
         assert_eq!(a.guest_net.to_string(), "10.213.128.0/17");
         assert_eq!(a.host_inner, Some("10.213.128.1".parse().unwrap()));
         assert_eq!(a.guests[0], "10.213.128.2".parse::<Ipv4Addr>().unwrap());
         assert!(!a.wire.contains(a.guests[1]));
-        assert_eq!(max_guests(Mode::Nat, &n), NAT_MAX_GUESTS);
+        assert_eq!(max_guests(true, &n), NAT_MAX_GUESTS);
         let small: Subnet = "10.1.0.0/28".parse().unwrap();
-        assert_eq!(max_guests(Mode::Nat, &small), 5);
+        assert_eq!(max_guests(true, &small), 5);
     }
 
     #[test]

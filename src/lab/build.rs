@@ -25,7 +25,7 @@ pub fn prepare(t: &Topology) -> Result<Plan, Error> {
 
 /// `prepare`'s checks and the plan they allow.
 fn checks(t: &Topology) -> Result<Plan, Error> {
-    t.validate()?;
+    plan::validate(t)?;
     let names = Names::new(&t.name);
     if folder::journal_path(&t.name).exists() {
         return Err(Error::Taken(format!(
@@ -52,12 +52,13 @@ fn checks(t: &Topology) -> Result<Plan, Error> {
     if t.wire.rate.is_some() && kernel_config("CONFIG_NET_SCH_TBF") == Some(false) {
         return Err(Error::Failed("this kernel has no tbf qdisc (CONFIG_NET_SCH_TBF), so --wire-rate cannot shape the wire here: drop --wire-rate".into()));
     }
-    let vm = match t.mode.is_qemu() {
-        true => Some(super::vms::host_for(t.mode)?),
-        false => None,
+    let dp = plan::datapath::of(t.mode);
+    let vm = match dp.vm() {
+        Some(_) => Some(super::vms::host_for(t.mode)?),
+        None => None,
     };
-    let sriov = match (t.mode, &t.pf) {
-        (Mode::Sriov | Mode::QemuVfio, Some(pf)) => Some(inspect_pf(pf, t.mode)?),
+    let sriov = match (dp.pf_stand_in(), &t.pf) {
+        (Some(_), Some(pf)) => Some(inspect_pf(pf, t.mode)?),
         _ => None,
     };
     if let Some(u) = &t.uplink {
@@ -124,10 +125,9 @@ pub fn inspect_pf(pf: &str, mode: Mode) -> Result<SriovPf, Error> {
             totalvfs: total,
         }),
         _ => {
-            let instead = match mode {
-                Mode::Sriov => "macvlan, vnetlab's stand-in for a VF",
-                _ => "qemu-macvtap, a virtio NIC straight on the wire",
-            };
+            let instead = plan::datapath::of(mode)
+                .pf_stand_in()
+                .unwrap_or("macvlan, vnetlab's stand-in for a VF");
             Err(Error::Failed(format!("--pf {pf}: {pf} is not an SR-IOV NIC (it has no virtual functions), so this host cannot build mode {mode}; use --mode {instead}")))
         }
     }

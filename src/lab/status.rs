@@ -194,19 +194,7 @@ fn lab_status(r: &LabRecord, entries: &[super::journal::Entry]) -> Result<LabSta
     let ep = |role: Role| -> Result<EndpointStatus, Error> {
         let e = r.endpoint(role)?;
         let port = match role {
-            Role::Guest(i)
-                if matches!(
-                    t.mode,
-                    Mode::Bridge
-                        | Mode::Nat
-                        | Mode::Emulated
-                        | Mode::Paravirt
-                        | Mode::QemuE1000
-                        | Mode::QemuVirtio
-                        | Mode::QemuVhost
-                        | Mode::QemuMacvtap
-                ) =>
-            {
+            Role::Guest(i) if super::plan::datapath::of(t.mode).guest_port() => {
                 get(&h, &n.guest_port(i))
             }
             _ => None,

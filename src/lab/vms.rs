@@ -5,11 +5,11 @@
 
 use crate::lab::Error;
 use std::os::unix::fs::DirBuilderExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::folder;
-use super::plan::VmHost;
+use super::plan::{datapath, VmHost};
 use super::state::{self, Endpoint};
 use crate::guest::qemu::{self, Files, VmSpec};
 use crate::guest::vm;
@@ -34,45 +34,7 @@ pub fn missing(mode: Mode) -> Option<String> {
             qemu::QEMU
         ));
     }
-    match mode {
-        Mode::QemuVhost if !Path::new("/dev/vhost-net").exists() => Some(
-            "mode qemu-vhost needs /dev/vhost-net (the vhost_net module), which this host lacks: use qemu-virtio, the same virtio NIC with QEMU's userspace backend".into(),
-        ),
-        Mode::QemuVfio => vfio_missing(),
-        _ if !Path::new("/dev/net/tun").exists() => Some(format!(
-            "mode {mode} needs /dev/net/tun (the tun module) for the VM's tap, which this host lacks"
-        )),
-        _ => None,
-    }
-}
-
-fn vfio_missing() -> Option<String> {
-    let iommu = std::fs::read_dir("/sys/kernel/iommu_groups")
-        .map(|mut d| d.next().is_some())
-        .unwrap_or(false);
-    let vf = std::fs::read_dir("/sys/class/net")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .any(|e| {
-            std::fs::read_to_string(e.path().join("device/sriov_totalvfs"))
-                .ok()
-                .and_then(|s| s.trim().parse::<u32>().ok())
-                .is_some_and(|n| n > 0)
-        });
-    let lacks: Vec<&str> = [
-        (!vf).then_some("an SR-IOV NIC with VFs"),
-        (!iommu).then_some("an IOMMU (/sys/kernel/iommu_groups is empty)"),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    (!lacks.is_empty()).then(|| {
-        format!(
-            "mode qemu-vfio needs {}, which this host lacks: use qemu-macvtap, a virtio NIC straight on the wire without a host bridge",
-            lacks.join(" and ")
-        )
-    })
+    datapath::of(mode).missing()
 }
 
 /// Checks the host and readies the image and the acceleration for `mode`'s guests.
@@ -236,7 +198,11 @@ pub fn threads(ep: &Endpoint) -> Result<(u32, Vec<u32>, bool), Error> {
             ))
         })?;
     let vcpus = crate::guest::qmp::vcpu_threads(&files.qmp()).unwrap_or_default();
-    Ok((pid, vcpus, vm.mode == Mode::QemuVhost))
+    Ok((
+        pid,
+        vcpus,
+        datapath::of(vm.mode).vm() == Some(qemu::Device::Vhost),
+    ))
 }
 
 /// The last lines of a VM's console, for a failure message.

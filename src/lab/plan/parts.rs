@@ -4,14 +4,14 @@
 use crate::lab::Error;
 use std::path::PathBuf;
 
-use super::{Cx, Step};
+use super::cx::{backend_part, Cx, Step};
 use crate::lab::cgroup::{self, Hierarchy};
 use crate::lab::cpus::CpuPlan;
 use crate::lab::hostcmd::HostCmd;
 use crate::units::CpuList;
 use crate::vocab::Role;
 
-pub(super) struct Parts {
+pub struct Parts {
     /// Per part: its name and CPU list (when placed).
     cpus: Vec<(String, Option<String>)>,
     /// Per part: the folders it joins.
@@ -55,12 +55,15 @@ impl Parts {
     }
 }
 
-/// The part a guest's vNIC backend is accounted in.
-pub(super) fn backend_part(guest: u32) -> String {
-    format!("vnic-{}", Role::Guest(guest))
-}
-
-pub(super) fn plan(cx: &Cx, cg: &Hierarchy, cpus: &CpuPlan) -> Result<Parts, Error> {
+/// The lab's parts: with `backends`, a part per guest's backend too; `per_core`: how many of
+/// this datapath's guests a host core drives at once.
+pub(super) fn plan(
+    cx: &Cx,
+    cg: &Hierarchy,
+    cpus: &CpuPlan,
+    backends: bool,
+    per_core: usize,
+) -> Result<Parts, Error> {
     let placed = |l: CpuList| cpus.placed.then(|| l.to_string());
     let mut parts = vec![("host".to_string(), placed(cpus.host.clone()))];
     // A client on another machine is measured there, by its own `vnetlab serve`.
@@ -72,7 +75,7 @@ pub(super) fn plan(cx: &Cx, cg: &Hierarchy, cpus: &CpuPlan) -> Result<Parts, Err
             .iter()
             .map(|&i| (Role::Guest(i).to_string(), placed(cpus.guest(i)))),
     );
-    if cx.family.vnic() {
+    if backends {
         parts.extend(
             cx.guests
                 .iter()
@@ -83,7 +86,7 @@ pub(super) fn plan(cx: &Cx, cg: &Hierarchy, cpus: &CpuPlan) -> Result<Parts, Err
     if let Some(why) = &cpus.unplaced_because {
         notes.push(format!("unplaced: {why}; every result says so"));
     }
-    notes.extend(crowding(cx, cpus));
+    notes.extend(crowding(cx, cpus, per_core));
     let cgp = cgroup::plan(cg, &cx.n.cgroup(), &parts)?;
     if let Hierarchy::None { why } = cg {
         notes.push(format!("no per-part CPU accounting: {why}"));
@@ -98,8 +101,7 @@ pub(super) fn plan(cx: &Cx, cg: &Hierarchy, cpus: &CpuPlan) -> Result<Parts, Err
 
 /// A backend is a process per guest, a kernel datapath is not: past these many guests per host
 /// core, a test from every guest at once may leave some with nothing (the result names them).
-fn crowding(cx: &Cx, cpus: &CpuPlan) -> Option<String> {
-    let per_core = if cx.family.vnic() { 16 } else { 128 };
+fn crowding(cx: &Cx, cpus: &CpuPlan, per_core: usize) -> Option<String> {
     (cx.t.guests as usize > per_core * cpus.host.len().max(1)).then(|| {
         format!(
             "{} guests on {} host core(s): more than this host can drive at once in mode {} (about {per_core} per core); a test from every guest may starve some, and says which",

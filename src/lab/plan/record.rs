@@ -1,14 +1,16 @@
 //! The lab record's endpoints: where host, client and each guest live, their addresses,
 //! interfaces, cgroups and cores, as other commands and stages read them.
 
+use super::cx::{backend_part, nat_ports, Cx, VmHost};
+use super::datapath::{qemu, Datapath};
 use super::parts::Parts;
-use super::{nat_ports, qemu, Cx, Family, VmHost};
 use crate::lab::folder::{vnic_log_path, vnic_stats_path};
 use crate::lab::state::{Endpoint, NatReach, VnicInfo};
 use crate::vocab::Role;
 
 pub(super) fn endpoints(
     cx: &Cx,
+    dp: &dyn Datapath,
     parts: &Parts,
     host_iface: &str,
     vm: Option<&VmHost>,
@@ -40,12 +42,12 @@ pub(super) fn endpoints(
     };
     let mut out = vec![end(Role::Host, &cx.h, cx.a.host, host_iface), client];
     for (k, &i) in cx.guests.iter().enumerate() {
-        let mut e = if cx.family == Family::Native {
-            end(Role::Guest(i), &cx.h, cx.a.host, host_iface)
-        } else if let (Family::Qemu(_), Some(vm)) = (cx.family, vm) {
+        let mut e = if let (Some(_), Some(vm)) = (dp.vm(), vm) {
             let mut e = end(Role::Guest(i), &cx.h, cx.a.guests[k], qemu::GUEST_IF);
             e.vm = Some(qemu::info(cx, vm, i));
             e
+        } else if !dp.guest_namespaces() {
+            end(Role::Guest(i), &cx.h, cx.a.host, host_iface)
         } else {
             end(
                 Role::Guest(i),
@@ -54,20 +56,20 @@ pub(super) fn endpoints(
                 &cx.n.guest_if(i),
             )
         };
-        if cx.family == (Family::Kernel { nat: true }) {
+        if dp.routed() {
             e.reach_from_client = Some(NatReach {
                 address: cx.a.host,
                 ports: nat_ports(k as u32),
             });
         }
-        if cx.family.vnic() {
+        if dp.backend() {
             let g = Role::Guest(i).to_string();
             e.vnic = Some(VnicInfo {
                 model: cx.t.mode.to_string(),
                 lro: cx.t.lro,
                 stats: vnic_stats_path(&cx.t.name, &g),
                 log: vnic_log_path(&cx.t.name, &g),
-                cgroups: parts.folders(&super::parts::backend_part(i)),
+                cgroups: parts.folders(&backend_part(i)),
             });
         }
         out.push(e);

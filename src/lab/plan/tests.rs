@@ -1,10 +1,15 @@
 //! The planner's tests: each mode's commands and journal, asserted on the typed steps.
 
 use super::*;
+use crate::guest::qemu::{Device, VmSpec};
 use crate::lab::cpus::Steering;
+use crate::lab::hostcmd::HostCmd;
 use crate::lab::hostcmd::{Offloads, TcCmd};
+use crate::lab::journal::{Entry, NsObject};
+use crate::lab::names::Names;
 use crate::lab::state::Side;
 use crate::units::{Delay, Rate};
+use crate::vocab::Mode;
 use crate::vocab::{Gro, Role};
 
 fn unplaced() -> CpuPlan {
@@ -512,11 +517,10 @@ fn device_model_modes_put_taps_and_a_backend_between_guest_and_bridge() {
     let e = plan_of(&topo(Mode::Emulated, 1));
     assert!(ip_in(&e, Some("vllab-g1")).contains(&&tap("vllabg1", false)));
     assert!(!offload_of(&e, "vllabg1").tso, "emulated NICs have no TSO");
-    assert!(Topology {
+    assert!(validate(&Topology {
         lro: true,
         ..topo(Mode::Bridge, 1)
-    }
-    .validate()
+    })
     .unwrap_err()
     .to_string()
     .contains("paravirt"));
@@ -524,7 +528,7 @@ fn device_model_modes_put_taps_and_a_backend_between_guest_and_bridge() {
 
 #[test]
 fn dry_run_text_is_the_commands_iproute2_reads() {
-    let text = shell(&plan_of(&topo(Mode::Bridge, 1))).join("\n");
+    let text = shell(&plan_of(&topo(Mode::Bridge, 1)).steps).join("\n");
     assert!(text.contains(
         "ip netns add vllab-host  # made only if the name is free; its inode journaled\nip netns add vllab-client  # made only if the name is free; its inode journaled\nip netns add vllab-g1  # made only if the name is free; its inode journaled\nip -batch - <<'EOF'\nlink add vllabw netns vllab-host index 100 type veth peer name vllabc netns vllab-client index 101\n"
     ));
@@ -640,18 +644,18 @@ fn qemu_guests_are_vms_started_from_the_host_namespace_on_taps_of_the_bridge() {
         (Mode::QemuVirtio, crate::vocab::Accel::Tcg)
     );
     // The guest sets its own offloads: no ethtool runs for eth0.
-    assert!(!shell(&p).iter().any(|c| c.contains(" eth0 ")));
+    assert!(!shell(&p.steps).iter().any(|c| c.contains(" eth0 ")));
 }
 
 #[test]
 fn qemu_macvtap_guests_hang_off_the_wire_without_a_bridge() {
     let p = qemu_plan(Mode::QemuMacvtap, 1).unwrap();
-    let text = shell(&p).join("\n");
+    let text = shell(&p.steps).join("\n");
     assert!(text.contains("type macvtap mode bridge"), "{text}");
     assert!(text.contains("address 52:54:00:76:00:01"), "{text}");
     assert!(!text.contains("type bridge"), "{text}");
     assert!(text.contains("3<>/dev/tap$(cat /sys/class/net/"), "{text}");
-    let e1000 = shell(&qemu_plan(Mode::QemuE1000, 1).unwrap()).join("\n");
+    let e1000 = shell(&qemu_plan(Mode::QemuE1000, 1).unwrap().steps).join("\n");
     assert!(e1000.contains("e1000,netdev=net0"), "{e1000}");
 }
 
@@ -714,7 +718,7 @@ fn qemu_vfio_moves_the_ports_vfs_and_passes_the_next_ones_through() {
         ]
     );
     assert!(cmds(&p).any(|c| matches!(c, HostCmd::Write { value, .. } if value == "4")));
-    let text = shell(&p).join("\n");
+    let text = shell(&p.steps).join("\n");
     assert!(!text.contains("type veth"), "{text}");
     assert!(!text.contains("type bridge"), "{text}");
     assert!(text.contains("drivers_probe"), "{text}");

@@ -1,7 +1,8 @@
 //! The wire between host and client: its queues and shaping, every interface's offloads, and
 //! the steering that makes it a boundary between two machines' cores.
 
-use super::{just, Cx, Family, Step};
+use super::cx::{just, Cx, Step};
+use super::datapath::Datapath;
 use crate::lab::cpus::{CpuPlan, Steering};
 use crate::lab::hostcmd::{HostCmd, Offloads, TcCmd};
 use crate::lab::journal::{Entry, NsObject};
@@ -77,7 +78,7 @@ fn shaped(dev: &str, cx: &Cx) -> Vec<TcCmd> {
 /// GRO where --gro puts it, TSO/GSO per --tso. The wire's host end is the host's NIC: its TSO
 /// is the NIC's hardware (no host CPU), so it follows --tso; the client's end segments its sends
 /// to MTU frames (--wire-segment), so the host's GRO has frames to merge.
-pub(super) fn offloads(cx: &Cx) -> Vec<Step> {
+pub(super) fn offloads(cx: &Cx, dp: &dyn Datapath) -> Vec<Step> {
     let t = cx.t;
     let client_tso = if t.wire.segment { false } else { t.tso };
     let mut eth = vec![(&cx.h, cx.wh.clone(), t.gro.host(), t.tso)];
@@ -85,15 +86,15 @@ pub(super) fn offloads(cx: &Cx) -> Vec<Step> {
         eth.push((&cx.c, cx.wc.clone(), true, client_tso));
     }
     // Emulated NICs have no offloads: the guest segments and checksums.
-    let guest_tso = t.tso && cx.family != (Family::Vnic { paravirt: false });
+    let guest_tso = t.tso && dp.guest_tso();
     let guest_ns: Vec<String> = cx.guests.iter().map(|&i| cx.n.guest_ns(i)).collect();
-    if cx.family.bridged() {
+    if dp.bridged() {
         eth.push((&cx.h, cx.n.bridge(), t.gro.host(), t.tso));
         for &i in &cx.guests {
             eth.push((&cx.h, cx.n.guest_port(i), t.gro.host(), guest_tso));
         }
     }
-    if cx.family.guest_namespaces() {
+    if dp.guest_namespaces() {
         for (k, &i) in cx.guests.iter().enumerate() {
             eth.push((&guest_ns[k], cx.n.guest_if(i), t.gro.guest(), guest_tso));
         }

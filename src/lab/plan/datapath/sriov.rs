@@ -1,18 +1,35 @@
 //! SR-IOV: real virtual functions of a physical NIC, one moved into the host's namespace (its
 //! port), one into the client's and one into each guest's namespace (mode sriov) or bound to
-//! vfio-pci for each guest's VM (qemu-vfio); the NIC switches between them.
+//! vfio-pci for each guest's VM (qemu-vfio, in `qemu`); the NIC switches between them.
 
-use super::{Cx, Family, Step};
-use crate::guest::qemu::Device;
+use super::seam::Datapath;
 use crate::lab::hostcmd::HostCmd;
 use crate::lab::journal::Entry;
+use crate::lab::plan::cx::{Cx, HostOffers, SriovPf, Step};
 use crate::lab::Error;
+use crate::vocab::Mode;
 
-/// What the builder read about an SR-IOV PF before planning.
-pub struct SriovPf {
-    pub pf: String,
-    pub numvfs: u32,
-    pub totalvfs: u32,
+pub struct Sriov;
+
+impl Datapath for Sriov {
+    fn mode(&self) -> Mode {
+        Mode::Sriov
+    }
+    fn about(&self) -> &'static str {
+        "a real SR-IOV VF per guest (--pf IFACE); the NIC switches"
+    }
+    fn vf_wire(&self) -> bool {
+        true
+    }
+    fn pf_stand_in(&self) -> Option<&'static str> {
+        Some("macvlan, vnetlab's stand-in for a VF")
+    }
+    fn wire_steps(&self, cx: &Cx, host: &HostOffers) -> Result<Vec<Step>, Error> {
+        match host.sriov {
+            Some(pf) => steps(cx, pf, false),
+            None => Ok(vec![]),
+        }
+    }
 }
 
 /// SR-IOV needs one VF per guest, one for the client and one for the host's own port.
@@ -20,8 +37,9 @@ pub fn sriov_vfs_needed(guests: u32) -> u32 {
     guests + 2
 }
 
-/// Enables the VFs if none are (never changing VFs in use), then moves them into place.
-pub(super) fn steps(cx: &Cx, s: &SriovPf) -> Result<Vec<Step>, Error> {
+/// Enables the VFs if none are (never changing VFs in use), then moves them into place; with
+/// `passed_through`, the guests' VFs are bound to vfio-pci for their VMs instead.
+pub(super) fn steps(cx: &Cx, s: &SriovPf, passed_through: bool) -> Result<Vec<Step>, Error> {
     let need = sriov_vfs_needed(cx.t.guests);
     if s.totalvfs < need {
         return Err(Error::Input(format!(
@@ -50,7 +68,6 @@ pub(super) fn steps(cx: &Cx, s: &SriovPf) -> Result<Vec<Step>, Error> {
         });
     }
     let mut places = vec![(cx.h.clone(), cx.wh.clone()), (cx.c.clone(), cx.wc.clone())];
-    let passed_through = cx.family == Family::Qemu(Device::Vfio);
     if !passed_through {
         places.extend(
             cx.guests

@@ -1,13 +1,63 @@
 //! Kernel datapaths: guests on veth pairs into the host's Linux bridge (`bridge`), or routed
-//! and masqueraded by the host (`nat`). The bridge is also where vnetlab's device models plug
-//! their host-side taps.
+//! and masqueraded by the host (`nat`). The bridge is also where vnetlab's device models and
+//! QEMU's taps plug in (`host_bridge`).
 
-use super::{addr, just, nat_ports, veth, Batch, Cx, Family, Step};
+use super::seam::Datapath;
 use crate::lab::hostcmd::{HostCmd, IpCmd, NftCmd};
 use crate::lab::journal::{Entry, NsObject};
+use crate::lab::plan::cx::{addr, just, nat_ports, veth, Batch, Cx, Step};
+use crate::vocab::Mode;
+
+pub struct Bridge;
+pub struct Nat;
+
+impl Datapath for Bridge {
+    fn mode(&self) -> Mode {
+        Mode::Bridge
+    }
+    fn about(&self) -> &'static str {
+        "a veth pair per guest into the host's Linux bridge, which the wire joins"
+    }
+    fn bridged(&self) -> bool {
+        true
+    }
+    fn guest_links(&self, cx: &Cx, b: &mut Batch) {
+        guest_veths(cx, b);
+    }
+    fn host_side(&self, cx: &Cx, b: &mut Batch) -> String {
+        host_bridge(cx, b, None, false)
+    }
+}
+
+impl Datapath for Nat {
+    fn mode(&self) -> Mode {
+        Mode::Nat
+    }
+    fn about(&self) -> &'static str {
+        "guests on an inner bridge, routed and masqueraded by the host onto the wire"
+    }
+    fn bridged(&self) -> bool {
+        true
+    }
+    fn routed(&self) -> bool {
+        true
+    }
+    fn guest_links(&self, cx: &Cx, b: &mut Batch) {
+        guest_veths(cx, b);
+    }
+    fn host_side(&self, cx: &Cx, b: &mut Batch) -> String {
+        host_bridge(cx, b, None, true)
+    }
+    fn guest_routes(&self, cx: &Cx) -> Vec<IpCmd> {
+        vec![route_to_wire(cx)]
+    }
+    fn finish(&self, cx: &Cx) -> Vec<Step> {
+        nat(cx)
+    }
+}
 
 /// A veth pair per guest: its port on the host, its NIC in its namespace.
-pub(super) fn guest_links(cx: &Cx, b: &mut Batch) {
+fn guest_veths(cx: &Cx, b: &mut Batch) {
     for &i in &cx.guests {
         let (port, gif, gns) = (cx.n.guest_port(i), cx.n.guest_if(i), cx.n.guest_ns(i));
         veth(b, (&cx.h, &port), (&gns, &gif));
@@ -15,19 +65,14 @@ pub(super) fn guest_links(cx: &Cx, b: &mut Batch) {
 }
 
 /// The bridge with every guest's port; in bridged modes the wire joins it and the bridge holds
-/// the host's address, behind NAT the wire holds it and the bridge the inner network's.
-pub(super) fn host_bridge(cx: &Cx, b: &mut Batch) -> String {
+/// the host's address, behind NAT the wire holds it and the bridge the inner network's. With
+/// `taps`, each port is a tap (with the virtio-net header or not) for a device model or QEMU.
+pub(super) fn host_bridge(cx: &Cx, b: &mut Batch, taps: Option<bool>, nat: bool) -> String {
     let (br, wh, mtu) = (cx.n.bridge(), &cx.wh, cx.t.mtu);
     b.make(&cx.h, &br, IpCmd::Bridge(br.clone()));
     for &i in &cx.guests {
         let port = cx.n.guest_port(i);
-        let vnet_hdr = match cx.family {
-            Family::Vnic { paravirt } => Some(paravirt),
-            // QEMU opens the tap by name and sets its header and offloads itself.
-            Family::Qemu(_) => Some(true),
-            _ => None,
-        };
-        if let Some(vnet_hdr) = vnet_hdr {
+        if let Some(vnet_hdr) = taps {
             let tap = IpCmd::Tap {
                 name: port.clone(),
                 vnet_hdr,
@@ -46,7 +91,6 @@ pub(super) fn host_bridge(cx: &Cx, b: &mut Batch) -> String {
             IpCmd::Up(port),
         ]);
     }
-    let nat = cx.family == (Family::Kernel { nat: true });
     if nat {
         b.cmds.push(addr(cx.a.host, cx.a.wire.len, wh));
         let inner =
@@ -73,7 +117,7 @@ pub(super) fn host_bridge(cx: &Cx, b: &mut Batch) -> String {
 }
 
 /// Behind NAT a guest reaches the wire's segment through the host's inner address.
-pub(super) fn route_to_wire(cx: &Cx) -> IpCmd {
+fn route_to_wire(cx: &Cx) -> IpCmd {
     IpCmd::Route {
         to: cx.a.wire,
         via: cx
@@ -84,7 +128,7 @@ pub(super) fn route_to_wire(cx: &Cx) -> IpCmd {
 }
 
 /// NAT: forwarding on, masquerade out of the wire, a block of ports forwarded to each guest.
-pub(super) fn nat(cx: &Cx) -> Vec<Step> {
+fn nat(cx: &Cx) -> Vec<Step> {
     let table = cx.n.nft_table();
     let forwards = (0..cx.guests.len())
         .map(|k| (nat_ports(k as u32), cx.a.guests[k]))
