@@ -223,7 +223,7 @@ pub fn costs(
         })
         .collect();
     if vm.is_empty() {
-        return Err(Error::NoData(format!("run {} has no guest-to-client TCP_STREAM points (the VM network): run an experiment with that direction, e.g. experiments/icsnc2013.toml", run.id)));
+        return Err(Error::NoData(format!("run {} has no guest-to-client TCP_STREAM points (the VM network): run an experiment with that direction, e.g. experiments/papers/icsnc2013/full.toml", run.id)));
     }
     let mut used = Vec::new();
     let mut notes = Vec::new();

@@ -196,7 +196,7 @@ enum Cmd {
     Export(exp_cmds::ExportArgs),
     /// Compare two runs point by point (ratios, marked where outside both intervals)
     Compare(exp_cmds::CompareArgs),
-    /// Reproduce the four papers: run each one's suite, check its claims, write a page per paper
+    /// Reproduce the papers: run each one's suites, check its claims, write a page per paper
     Reproduce(repro_cmds::ReproduceArgs),
     /// Bring a store written by an older vnetlab up to date (reading never writes)
     Migrate(exp_cmds::MigrateArgs),

@@ -15,10 +15,10 @@ use crate::vocab::{Accel, Mode};
 
 #[derive(Args)]
 pub struct ReproduceArgs {
-    /// The paper: icsnc2013, xen-lro, xen-passthrough, vmware-esx35, or all
+    /// The paper (its folder's name under experiments/papers/, e.g. xen-lro), or all
     #[arg(default_value = "all")]
     paper: String,
-    /// Run the reduced grids (all four within 15 minutes on a 2-core host: about 14 here)
+    /// Run the reduced grids (every paper's within 15 minutes on a 2-core host: about 14 here)
     #[arg(long)]
     quick: bool,
     /// The results store (SQLite); made if missing

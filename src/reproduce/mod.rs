@@ -1,11 +1,12 @@
-//! Reproducing the four papers: each paper's published numbers and claims as data
-//! (`experiments/papers/*.toml`), the suites that run what it ran (quick and full), the claims
-//! checked against the stored runs, and one page per paper.
+//! Reproducing the papers: each paper's published numbers and claims as data (a folder
+//! `experiments/papers/NAME/`, see `papers`), the suites that run what it ran (quick and full),
+//! the claims checked against the stored runs, and one page per paper.
 
 pub mod cite;
 pub mod claims;
 pub mod figures;
 pub mod page;
+pub mod papers;
 pub mod table_v;
 
 use serde::{Deserialize, Serialize};
@@ -13,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::experiment::file::ExperimentFile;
 use crate::vocab::{Mode, TestKind};
 use claims::{Checked, Claim, Metric, Selector};
+pub use papers::{find, papers, BuiltIn};
 
 /// Why a paper file could not be used. Its `Display` is the one line users see.
 #[derive(Debug, thiserror::Error)]
@@ -107,97 +109,6 @@ pub struct Paper {
     #[serde(default)]
     pub plan: Option<table_v::PlanTable>,
 }
-
-/// A built-in paper: its id, its file, and its suites (quick, full) as experiment files; its
-/// claims are checked over the points of all of a grid's runs together.
-#[derive(Debug)]
-pub struct BuiltIn {
-    pub id: &'static str,
-    pub file: &'static str,
-    pub quick: &'static [&'static str],
-    pub full: &'static [&'static str],
-}
-
-impl BuiltIn {
-    /// The experiment files of its quick or its full grid.
-    pub fn suites(&self, quick: bool) -> &'static [&'static str] {
-        if quick {
-            self.quick
-        } else {
-            self.full
-        }
-    }
-}
-
-pub const PAPERS: [BuiltIn; 4] = [
-    BuiltIn {
-        id: "icsnc2013",
-        file: include_str!("../../experiments/papers/icsnc2013.toml"),
-        quick: &[
-            include_str!("../../experiments/papers/icsnc2013-quick.toml"),
-            include_str!("../../experiments/papers/icsnc2013-costs.toml"),
-            include_str!("../../experiments/papers/icsnc2013-vdi.toml"),
-            include_str!("../../experiments/papers/icsnc2013-vdi-costs-8k.toml"),
-            include_str!("../../experiments/papers/icsnc2013-fig5.toml"),
-            include_str!("../../experiments/papers/icsnc2013-tableiv.toml"),
-            include_str!("../../experiments/papers/icsnc2013-desktops.toml"),
-            include_str!("../../experiments/papers/icsnc2013-desktops-2.toml"),
-            include_str!("../../experiments/papers/icsnc2013-movie-quick.toml"),
-        ],
-        full: &[
-            include_str!("../../experiments/icsnc2013.toml"),
-            include_str!("../../experiments/papers/icsnc2013-bw.toml"),
-            include_str!("../../experiments/papers/icsnc2013-vdi-full.toml"),
-            include_str!("../../experiments/papers/icsnc2013-vdi-costs-full.toml"),
-            include_str!("../../experiments/papers/icsnc2013-fig5-full.toml"),
-            include_str!("../../experiments/papers/icsnc2013-tableiv-full.toml"),
-            include_str!("../../experiments/papers/icsnc2013-desktops.toml"),
-            include_str!("../../experiments/papers/icsnc2013-desktops-2.toml"),
-            include_str!("../../experiments/papers/icsnc2013-movie.toml"),
-        ],
-    },
-    BuiltIn {
-        id: "xen-lro",
-        file: include_str!("../../experiments/papers/xen-lro.toml"),
-        quick: &[
-            include_str!("../../experiments/papers/xen-lro-quick.toml"),
-            include_str!("../../experiments/papers/xen-lro-costs.toml"),
-        ],
-        full: &[
-            include_str!("../../experiments/xen-lro.toml"),
-            include_str!("../../experiments/papers/xen-lro-costs-full.toml"),
-            include_str!("../../experiments/papers/xen-lro-wire.toml"),
-        ],
-    },
-    BuiltIn {
-        id: "xen-passthrough",
-        file: include_str!("../../experiments/papers/xen-passthrough.toml"),
-        quick: &[
-            include_str!("../../experiments/papers/xen-passthrough-quick.toml"),
-            include_str!("../../experiments/papers/xen-passthrough-beyond-quick.toml"),
-            include_str!("../../experiments/papers/xen-passthrough-quick-rr.toml"),
-        ],
-        full: &[
-            include_str!("../../experiments/xen-passthrough.toml"),
-            include_str!("../../experiments/papers/xen-passthrough-beyond.toml"),
-            include_str!("../../experiments/papers/xen-passthrough-rr.toml"),
-        ],
-    },
-    BuiltIn {
-        id: "vmware-esx35",
-        file: include_str!("../../experiments/papers/vmware-esx35.toml"),
-        quick: &[
-            include_str!("../../experiments/papers/vmware-esx35-quick.toml"),
-            include_str!("../../experiments/papers/vmware-esx35-grid.toml"),
-            include_str!("../../experiments/papers/vmware-esx35-e1000.toml"),
-        ],
-        full: &[
-            include_str!("../../experiments/vmware-esx35.toml"),
-            include_str!("../../experiments/papers/vmware-esx35-rr.toml"),
-            include_str!("../../experiments/papers/vmware-esx35-e1000.toml"),
-        ],
-    },
-];
 
 /// Which guests a paper's suites run in.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -304,25 +215,21 @@ pub fn needs_netns(e: &ExperimentFile) -> Option<&'static str> {
 
 /// The ids, for errors and help.
 pub fn ids() -> String {
-    PAPERS.iter().map(|p| p.id).collect::<Vec<_>>().join(", ")
+    papers().iter().map(|p| p.id).collect::<Vec<_>>().join(", ")
 }
 
 /// The built-in papers named (`all` for every one).
 pub fn select(name: &str) -> Result<Vec<&'static BuiltIn>, Error> {
     if name == "all" {
-        return Ok(PAPERS.iter().collect());
+        return Ok(papers().iter().collect());
     }
-    PAPERS
-        .iter()
-        .find(|p| p.id == name)
-        .map(|p| vec![p])
-        .ok_or_else(|| {
-            Error::Input(format!(
-                "no paper '{}': use one of {}, or all",
-                crate::text::clip(name),
-                ids()
-            ))
-        })
+    find(name).map(|p| vec![p]).ok_or_else(|| {
+        Error::Input(format!(
+            "no paper '{}': use one of {}, or all",
+            crate::text::clip(name),
+            ids()
+        ))
+    })
 }
 
 /// Parses and checks a paper file: every value names its source, every claim its points.
@@ -393,13 +300,13 @@ mod tests {
 
     #[test]
     fn the_paper_files_parse_and_every_value_and_claim_names_its_source() {
-        for b in &PAPERS {
+        for b in papers() {
             let p = parse(b.file, b.id).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(p.paper, b.id);
             assert!(!p.values.is_empty() && !p.claims.is_empty(), "{}", b.id);
             assert!(p.values.iter().all(|v| !v.source.is_empty()));
             // The suites are experiment files that parse.
-            for suite in b.quick.iter().chain(b.full) {
+            for suite in b.quick.iter().chain(&b.full) {
                 crate::experiment::file::parse(suite, b.id).unwrap_or_else(|e| panic!("{e}"));
             }
         }
@@ -413,7 +320,7 @@ mod tests {
             accel: "KVM".into(),
             vhost: false,
         };
-        let b = &PAPERS[3];
+        let b = find("vmware-esx35").unwrap();
         let suite = crate::experiment::file::parse(b.quick[0], b.id).unwrap();
         assert_eq!(needs_netns(&suite), None);
         let modes = g.suite(suite).matrix.modes();
@@ -441,7 +348,7 @@ mod tests {
         };
         assert_eq!(n.mode(Mode::Paravirt), Mode::Paravirt);
         // Backend LRO is vnetlab's own: paper 2 stays in netns guests.
-        let lro = crate::experiment::file::parse(PAPERS[1].quick[0], "x").unwrap();
+        let lro = crate::experiment::file::parse(find("xen-lro").unwrap().quick[0], "x").unwrap();
         assert!(needs_netns(&lro).unwrap().contains("LRO"));
     }
 
@@ -471,7 +378,7 @@ mod tests {
 
     #[test]
     fn a_page_renders_from_a_run_with_missing_points() {
-        let b = &PAPERS[0];
+        let b = find("icsnc2013").unwrap();
         let p = parse(b.file, b.id).unwrap();
         let checked = check_all(&p, &[]);
         assert!(checked

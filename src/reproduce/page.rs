@@ -268,8 +268,10 @@ fn items_table(p: &Paper) -> String {
 /// The index linking every paper's page: every claim of every paper on one screen, its verdict
 /// and size, and each paper's counts.
 pub fn index(papers: &[(String, String, Vec<Checked>)]) -> String {
-    let mut h = head("vnetlab: the four papers reproduced");
-    h += "<h1>The four papers, reproduced on this host</h1><table><tr><th class=\"l\">paper</th><th>holds</th><th>does not hold</th><th>within the spread</th><th>not measurable</th></tr>";
+    let n = super::papers::count_word();
+    let mut h = head(&format!("vnetlab: the {n} papers reproduced"));
+    h += &format!("<h1>The {n} papers, reproduced on this host</h1>");
+    h += "<table><tr><th class=\"l\">paper</th><th>holds</th><th>does not hold</th><th>within the spread</th><th>not measurable</th></tr>";
     for (id, title, checked) in papers {
         let n = |v: Verdict| checked.iter().filter(|c| c.verdict == v).count();
         h += &format!(
