@@ -46,6 +46,7 @@ impl From<crate::engine::Error> for Fail {
         match e {
             Error::Input(m) => Fail::Input(m),
             Error::Failed(m) => Fail::Run(m),
+            Error::Io(e) => Fail::Run(e.to_string()),
             Error::Interrupted => Fail::Interrupted(e.to_string()),
         }
     }

@@ -332,8 +332,7 @@ impl Agent {
             }
             TestKind::TcpCrr => {
                 let (l, port) = sockets::tcp_listen(bind, ports, buf, &spec.congestion)?;
-                l.set_nonblocking(true)
-                    .map_err(|e| Error::Failed(e.to_string()))?;
+                l.set_nonblocking(true)?;
                 self.prepared.push(Prepared::CrrServer {
                     spec,
                     listener: l,
@@ -403,8 +402,7 @@ impl Agent {
                         spec.nodelay,
                         spec.zerocopy && spec.test.initiator_sends(),
                     )?;
-                    s.write_all(&proto::preamble(first_id + k, spec.key))
-                        .map_err(|e| Error::Failed(e.to_string()))?;
+                    s.write_all(&proto::preamble(first_id + k, spec.key))?;
                     conns.push((first_id + k, s));
                 }
                 self.prepared.push(Prepared::TcpClient { spec, conns });
@@ -626,8 +624,7 @@ const PREAMBLE_WAIT: Duration = Duration::from_secs(3);
 /// Waits in poll(2), up to `ACCEPT_TIMEOUT` in all.
 fn accept_streams(l: TcpListener, n: u32, spec: &Spec) -> Result<Vec<(u32, TcpStream)>, Error> {
     use std::os::fd::AsRawFd;
-    l.set_nonblocking(true)
-        .map_err(|e| Error::Failed(e.to_string()))?;
+    l.set_nonblocking(true)?;
     let start = Instant::now();
     let mut out: Vec<(u32, TcpStream)> = Vec::new();
     let mut arriving: Vec<Arriving> = Vec::new();

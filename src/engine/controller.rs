@@ -53,15 +53,12 @@ fn reader_thread(name: String, r: impl std::io::Read + Send + 'static) -> Receiv
 impl AgentConn {
     /// An agent in this process (a thread on one end of a socketpair).
     pub fn local(name: &str) -> Result<AgentConn, Error> {
-        let (a, b) = UnixStream::pair().map_err(|e| Error::Failed(e.to_string()))?;
-        let b2 = b.try_clone().map_err(|e| Error::Failed(e.to_string()))?;
+        let (a, b) = UnixStream::pair()?;
+        let b2 = b.try_clone()?;
         std::thread::spawn(move || {
             let _ = super::agent::session(BufReader::new(b), b2, super::agent::SessionMode::Local);
         });
-        let rx = reader_thread(
-            name.into(),
-            a.try_clone().map_err(|e| Error::Failed(e.to_string()))?,
-        );
+        let rx = reader_thread(name.into(), a.try_clone()?);
         Ok(AgentConn {
             name: name.into(),
             tx: Box::new(a),
@@ -130,10 +127,7 @@ impl AgentConn {
             false => connect()?,
         };
         s.set_nodelay(true).ok();
-        let rx = reader_thread(
-            name.into(),
-            s.try_clone().map_err(|e| Error::Failed(e.to_string()))?,
-        );
+        let rx = reader_thread(name.into(), s.try_clone()?);
         let mut a = AgentConn {
             name: name.into(),
             tx: Box::new(s),
@@ -161,10 +155,7 @@ impl AgentConn {
                 path.display()
             ))
         })?;
-        let rx = reader_thread(
-            name.into(),
-            s.try_clone().map_err(|e| Error::Failed(e.to_string()))?,
-        );
+        let rx = reader_thread(name.into(), s.try_clone()?);
         let s2 = s.try_clone().ok();
         let mut a = AgentConn {
             name: name.into(),

@@ -1,7 +1,6 @@
 //! The data loops: bulk senders and receivers (TCP and UDP) and request/response initiators and
 //! responders. Each runs on its own thread against a shared clock and returns a `Piece`.
 
-use super::Error;
 use hdrhistogram::Histogram;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -518,10 +517,8 @@ pub fn tcp_crr_initiate(to: SocketAddr, id: u32, spec: &Spec, clock: Clock) -> P
                     s.set_read_timeout(Some(TICK)).ok();
                     // The test's key first: the responder answers no one else.
                     s.write_all(&spec.key.to_be_bytes())
-                        .and_then(|_| s.write_all(&req))
-                        .map_err(|e| Error::Failed(e.to_string()))?;
-                    read_full(&mut s, &mut resp, &clock, clock.hard_end())
-                        .map_err(|e| Error::Failed(e.to_string()))?;
+                        .and_then(|_| s.write_all(&req))?;
+                    read_full(&mut s, &mut resp, &clock, clock.hard_end())?;
                     Ok(())
                 });
         if let Err(e) = r {

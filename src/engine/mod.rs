@@ -24,6 +24,9 @@ pub enum Error {
     /// An agent, a socket or the peer failed while the test ran, or did not answer in time.
     #[error("{0}")]
     Failed(String),
+    /// A socket or pipe of the engine's own failed (its kind kept for the caller to read).
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
     /// SIGINT/SIGTERM stopped the test.
     #[error("interrupted")]
     Interrupted,

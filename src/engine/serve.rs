@@ -361,7 +361,7 @@ fn session(
     s.set_nodelay(true).ok();
     s.set_read_timeout(Some(IDLE)).ok();
     s.set_write_timeout(Some(IDLE)).ok();
-    let mut w = s.try_clone().map_err(|e| Error::Failed(e.to_string()))?;
+    let mut w = s.try_clone()?;
     agent::send(&mut w, &Reply::Ok)?;
     let input: Box<dyn BufRead> = Box::new(BufReader::new(std::io::Cursor::new(rest).chain(s)));
     let r = agent::session(input, w, SessionMode::Served(reach, budget));

@@ -306,16 +306,14 @@ pub fn run_experiment(
     let hash = sha256_hex(exp.text.as_bytes());
     crate::sys::signals::install();
     let stopping = crate::sys::signals::stop_requested;
-    let run_id = store
-        .begin_run(
-            &exp.file.name,
-            &exp.file.description,
-            &exp.text,
-            &hash,
-            &facts::host(),
-            points.len() as u32,
-        )
-        .map_err(|e| Error::Failed(e.to_string()))?;
+    let run_id = store.begin_run(
+        &exp.file.name,
+        &exp.file.description,
+        &exp.text,
+        &hash,
+        &facts::host(),
+        points.len() as u32,
+    )?;
     let groups = lab_groups(points);
     let it = exp.stop.iterations;
     let mut pace = Pace {
@@ -375,9 +373,7 @@ pub fn run_experiment(
     } else {
         RunStatus::Complete
     };
-    store
-        .finish_run(run_id, status)
-        .map_err(|e| Error::Failed(e.to_string()))?;
+    store.finish_run(run_id, status)?;
     progress(pace.done, pace.done, 0.0, status.name());
     result.map(|_| Outcome {
         run_id,

@@ -246,10 +246,15 @@ impl Store {
         })
     }
 
+    /// A failed statement as the store's error: a store that became read-only under a writer
+    /// is the user's to fix (another --db), any other failure the store's.
     fn sql(&self) -> impl Fn(rusqlite::Error) -> Error + '_ {
-        move |source| Error::Sql {
-            path: shown(&self.path),
-            source,
+        move |source| match source.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::ReadOnly) => Error::ReadOnly(shown(&self.path)),
+            _ => Error::Sql {
+                path: shown(&self.path),
+                source,
+            },
         }
     }
 

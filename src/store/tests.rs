@@ -340,3 +340,15 @@ fn a_stored_result_reads_back_as_measured_and_a_corrupt_one_names_its_point() {
     let e = s.point_result(a).unwrap_err().to_string();
     assert!(e.contains("version 99"), "{e}");
 }
+
+#[test]
+fn a_store_that_turns_read_only_under_a_writer_is_the_users_to_fix() {
+    let f = tmp("turns-ro");
+    let s = Store::open(&f, false).unwrap();
+    s.conn().pragma_update(None, "query_only", "ON").unwrap();
+    let e = s
+        .begin_run("q", "", "", "", &HostFacts::default(), 1)
+        .unwrap_err();
+    assert!(matches!(e, Error::ReadOnly(_)), "{e:?}");
+    assert!(e.is_bad_input(), "exit 2, not 1: {e}");
+}
