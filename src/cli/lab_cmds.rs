@@ -9,12 +9,32 @@ use crate::measure::lab::Lab;
 use crate::units::{Delay, Loss, Rate};
 use crate::vocab::{Gro, Mode};
 
-/// `--mode`'s values and their help lines, read from the datapath registry.
-fn modes() -> impl clap::builder::TypedValueParser<Value = Mode> {
-    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-    let values = crate::lab::plan::datapath::all()
-        .map(|d| PossibleValue::new(d.mode().name()).help(d.about()));
-    PossibleValuesParser::new(values).map(|s| s.parse::<Mode>().expect("a registry name"))
+/// `--mode`: parsed as every mode is (an unknown one names the choices), with the values and
+/// their help lines read from the datapath registry.
+#[derive(Clone)]
+struct Modes;
+
+impl clap::builder::TypedValueParser for Modes {
+    type Value = Mode;
+    fn parse_ref(
+        &self,
+        _cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Mode, clap::Error> {
+        value
+            .to_str()
+            .unwrap_or_default()
+            .parse::<Mode>()
+            .map_err(|e| clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("{e}\n")))
+    }
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(crate::lab::plan::datapath::all().map(|d| {
+            clap::builder::PossibleValue::new(d.mode().name()).help(d.about())
+        })))
+    }
 }
 
 #[derive(Args)]
@@ -29,7 +49,7 @@ pub struct UpArgs {
     #[arg(long, short = 'f')]
     file: Option<String>,
     /// How guests' NICs reach the wire (the datapath) [default: bridge]
-    #[arg(long, value_parser = modes())]
+    #[arg(long, value_parser = Modes)]
     mode: Option<Mode>,
     /// Number of guests [default: 1]
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=9999))]

@@ -414,6 +414,8 @@ impl Agent {
     /// Runs everything prepared against one clock, then reports.
     // Long on purpose: every stream starts against one clock here; one spawn loop keeps the
     // start skew between streams in one place.
+    /// Starts every prepared stream on its own thread, waits for them all, and sums what they
+    /// saw into this side's report (with the machine's CPU where the spec asks for it).
     fn run_streams(&mut self) -> SideReport {
         let t0 = Instant::now();
         let mut report = SideReport::default();
@@ -425,155 +427,152 @@ impl Agent {
         let mut handles: Vec<JoinHandle<Piece>> = Vec::new();
         let mut first_receiver = true;
         for prep in self.prepared.drain(..) {
-            match prep {
-                Prepared::TcpServer {
-                    spec,
-                    listener,
-                    streams,
-                } => {
-                    let conns = match accept_streams(listener, streams, &spec) {
-                        Ok(c) => c,
-                        Err(e) => {
-                            report.errors.push(e.to_string());
-                            continue;
-                        }
-                    };
-                    let clock = Clock {
-                        t0,
-                        warmup: spec.warmup,
-                        duration: spec.duration,
-                    };
-                    for (id, s) in conns {
-                        let spec = spec.clone();
-                        let sample =
-                            spec.test == TestKind::TcpStream && std::mem::take(&mut first_receiver);
-                        handles.push(std::thread::spawn(move || match spec.test {
-                            TestKind::TcpStream => flows::tcp_recv(s, id, &spec, clock, sample),
-                            TestKind::TcpMaerts => flows::tcp_send(s, id, &spec, clock),
-                            TestKind::Vdi => vdi::session::client(s, id, &spec, clock),
-                            _ => flows::tcp_rr_respond(s, id, &spec, clock),
-                        }));
-                    }
-                }
-                Prepared::CrrServer {
-                    spec,
-                    listener,
-                    first_id,
-                } => {
-                    let clock = Clock {
-                        t0,
-                        warmup: spec.warmup,
-                        duration: spec.duration,
-                    };
-                    let l = std::sync::Arc::new(listener);
-                    for k in 0..spec.parallel.clamp(1, 8) {
-                        let (spec, l) = (spec.clone(), l.clone());
-                        handles.push(std::thread::spawn(move || {
-                            flows::tcp_crr_respond(&l, first_id + k, &spec, clock)
-                        }));
-                    }
-                }
-                Prepared::UdpServer { spec, sockets } => {
-                    let clock = Clock {
-                        t0,
-                        warmup: spec.warmup,
-                        duration: spec.duration,
-                    };
-                    for (id, s) in sockets {
-                        let spec = spec.clone();
-                        handles.push(std::thread::spawn(move || match spec.test {
-                            TestKind::UdpStream => flows::udp_recv(s, id, &spec, clock),
-                            _ => flows::udp_rr_respond(s, id, &spec, clock),
-                        }));
-                    }
-                }
-                Prepared::TcpClient { spec, conns } => {
-                    let clock = Clock {
-                        t0,
-                        warmup: spec.warmup,
-                        duration: spec.duration,
-                    };
-                    for (id, s) in conns {
-                        let spec = spec.clone();
-                        let sample =
-                            spec.test == TestKind::TcpMaerts && std::mem::take(&mut first_receiver);
-                        handles.push(std::thread::spawn(move || match spec.test {
-                            TestKind::TcpStream => flows::tcp_send(s, id, &spec, clock),
-                            TestKind::TcpMaerts => flows::tcp_recv(s, id, &spec, clock, sample),
-                            TestKind::Vdi => vdi::session::engine(s, id, &spec, clock),
-                            _ => flows::tcp_rr_initiate(s, id, &spec, clock),
-                        }));
-                    }
-                }
-                Prepared::CrrClient { spec, to, first_id } => {
-                    let clock = Clock {
-                        t0,
-                        warmup: spec.warmup,
-                        duration: spec.duration,
-                    };
-                    for k in 0..spec.parallel {
-                        let spec = spec.clone();
-                        handles.push(std::thread::spawn(move || {
-                            flows::tcp_crr_initiate(to, first_id + k, &spec, clock)
-                        }));
-                    }
-                }
-                Prepared::UdpClient { spec, sockets } => {
-                    let clock = Clock {
-                        t0,
-                        warmup: spec.warmup,
-                        duration: spec.duration,
-                    };
-                    for (id, s) in sockets {
-                        let spec = spec.clone();
-                        handles.push(std::thread::spawn(move || match spec.test {
-                            TestKind::UdpStream => flows::udp_send(s, id, &spec, clock),
-                            _ => flows::udp_rr_initiate(s, id, &spec, clock),
-                        }));
-                    }
-                }
+            match prep.start(t0, &mut first_receiver) {
+                Ok(h) => handles.extend(h),
+                Err(e) => report.errors.push(e),
             }
         }
-        let mut bucket_sets = Vec::new();
-        let mut hist: Option<hdrhistogram::Histogram<u64>> = None;
-        for h in handles {
-            let p = h.join().unwrap_or_else(|_| Piece {
-                error: Some("a stream thread panicked".into()),
-                ..Default::default()
-            });
-            if let Some(e) = p.error {
-                report.errors.push(e);
-            }
-            if p.report.receiver {
-                bucket_sets.push(p.buckets);
-            }
-            if let Some(hp) = p.hist {
-                match &mut hist {
-                    Some(acc) => {
-                        let _ = acc.add(&hp);
-                    }
-                    None => hist = Some(hp),
-                }
-            }
-            if report.tcp_info.is_empty() {
-                report.tcp_info = p.samples;
-            }
-            report.streams.push(p.report);
-        }
-        report.buckets = intervals::sum(&bucket_sets);
-        if let Some(h) = hist {
-            report.latency_ns = h
-                .iter_recorded()
-                .map(|v| (v.value_iterated_to(), v.count_at_value()))
-                .collect();
-        }
-        report.streams.sort_by_key(|s| s.id);
+        collect(handles, &mut report);
         report.machine_cpu = cpu.and_then(|h| h.join().ok().flatten());
         report
     }
 }
 
+/// Joins every stream's thread into `report`: errors, streams, the receivers' interval
+/// buckets summed, the latency histograms merged, the first stream's TCP samples.
+fn collect(handles: Vec<JoinHandle<Piece>>, report: &mut SideReport) {
+    let mut bucket_sets = Vec::new();
+    let mut hist: Option<hdrhistogram::Histogram<u64>> = None;
+    for h in handles {
+        let p = h.join().unwrap_or_else(|_| Piece {
+            error: Some("a stream thread panicked".into()),
+            ..Default::default()
+        });
+        if let Some(e) = p.error {
+            report.errors.push(e);
+        }
+        if p.report.receiver {
+            bucket_sets.push(p.buckets);
+        }
+        if let Some(hp) = p.hist {
+            match &mut hist {
+                Some(acc) => {
+                    let _ = acc.add(&hp);
+                }
+                None => hist = Some(hp),
+            }
+        }
+        if report.tcp_info.is_empty() {
+            report.tcp_info = p.samples;
+        }
+        report.streams.push(p.report);
+    }
+    report.buckets = intervals::sum(&bucket_sets);
+    if let Some(h) = hist {
+        report.latency_ns = h
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect();
+    }
+    report.streams.sort_by_key(|s| s.id);
+}
+
+impl Clock {
+    /// The test's clock, started at `t0`.
+    fn of(spec: &Spec, t0: Instant) -> Clock {
+        Clock {
+            t0,
+            warmup: spec.warmup,
+            duration: spec.duration,
+        }
+    }
+}
+
+/// A thread per stream, running `f` on it.
+fn spawn_each<S: Send + 'static>(
+    items: Vec<(u32, S)>,
+    spec: &Spec,
+    mut f: impl FnMut(S, u32, Spec) -> JoinHandle<Piece>,
+) -> Vec<JoinHandle<Piece>> {
+    items
+        .into_iter()
+        .map(|(id, s)| f(s, id, spec.clone()))
+        .collect()
+}
+
 impl Prepared {
+    /// Starts this side's streams, each on its own thread; the first receiver of a TCP stream
+    /// samples TCP_INFO. Err: the peer's connections never came.
+    fn start(
+        self,
+        t0: Instant,
+        first_receiver: &mut bool,
+    ) -> Result<Vec<JoinHandle<Piece>>, String> {
+        let clock = Clock::of(self.spec(), t0);
+        Ok(match self {
+            Prepared::TcpServer {
+                spec,
+                listener,
+                streams,
+            } => {
+                let conns = accept_streams(listener, streams, &spec).map_err(|e| e.to_string())?;
+                spawn_each(conns, &spec, |s, id, spec| {
+                    let sample = spec.test == TestKind::TcpStream && std::mem::take(first_receiver);
+                    std::thread::spawn(move || match spec.test {
+                        TestKind::TcpStream => flows::tcp_recv(s, id, &spec, clock, sample),
+                        TestKind::TcpMaerts => flows::tcp_send(s, id, &spec, clock),
+                        TestKind::Vdi => vdi::session::client(s, id, &spec, clock),
+                        _ => flows::tcp_rr_respond(s, id, &spec, clock),
+                    })
+                })
+            }
+            Prepared::CrrServer {
+                spec,
+                listener,
+                first_id,
+            } => {
+                let l = std::sync::Arc::new(listener);
+                (0..spec.parallel.clamp(1, 8))
+                    .map(|k| {
+                        let (spec, l) = (spec.clone(), l.clone());
+                        std::thread::spawn(move || {
+                            flows::tcp_crr_respond(&l, first_id + k, &spec, clock)
+                        })
+                    })
+                    .collect()
+            }
+            Prepared::UdpServer { spec, sockets } => spawn_each(sockets, &spec, |s, id, spec| {
+                std::thread::spawn(move || match spec.test {
+                    TestKind::UdpStream => flows::udp_recv(s, id, &spec, clock),
+                    _ => flows::udp_rr_respond(s, id, &spec, clock),
+                })
+            }),
+            Prepared::TcpClient { spec, conns } => spawn_each(conns, &spec, |s, id, spec| {
+                let sample = spec.test == TestKind::TcpMaerts && std::mem::take(first_receiver);
+                std::thread::spawn(move || match spec.test {
+                    TestKind::TcpStream => flows::tcp_send(s, id, &spec, clock),
+                    TestKind::TcpMaerts => flows::tcp_recv(s, id, &spec, clock, sample),
+                    TestKind::Vdi => vdi::session::engine(s, id, &spec, clock),
+                    _ => flows::tcp_rr_initiate(s, id, &spec, clock),
+                })
+            }),
+            Prepared::CrrClient { spec, to, first_id } => (0..spec.parallel)
+                .map(|k| {
+                    let spec = spec.clone();
+                    std::thread::spawn(move || {
+                        flows::tcp_crr_initiate(to, first_id + k, &spec, clock)
+                    })
+                })
+                .collect(),
+            Prepared::UdpClient { spec, sockets } => spawn_each(sockets, &spec, |s, id, spec| {
+                std::thread::spawn(move || match spec.test {
+                    TestKind::UdpStream => flows::udp_send(s, id, &spec, clock),
+                    _ => flows::udp_rr_initiate(s, id, &spec, clock),
+                })
+            }),
+        })
+    }
+
     fn spec(&self) -> &Spec {
         match self {
             Prepared::TcpServer { spec, .. }

@@ -124,31 +124,77 @@ pub fn status(only: Option<&str>) -> Result<Status, Error> {
     Ok(Status { labs, broken })
 }
 
-// Long on purpose: every object of a lab's record is read back in one pass, in the record's
-// order, each check a few lines.
+/// One lab read back: its journal's state, every interface the record names from the kernel,
+/// and each endpoint with its port, backend and VM.
 fn lab_status(r: &LabRecord, entries: &[super::journal::Entry]) -> Result<LabStatus, Error> {
     let t = &r.topology;
     let n = Names::new(&t.name);
-    let complete = entries.contains(&super::journal::Entry::Complete);
+    let damaged = gone_namespaces(entries);
+    let links = read_all_links(r);
+    let h = n.host_ns();
+    let get = |ns: &str, dev: &str| links.get(&(ns.to_string(), dev.to_string())).cloned();
+    let guest_port = super::plan::datapath::of(t.mode).guest_port();
+    let ep = |role: Role| -> Result<EndpointStatus, Error> {
+        let e = r.endpoint(role)?;
+        let port = match role {
+            Role::Guest(i) if guest_port => get(&h, &n.guest_port(i)),
+            _ => None,
+        };
+        Ok(endpoint_status(e, get(&e.netns, &e.iface), port))
+    };
+    let wire_host = t.uplink.clone().unwrap_or_else(|| n.wire_host());
+    let mut host_interfaces: Vec<Iface> = [wire_host, n.bridge()]
+        .iter()
+        .filter_map(|d| get(&h, d))
+        .collect();
+    host_interfaces.dedup_by(|a, b| a.name == b.name);
+    Ok(LabStatus {
+        name: t.name.clone(),
+        mode: t.mode,
+        complete: entries.contains(&super::journal::Entry::Complete) && damaged.is_none(),
+        damaged,
+        usage: usage(entries),
+        subnet: t.subnet.to_string(),
+        mtu_requested: t.mtu,
+        gro_requested: t.gro,
+        tso_requested: t.tso,
+        wire: t.wire.clone(),
+        cgroups: r.cgroups.clone(),
+        cpus: r.cpus.clone(),
+        steering: super::steer::read_back(r),
+        notes: r.notes.clone(),
+        host: ep(Role::Host)?,
+        client: ep(Role::Client)?,
+        guests: r.guests().map(|g| ep(g.role)).collect::<Result<_, _>>()?,
+        host_interfaces,
+    })
+}
+
+/// Which of the lab's journaled namespaces are gone, as the one line that says so.
+fn gone_namespaces(entries: &[super::journal::Entry]) -> Option<String> {
     let missing: Vec<&str> = entries
         .iter()
-        .filter_map(|e| {
-            if let super::journal::Entry::Netns { name } = e {
-                Some(name.as_str())
-            } else {
-                None
-            }
+        .filter_map(|e| match e {
+            super::journal::Entry::Netns { name } => Some(name.as_str()),
+            _ => None,
         })
         .filter(|n| !std::path::Path::new("/run/netns").join(n).exists())
         .collect();
-    let damaged =
-        (!missing.is_empty()).then(|| format!("namespace {} is gone", missing.join(", ")));
-    let usage = match super::journal::usage(entries, crate::sys::alive) {
+    (!missing.is_empty()).then(|| format!("namespace {} is gone", missing.join(", ")))
+}
+
+/// Who holds the lab, as `status` says it.
+fn usage(entries: &[super::journal::Entry]) -> String {
+    match super::journal::usage(entries, crate::sys::alive) {
         super::journal::Usage::Owned { pid } => format!("in use by pid {pid}"),
         super::journal::Usage::Kept => "kept (made by `vnetlab up`)".into(),
         super::journal::Usage::Abandoned { why } => format!("abandoned: {why}"),
-    };
-    // One `ip` read per namespace, then ethtool per interface (a few at a time).
+    }
+}
+
+/// Every interface of the lab's namespaces by (namespace, name): one `ip` read per namespace,
+/// then ethtool per interface, a few at a time.
+fn read_all_links(r: &LabRecord) -> HashMap<(String, String), Iface> {
     let mut namespaces: Vec<String> = r
         .endpoints
         .iter()
@@ -168,7 +214,17 @@ fn lab_status(r: &LabRecord, entries: &[super::journal::Entry]) -> Result<LabSta
         .filter(|(_, name)| name != "lo")
         .cloned()
         .collect();
-    let offloads: Vec<HashMap<String, String>> = std::thread::scope(|s| {
+    for (k, o) in keys.iter().zip(read_offloads_of(&keys)) {
+        if let Some(i) = links.get_mut(k) {
+            i.offloads = o;
+        }
+    }
+    links
+}
+
+/// The offloads of each (namespace, interface), read on four threads.
+fn read_offloads_of(keys: &[(String, String)]) -> Vec<HashMap<String, String>> {
+    std::thread::scope(|s| {
         let chunk = keys.len().div_ceil(4).max(1);
         let hs: Vec<_> = keys
             .chunks(chunk)
@@ -183,94 +239,63 @@ fn lab_status(r: &LabRecord, entries: &[super::journal::Entry]) -> Result<LabSta
         hs.into_iter()
             .flat_map(|h| h.join().unwrap_or_default())
             .collect()
-    });
-    for (k, o) in keys.iter().zip(offloads) {
-        if let Some(i) = links.get_mut(k) {
-            i.offloads = o;
-        }
-    }
-    let h = n.host_ns();
-    let get = |ns: &str, dev: &str| links.get(&(ns.to_string(), dev.to_string())).cloned();
-    let ep = |role: Role| -> Result<EndpointStatus, Error> {
-        let e = r.endpoint(role)?;
-        let port = match role {
-            Role::Guest(i) if super::plan::datapath::of(t.mode).guest_port() => {
-                get(&h, &n.guest_port(i))
-            }
-            _ => None,
-        };
-        Ok(EndpointStatus {
-            name: e.role.to_string(),
-            namespace: e.netns.clone(),
-            address: e.address.to_string(),
-            interface: get(&e.netns, &e.iface),
-            host_port: port,
-            cgroups: e.cgroups.iter().map(|p| p.display().to_string()).collect(),
-            cpus: e.cpus.clone(),
-            reach_from_client: e
-                .reach_from_client
-                .as_ref()
-                .map(|rc| format!("{}:{}-{}", rc.address, rc.ports[0], rc.ports[1])),
-            vnic: e.vnic.as_ref().map(|v| {
-                let st: Option<crate::vnic::backend::Stats> = std::fs::read(&v.stats)
-                    .ok()
-                    .and_then(|b| serde_json::from_slice(&b).ok());
-                let pid = st.as_ref().map(|s| s.pid);
-                VnicStatus {
-                    model: v.model.clone(),
-                    lro: v.lro,
-                    pid,
-                    running: pid.is_some_and(|p| crate::sys::alive(p, None)),
-                    log: v.log.clone(),
-                }
-            }),
-            vm: e.vm.as_ref().map(|v| {
-                let files = v.files();
-                VmStatus {
-                    info: v.clone(),
-                    pid: crate::guest::vm::pid(&files),
-                    running: crate::guest::vm::running(&files),
-                    console: files.console(),
-                }
-            }),
-            remote: e.remote.as_ref().map(|rc| match rc.has_token {
-                true => format!(
-                    "another machine: vnetlab serve at {}:{}",
-                    rc.address, rc.port
-                ),
-                false => format!(
-                    "another machine at {}: iperf3 only (no serve token)",
-                    rc.address
-                ),
-            }),
-        })
-    };
-    let wire_host = t.uplink.clone().unwrap_or_else(|| n.wire_host());
-    let mut host_interfaces: Vec<Iface> = [wire_host, n.bridge()]
-        .iter()
-        .filter_map(|d| get(&h, d))
-        .collect();
-    host_interfaces.dedup_by(|a, b| a.name == b.name);
-    Ok(LabStatus {
-        name: t.name.clone(),
-        mode: t.mode,
-        complete: complete && damaged.is_none(),
-        damaged,
-        usage,
-        subnet: t.subnet.to_string(),
-        mtu_requested: t.mtu,
-        gro_requested: t.gro,
-        tso_requested: t.tso,
-        wire: t.wire.clone(),
-        cgroups: r.cgroups.clone(),
-        cpus: r.cpus.clone(),
-        steering: super::steer::read_back(r),
-        notes: r.notes.clone(),
-        host: ep(Role::Host)?,
-        client: ep(Role::Client)?,
-        guests: r.guests().map(|g| ep(g.role)).collect::<Result<_, _>>()?,
-        host_interfaces,
     })
+}
+
+/// One endpoint as `status` shows it, with its interface and host port as read back.
+fn endpoint_status(
+    e: &state::Endpoint,
+    interface: Option<Iface>,
+    host_port: Option<Iface>,
+) -> EndpointStatus {
+    EndpointStatus {
+        name: e.role.to_string(),
+        namespace: e.netns.clone(),
+        address: e.address.to_string(),
+        interface,
+        host_port,
+        cgroups: e.cgroups.iter().map(|p| p.display().to_string()).collect(),
+        cpus: e.cpus.clone(),
+        reach_from_client: e
+            .reach_from_client
+            .as_ref()
+            .map(|rc| format!("{}:{}-{}", rc.address, rc.ports[0], rc.ports[1])),
+        vnic: e.vnic.as_ref().map(vnic_status),
+        vm: e.vm.as_ref().map(|v| {
+            let files = v.files();
+            VmStatus {
+                info: v.clone(),
+                pid: crate::guest::vm::pid(&files),
+                running: crate::guest::vm::running(&files),
+                console: files.console(),
+            }
+        }),
+        remote: e.remote.as_ref().map(|rc| match rc.has_token {
+            true => format!(
+                "another machine: vnetlab serve at {}:{}",
+                rc.address, rc.port
+            ),
+            false => format!(
+                "another machine at {}: iperf3 only (no serve token)",
+                rc.address
+            ),
+        }),
+    }
+}
+
+/// A guest's vNIC backend: its model, and whether the process its stats name still runs.
+fn vnic_status(v: &state::VnicInfo) -> VnicStatus {
+    let st: Option<crate::vnic::backend::Stats> = std::fs::read(&v.stats)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let pid = st.as_ref().map(|s| s.pid);
+    VnicStatus {
+        model: v.model.clone(),
+        lro: v.lro,
+        pid,
+        running: pid.is_some_and(|p| crate::sys::alive(p, None)),
+        log: v.log.clone(),
+    }
 }
 
 /// Every interface of a namespace from `ip -d link` and `ip addr` (JSON).
