@@ -7,12 +7,10 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+use super::cpu::{CpuPlan, CpuReport};
+use super::test::TestResult;
+use super::vnic::VnicDelta;
 use super::Repeats;
-use crate::engine::controller::TestResult;
-use crate::lab::cpus::CpuPlan;
-use crate::lab::pacing::KernelPacing;
-use crate::meter::account::CpuReport;
-use crate::vnic::backend::VnicDelta;
 use crate::vocab::Role;
 
 /// The version of `Measured` (and of every JSON document vnetlab prints) this build writes. 1 is
@@ -22,6 +20,12 @@ use crate::vocab::Role;
 /// longer read), the host's CPU by every source with the bounds steal leaves (`check.
 /// host_sources`), the foreign work taken out of it and why a point is unmeasurable. Older ones
 /// are read.
+///
+/// Every type of the stored document is defined under `records/` (the engine's result in
+/// `records::test` and `records::vdi`, the meter's report and the lab's CPU plan in
+/// `records::cpu`, the vNIC counters in `records::vnic`), and `records` imports nothing above
+/// it: the stages fill these types, they do not own them. So a change to any of them is a change
+/// of the document: it needs this version bumped, with a reader for the older one.
 pub const VERSION: u32 = 4;
 
 /// The largest stored document read back (a point's intervals, TCP samples and CPU series).
@@ -163,6 +167,15 @@ pub enum LoadReport {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         measured_guest_udp_in: Option<u64>,
     },
+}
+
+/// Who paced each sender of a kernel-paced test.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct KernelPacing {
+    /// Senders whose device had fq for the test: "g1 (fq on vlmg1)".
+    pub fq: Vec<String>,
+    /// Senders paced by TCP's internal pacing, with why not fq.
+    pub tcp_internal: Vec<String>,
 }
 
 /// The movie scenario of paper 1 (Section IV-F): each desktop buffers a 1.6 Gbit video through

@@ -2,13 +2,23 @@
 //! figures with the spread over its repeats and every repeat, the facts recorded beside them (the
 //! host, the lab's interfaces read back), and a run's row. Typed through and through: the
 //! experiment writes them, the store persists them, the report and the planner read them.
+//!
+//! Every type of a stored document is defined here, the parts the stages fill included: the
+//! engine's result (`test`, `vdi`), the meter's report and the lab's CPU plan (`cpu`), the vNIC
+//! backend's counters (`vnic`), and the document around them (`measured`). `records` imports only
+//! the leaf modules (`vocab`, `stats`, `units`, `named`, `text`), so one `measured::VERSION`
+//! guards every stored field.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
+pub mod cpu;
 pub mod measured;
+pub mod test;
+pub mod vdi;
+pub mod vnic;
 
 use crate::stats::Spread;
 use crate::vocab::{Bound, Direction, Gro, Mode, PartKind, RunStatus, TestKind};
