@@ -111,28 +111,36 @@ impl Measured {
     /// intervals and the meter's sources; every field added since version 1 has a default and
     /// the series reads either form).
     pub fn decode(text: &str) -> Result<Measured, DocError> {
-        if text.len() > MAX_DOCUMENT {
-            return Err(DocError::TooLarge(text.len()));
+        let (_, mut m) = read_versioned::<Measured>(text)?;
+        m.version = VERSION;
+        Ok(m)
+    }
+}
+
+/// The reader of every versioned document the stores keep (a point's `Measured`, PostgreSQL's
+/// point record): no larger than `MAX_DOCUMENT`, its `version` (1 where it has none, the form
+/// before versions) one this build reads, then the whole of it parsed as `T`, which reads every
+/// older version. The version read, and the document.
+pub fn read_versioned<T: serde::de::DeserializeOwned>(text: &str) -> Result<(u32, T), DocError> {
+    if text.len() > MAX_DOCUMENT {
+        return Err(DocError::TooLarge(text.len()));
+    }
+    #[derive(Deserialize)]
+    struct Probe {
+        #[serde(default = "v1")]
+        version: u32,
+    }
+    let corrupt = |version: u32, e: serde_json::Error| DocError::Corrupt {
+        version,
+        why: crate::text::clip(&e.to_string()),
+    };
+    let probe: Probe = serde_json::from_str(text).map_err(|e| corrupt(0, e))?;
+    match probe.version {
+        1..=VERSION => {
+            let doc: T = serde_json::from_str(text).map_err(|e| corrupt(probe.version, e))?;
+            Ok((probe.version, doc))
         }
-        #[derive(Deserialize)]
-        struct Probe {
-            #[serde(default = "v1")]
-            version: u32,
-        }
-        let corrupt = |version: u32, e: serde_json::Error| DocError::Corrupt {
-            version,
-            why: crate::text::clip(&e.to_string()),
-        };
-        let probe: Probe = serde_json::from_str(text).map_err(|e| corrupt(0, e))?;
-        match probe.version {
-            1..=VERSION => {
-                let mut m: Measured =
-                    serde_json::from_str(text).map_err(|e| corrupt(probe.version, e))?;
-                m.version = VERSION;
-                Ok(m)
-            }
-            v => Err(DocError::Unknown(v)),
-        }
+        v => Err(DocError::Unknown(v)),
     }
 }
 
