@@ -107,8 +107,8 @@ pub fn frames(data: &[u8]) {
     while rest.len() > 2 {
         let n = (u16::from_le_bytes([rest[0], rest[1]]) as usize % 2048).min(rest.len() - 2);
         let f = &rest[2..2 + n];
-        let _ = backend::check_from_guest(f, backend::Model::Paravirt, 1500);
-        let _ = backend::check_from_guest(f, backend::Model::Emulated, 1500);
+        let _ = backend::check_from_guest(f, crate::records::vnic::Model::Paravirt, 1500);
+        let _ = backend::check_from_guest(f, crate::records::vnic::Model::Emulated, 1500);
         let _ = crate::vnic::frame::parse_tcp(f);
         l.push(f, &mut out);
         rest = &rest[2 + n..];

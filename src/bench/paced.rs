@@ -14,7 +14,7 @@ use crate::lab::state::LabRecord;
 use crate::measure::iperf3::Iperf3;
 use crate::measure::source::Engine;
 use crate::measure::{self, Target, TrafficSource};
-use crate::meter::account;
+use crate::records::cpu::CpuReport;
 use crate::stats::{self, Spread};
 use crate::vocab::{Pacing, PartId, PartKind, Role, Senders, Side};
 
@@ -71,7 +71,7 @@ struct Run {
 }
 
 /// The host's parts that `is` picks, summed, % of the host's cores.
-fn host_parts(c: &account::CpuReport, is: impl Fn(PartId) -> bool) -> f64 {
+fn host_parts(c: &CpuReport, is: impl Fn(PartId) -> bool) -> f64 {
     c.parts
         .iter()
         .filter(|p| p.side == Side::Host && is(p.id()))
@@ -79,7 +79,7 @@ fn host_parts(c: &account::CpuReport, is: impl Fn(PartId) -> bool) -> f64 {
         .sum()
 }
 
-fn run_of(gbps: f64, c: &account::CpuReport) -> Result<Run, Error> {
+fn run_of(gbps: f64, c: &CpuReport) -> Result<Run, Error> {
     Ok(Run {
         gbps,
         pct_per_gbps: c

@@ -758,7 +758,7 @@ pub fn meter(a: MeterArgs) -> CmdResult {
 fn record(
     f: &std::path::Path,
     data: &crate::meter::MeterData,
-    c: &crate::meter::account::CpuReport,
+    c: &crate::records::cpu::CpuReport,
     lab: &str,
 ) -> CmdResult {
     let [ra, rb] = match data.raw.as_slice() {
@@ -795,7 +795,7 @@ fn record(
 #[derive(Args)]
 pub struct VnicArgs {
     #[arg(long)]
-    model: crate::vnic::backend::Model,
+    model: crate::records::vnic::Model,
     #[arg(long)]
     guest_ns: String,
     #[arg(long)]

@@ -14,6 +14,7 @@ use super::reach::Reach;
 use super::sockets;
 use super::spec::Spec;
 use super::vdi;
+use crate::records::test::MachineCpu;
 use crate::vocab::TestKind;
 
 /// How long the server side waits for the initiator's connections.
@@ -588,7 +589,7 @@ impl Prepared {
 /// This machine's CPU over the measured window [t0 + warmup, + duration], on a thread of its own:
 /// what a `vnetlab serve` on the client machine reports, so the client's work is measured where
 /// it runs.
-fn machine_cpu(t0: Instant, warmup: f64, duration: f64) -> JoinHandle<Option<proto::MachineCpu>> {
+fn machine_cpu(t0: Instant, warmup: f64, duration: f64) -> JoinHandle<Option<MachineCpu>> {
     std::thread::spawn(move || {
         let at = |s: f64| t0 + Duration::from_secs_f64(s);
         std::thread::sleep(at(warmup).saturating_duration_since(Instant::now()));
@@ -597,7 +598,7 @@ fn machine_cpu(t0: Instant, warmup: f64, duration: f64) -> JoinHandle<Option<pro
         let (w, t) = probe.finish().ok()?;
         let pct: Vec<f64> = t.values().map(|c| c.busy_s / w * 100.0).collect();
         let busy_cores: f64 = t.values().map(|c| c.busy_s / w).sum();
-        Some(proto::MachineCpu {
+        Some(MachineCpu {
             ncpu: pct.len(),
             busy_pct: busy_cores / pct.len().max(1) as f64 * 100.0,
             busy_cores,

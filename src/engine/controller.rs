@@ -3,7 +3,6 @@
 //! one `TestResult`. It knows nothing of labs: callers hand it agents and addresses.
 
 use super::Error;
-use serde::{Deserialize, Serialize};
 use std::io::{BufReader, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
@@ -11,10 +10,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::Duration;
 
-use super::intervals::{self, Interval};
-use super::proto::{ClockSync, MachineCpu, Reply, Request, SideReport};
+use super::intervals;
+use super::proto::{Reply, Request, SideReport};
 use super::spec::Spec;
-use super::tcpinfo::TcpSample;
+use crate::records::test::{
+    Latency, PacedStreams, RemoteCpu, StreamResult, TestResult, Transfer, ZeroCopy,
+};
+use crate::records::vdi::ClockSync;
 use crate::vocab::TestKind;
 
 const SETUP_TIMEOUT: Duration = Duration::from_secs(20);
@@ -360,109 +362,6 @@ fn both_ways(spec: &Spec, pairs: &[Pair]) -> Vec<Pair> {
         ..p.clone()
     });
     pairs.iter().cloned().chain(back).collect()
-}
-
-#[derive(Serialize, Deserialize, Debug, Clone)]
-pub struct StreamResult {
-    pub id: u32,
-    pub from: String,
-    pub to: String,
-    pub gbps: f64,
-    pub bytes: u64,
-}
-
-#[derive(Serialize, Deserialize, Debug, Clone)]
-pub struct Latency {
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
-    pub mean: f64,
-}
-
-/// MSG_ZEROCOPY: sends completed, and the share the kernel copied anyway (loopback, veth).
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct ZeroCopy {
-    pub sends_completed: u64,
-    pub copied_pct: f64,
-}
-
-/// --bytes/--verify: bytes each way and, with --verify, the SHA-256 of each stream's bytes at
-/// both ends (comma-separated, by stream id).
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct Transfer {
-    pub bytes_sent: u64,
-    pub bytes_received: u64,
-    pub sent_sha256: Option<String>,
-    pub received_sha256: Option<String>,
-    /// Every byte sent arrived (and, verified, the hashes agree).
-    #[serde(rename = "match")]
-    pub matches: bool,
-}
-
-#[derive(Serialize, Deserialize, Debug, Clone)]
-pub struct TestResult {
-    /// What moved the bytes: vnetlab's engine, or a stock iperf3 (`test --peer iperf3`).
-    #[serde(default)]
-    pub engine: crate::vocab::Engine,
-    pub test: TestKind,
-    /// --bidir: the test ran both ways at once; `streams` and `per_source_gbps` give each way,
-    /// `throughput_gbps` their sum.
-    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
-    pub bidir: bool,
-    pub from: String,
-    pub to: String,
-    pub message_bytes: usize,
-    pub duration_s: f64,
-    pub warmup_s: f64,
-    pub parallel: u32,
-    /// Paced streams (`--rate`): each stream's rate, bits/s, and how it was met.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub pacing: Option<PacedStreams>,
-    /// TCP tests: the congestion control every data connection ran (set and read back on each
-    /// socket).
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub congestion: Option<crate::vocab::Congestion>,
-    pub throughput_gbps: f64,
-    pub streams: Vec<StreamResult>,
-    /// Per sender (e.g. per guest with --from guests): summed Gb/s.
-    pub per_source_gbps: std::collections::BTreeMap<String, f64>,
-    pub intervals: Vec<Interval>,
-    pub transactions_per_s: Option<f64>,
-    pub latency_us: Option<Latency>,
-    pub udp_loss_pct: Option<f64>,
-    pub tcp_retransmits: Option<u64>,
-    pub tcp_info: Vec<TcpSample>,
-    /// MSG_ZEROCOPY: sends completed and the share the kernel copied anyway.
-    pub zerocopy: Option<ZeroCopy>,
-    /// --bytes/--verify: what was sent and received, and whether the hashes match.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub transfer: Option<Transfer>,
-    /// Agents on other machines (`vnetlab serve`): each one's machine's CPU over the window.
-    #[serde(skip_serializing_if = "Vec::is_empty", default)]
-    pub remote_cpu: Vec<RemoteCpu>,
-    /// Senders whose streams moved nothing in the measured window (the host could not drive
-    /// them all): named, never averaged away.
-    #[serde(skip_serializing_if = "Vec::is_empty", default)]
-    pub starved: Vec<String>,
-    /// VDI: each desktop's session and their total.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub vdi: Option<super::vdi::result::VdiResult>,
-}
-
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct PacedStreams {
-    pub rate_bps: u64,
-    pub mode: crate::vocab::Pacing,
-}
-
-/// An agent on another machine and its machine's CPU over the window.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct RemoteCpu {
-    pub agent: String,
-    #[serde(flatten)]
-    pub cpu: MachineCpu,
 }
 
 /// Stream ids: pair k's streams are k*1000, k*1000+1, …
@@ -829,7 +728,7 @@ fn vdi_sides(
     profile: &str,
     reports: &[(usize, SideReport)],
     secs: f64,
-) -> super::vdi::result::VdiResult {
+) -> crate::records::vdi::VdiResult {
     use std::collections::BTreeMap;
     let mut by_id: BTreeMap<u32, (super::proto::VdiReport, super::proto::VdiReport)> =
         BTreeMap::new();
@@ -894,6 +793,7 @@ fn transfer(reports: &[(usize, SideReport)]) -> Transfer {
 mod tests {
     use super::*;
     use crate::engine::proto::StreamReport;
+    use crate::records::test::MachineCpu;
 
     fn pair(k: &str) -> Pair {
         Pair {

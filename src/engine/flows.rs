@@ -11,7 +11,8 @@ use super::intervals::{bucket_of, window};
 use super::pacer::Pacer;
 use super::proto::StreamReport;
 use super::spec::Spec;
-use super::tcpinfo::{self, TcpSample};
+use super::tcpinfo;
+use crate::records::test::TcpSample;
 use crate::vocab::Pacing;
 
 /// Senders go on this long past the window so receivers see traffic up to its very end.

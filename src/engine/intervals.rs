@@ -1,7 +1,7 @@
 //! Interval math: receivers count bytes in fixed 10 ms buckets on their own clock; these
 //! functions cut out the measured window and fold buckets into reported intervals.
 
-use serde::{Deserialize, Serialize};
+use crate::records::test::Interval;
 
 /// Bucket length used by receivers.
 pub const BUCKET_S: f64 = 0.010;
@@ -16,13 +16,6 @@ pub fn window(warmup: f64, duration: f64) -> (usize, usize) {
     let first = (warmup / BUCKET_S).round() as usize;
     let n = (duration / BUCKET_S).round().max(1.0) as usize;
     (first, first + n)
-}
-
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-pub struct Interval {
-    /// End of the interval, seconds after the warm-up.
-    pub t: f64,
-    pub gbps: f64,
 }
 
 /// Sums bucket vectors (one per stream) element-wise.

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, SocketAddr};
 
 use super::spec::Spec;
-use super::tcpinfo::TcpSample;
+use crate::records::test::{MachineCpu, TcpSample};
 
 #[derive(Serialize, Deserialize, Debug, Clone)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -82,29 +82,6 @@ impl Reply {
             input: true,
         }
     }
-}
-
-/// How one machine's clock was set against another's for one-way delays: the offset (theirs less
-/// ours), and how far off it may be (half the fastest round trip of the exchange). On one machine
-/// both are 0 and `shared` says the clock is the same.
-#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
-pub struct ClockSync {
-    pub shared: bool,
-    pub offset_ns: i64,
-    pub uncertainty_ns: u64,
-}
-
-/// The busy time of the machine an agent runs on, over the measured window (a `vnetlab serve`
-/// on the client machine measures its own, so the client's CPU is never the host's).
-#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
-pub struct MachineCpu {
-    pub ncpu: usize,
-    /// Busy share of all its cores, %, and in cores.
-    pub busy_pct: f64,
-    pub busy_cores: f64,
-    /// Its busiest core, % (a single-threaded receiver saturates one core of many).
-    pub max_core_pct: f64,
-    pub window_s: f64,
 }
 
 /// What one stream did, as one agent saw it.

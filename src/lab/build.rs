@@ -82,7 +82,7 @@ fn checks(t: &Topology) -> Result<Plan, Error> {
         )?
     };
     if cpus.placed && threaded_napi_offered() {
-        cpus.steering = super::cpus::Steering::ThreadedNapiRps;
+        cpus.steering = crate::records::cpu::Steering::ThreadedNapiRps;
     }
     let offers = plan::HostOffers {
         sriov: sriov.as_ref(),

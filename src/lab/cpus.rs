@@ -3,38 +3,9 @@
 //! to the receiving side's cores. Pure: it reads nothing from the host.
 
 use crate::lab::Error;
-use serde::{Deserialize, Serialize};
+use crate::records::cpu::{CpuPlan, Steering};
 
 use crate::units::CpuList;
-
-/// How receive processing is kept on the receiving side's cores where a frame crosses the wire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Steering {
-    /// RPS and XPS masks on both wire ends, and threaded NAPI (its threads placed on the side's
-    /// cores) where the end receives with GRO.
-    ThreadedNapiRps,
-    /// RPS and XPS masks only (the kernel offers no threaded NAPI).
-    Rps,
-    /// Nothing steered: the lab is unplaced.
-    None,
-}
-
-/// Where the client and the host run. Recorded in the lab record and in every result.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CpuPlan {
-    pub host: CpuList,
-    pub client: CpuList,
-    /// Whether every process the lab starts runs inside its side's cpuset.
-    pub placed: bool,
-    pub steering: Steering,
-    /// Why the lab is unplaced, when it is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unplaced_because: Option<String>,
-    /// `--pin`: each guest (and its backend) on its own host core, round-robin.
-    #[serde(default)]
-    pub pin: bool,
-}
 
 /// The client's default share: ⌈ncpu/4⌉ cores, at least 1, taken from the top.
 pub fn default_client(online: &[usize]) -> CpuList {

@@ -5,21 +5,12 @@
 //! internal timer instead, and the report says so; UDP has no internal pacing, so a UDP sender
 //! there is refused.
 
-use serde::{Deserialize, Serialize};
+use crate::records::measured::KernelPacing;
 
 use super::hostcmd::{self, HostCmd, TcCmd};
 use super::state::LabRecord;
 use super::Error;
 use crate::vocab::Role;
-
-/// Who paced each sender of a kernel-paced test.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-pub struct KernelPacing {
-    /// Senders whose device had fq for the test: "g1 (fq on vlmg1)".
-    pub fq: Vec<String>,
-    /// Senders paced by TCP's internal pacing, with why not fq.
-    pub tcp_internal: Vec<String>,
-}
 
 /// What a root qdisc becomes again after the test.
 #[derive(Clone, Debug, PartialEq)]

@@ -7,9 +7,9 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
 use super::addr::Addressing;
-use super::cpus::CpuPlan;
 use super::folder::{check_trusted, dir, journal_path, labs, record_path};
 use super::topology::Topology;
+use crate::records::cpu::CpuPlan;
 use crate::sys::ident::FileId;
 use crate::units::CpuList;
 use crate::vocab::Role;

@@ -83,7 +83,7 @@ pub struct LabStatus {
     pub wire: super::topology::Wire,
     pub cgroups: String,
     /// The CPU plan: the host's and the client's cores, and whether the lab is placed.
-    pub cpus: super::cpus::CpuPlan,
+    pub cpus: crate::records::cpu::CpuPlan,
     /// Each wire end's receive steering, read back from the kernel.
     pub steering: Vec<super::steer::SteerStatus>,
     pub notes: Vec<String>,

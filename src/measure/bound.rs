@@ -4,10 +4,10 @@
 pub use crate::vocab::Bound;
 
 use super::target::Target;
-use crate::engine::controller::TestResult;
 use crate::engine::spec::Spec;
-use crate::meter::account::CpuReport;
 use crate::meter::PartKind;
+use crate::records::cpu::CpuReport;
+use crate::records::test::TestResult;
 use crate::vocab::{Role, Senders};
 
 /// A limit counts as reached at this share.

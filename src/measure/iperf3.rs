@@ -11,10 +11,9 @@ use std::time::{Duration, Instant};
 
 use super::source::TrafficSource;
 use super::{Error, Target};
-use crate::engine::controller::TestResult;
-use crate::engine::intervals::Interval;
 use crate::engine::spec::Spec;
 use crate::lab::{exec, hostcmd, state::LabRecord};
+use crate::records::test::{Interval, TestResult};
 use crate::vocab::{Engine, Pacing, Role, Senders, TestKind};
 
 /// iperf3's own default port.
@@ -298,7 +297,7 @@ fn result_of(
         parallel: spec.parallel,
         pacing: spec
             .rate
-            .map(|rate_bps| crate::engine::controller::PacedStreams {
+            .map(|rate_bps| crate::records::test::PacedStreams {
                 rate_bps,
                 mode: spec.pacing,
             }),

@@ -11,9 +11,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::Error;
-use crate::engine::controller::{self, TestResult};
+use crate::engine::controller;
 use crate::engine::spec::Spec;
 use crate::lab::state::LabRecord;
+use crate::records::test::TestResult;
 use crate::vocab::{Role, Senders, TestKind};
 
 /// One load asked for.

@@ -14,10 +14,11 @@ pub mod load;
 pub mod source;
 pub mod target;
 
-use crate::engine::controller::TestResult;
 use crate::engine::spec::Spec;
-use crate::meter::account::{self, CpuReport};
+use crate::meter::account;
 use crate::meter::{Meter, PartKind, Side};
+use crate::records::cpu::CpuReport;
+use crate::records::test::TestResult;
 use crate::records::{Repeat, Repeats};
 use crate::stats;
 use crate::vocab::Role;
@@ -85,7 +86,7 @@ fn vnic_counters(target: &Target) -> Vec<(String, Option<crate::vnic::backend::S
 fn vnic_delta(
     target: &Target,
     before: &[(String, Option<crate::vnic::backend::Stats>)],
-) -> Option<std::collections::BTreeMap<String, crate::vnic::backend::VnicDelta>> {
+) -> Option<std::collections::BTreeMap<String, crate::records::vnic::VnicDelta>> {
     if before.is_empty() {
         return None;
     }
@@ -202,7 +203,7 @@ fn add_remote_client(target: &Target, c: &mut CpuReport, result: &TestResult) {
     let m = &r.cpu;
     c.client_busy_pct = Some(m.busy_pct);
     c.client_busy_cores = Some(m.busy_cores);
-    c.parts.push(crate::meter::account::PartCpu {
+    c.parts.push(crate::records::cpu::PartCpu {
         name: format!("client (another machine, {} cores)", m.ncpu),
         kind: PartKind::Client,
         side: Side::Client,

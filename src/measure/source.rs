@@ -6,8 +6,9 @@
 use std::time::{Duration, Instant};
 
 use super::{Error, Target};
-use crate::engine::controller::{self, TestResult};
+use crate::engine::controller;
 use crate::engine::spec::Spec;
+use crate::records::test::TestResult;
 
 /// Moves a test's bytes and says which seconds its figures cover.
 pub trait TrafficSource {

@@ -8,10 +8,10 @@ use std::net::{IpAddr, SocketAddr};
 use super::Error;
 use crate::engine::controller::{AgentConn, Pair};
 use crate::engine::spec::Spec;
-use crate::lab::cpus::CpuPlan;
 use crate::lab::state::LabRecord;
 use crate::meter::threads::{ThreadClass, Threads};
 use crate::meter::{Part, PartId, PartKind, Setup, Side, Sides};
+use crate::records::cpu::CpuPlan;
 use crate::vocab::{Role, Senders};
 
 /// Where a test runs: a lab (agents started in its endpoints) or standalone against `serve`.

@@ -20,6 +20,7 @@
 use super::kernel::Accounting;
 use super::procstat::Snapshot;
 use super::sched;
+use crate::records::cpu::SideTime;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -170,21 +171,6 @@ fn sched_delta(a: &sched::Reading, b: &sched::Reading, cpu: usize) -> Option<f64
 /// apart than this, or parts adding up past the total by more than this make it unmeasurable.
 pub fn tolerance_pct(busy_pct: f64) -> f64 {
     (0.1 * busy_pct).max(1.0)
-}
-
-/// A side's time summed over its CPUs, percent of those CPUs, with the sources beside.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct SideTime {
-    pub busy_pct: f64,
-    /// The bounds the sources allow.
-    pub lo_pct: f64,
-    pub hi_pct: f64,
-    pub awake_pct: f64,
-    pub steal_pct: f64,
-    /// Tasks' run time (None: no per-CPU source).
-    pub sched_pct: Option<f64>,
-    pub ticks_pct: f64,
-    pub conflict_pct: f64,
 }
 
 impl SideTime {

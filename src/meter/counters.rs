@@ -3,9 +3,9 @@
 //! without them (virtual machines, this one) get a plain "not supported" with the reason.
 
 use super::Error;
-use serde::{Deserialize, Serialize};
 use std::os::fd::OwnedFd;
 
+use crate::records::cpu::{CounterReport, CounterValues};
 use crate::sys::perf::{self, Hw, PERF_FLAG_PID_CGROUP};
 use std::path::Path;
 
@@ -21,19 +21,6 @@ pub struct Counters {
     host: Vec<(OwnedFd, OwnedFd)>,
     parts: Vec<(String, Vec<(OwnedFd, OwnedFd)>)>,
     notes: Vec<String>,
-}
-
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct CounterValues {
-    pub cycles: u64,
-    pub instructions: u64,
-}
-
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct CounterReport {
-    pub host: CounterValues,
-    pub parts: Vec<(String, CounterValues)>,
-    pub notes: Vec<String>,
 }
 
 fn per_cpu(

@@ -98,7 +98,7 @@ pub struct Full {
     pub light: Light,
     pub scan: procs::Scan,
     pub irq: irqstat::Counts,
-    pub counters: Option<counters::CounterReport>,
+    pub counters: Option<crate::records::cpu::CounterReport>,
 }
 
 pub struct MeterData {

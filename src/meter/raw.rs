@@ -216,7 +216,7 @@ fn bad(why: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meter::busy::SideTime;
+    use crate::records::cpu::SideTime;
 
     fn load(name: &str) -> Recording {
         let p = format!("{}/tests/fixtures/meter/{name}", env!("CARGO_MANIFEST_DIR"));

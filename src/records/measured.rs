@@ -7,12 +7,10 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+use super::cpu::{CpuPlan, CpuReport};
+use super::test::TestResult;
+use super::vnic::VnicDelta;
 use super::Repeats;
-use crate::engine::controller::TestResult;
-use crate::lab::cpus::CpuPlan;
-use crate::lab::pacing::KernelPacing;
-use crate::meter::account::CpuReport;
-use crate::vnic::backend::VnicDelta;
 use crate::vocab::Role;
 
 /// The version of `Measured` (and of every JSON document vnetlab prints) this build writes. 1 is
@@ -22,6 +20,12 @@ use crate::vocab::Role;
 /// longer read), the host's CPU by every source with the bounds steal leaves (`check.
 /// host_sources`), the foreign work taken out of it and why a point is unmeasurable. Older ones
 /// are read.
+///
+/// Every type of the stored document is defined under `records/` (the engine's result in
+/// `records::test` and `records::vdi`, the meter's report and the lab's CPU plan in
+/// `records::cpu`, the vNIC counters in `records::vnic`), and `records` imports nothing above
+/// it: the stages fill these types, they do not own them. So a change to any of them is a change
+/// of the document: it needs this version bumped, with a reader for the older one.
 pub const VERSION: u32 = 4;
 
 /// The largest stored document read back (a point's intervals, TCP samples and CPU series).
@@ -107,28 +111,36 @@ impl Measured {
     /// intervals and the meter's sources; every field added since version 1 has a default and
     /// the series reads either form).
     pub fn decode(text: &str) -> Result<Measured, DocError> {
-        if text.len() > MAX_DOCUMENT {
-            return Err(DocError::TooLarge(text.len()));
+        let (_, mut m) = read_versioned::<Measured>(text)?;
+        m.version = VERSION;
+        Ok(m)
+    }
+}
+
+/// The reader of every versioned document the stores keep (a point's `Measured`, PostgreSQL's
+/// point record): no larger than `MAX_DOCUMENT`, its `version` (1 where it has none, the form
+/// before versions) one this build reads, then the whole of it parsed as `T`, which reads every
+/// older version. The version read, and the document.
+pub fn read_versioned<T: serde::de::DeserializeOwned>(text: &str) -> Result<(u32, T), DocError> {
+    if text.len() > MAX_DOCUMENT {
+        return Err(DocError::TooLarge(text.len()));
+    }
+    #[derive(Deserialize)]
+    struct Probe {
+        #[serde(default = "v1")]
+        version: u32,
+    }
+    let corrupt = |version: u32, e: serde_json::Error| DocError::Corrupt {
+        version,
+        why: crate::text::clip(&e.to_string()),
+    };
+    let probe: Probe = serde_json::from_str(text).map_err(|e| corrupt(0, e))?;
+    match probe.version {
+        1..=VERSION => {
+            let doc: T = serde_json::from_str(text).map_err(|e| corrupt(probe.version, e))?;
+            Ok((probe.version, doc))
         }
-        #[derive(Deserialize)]
-        struct Probe {
-            #[serde(default = "v1")]
-            version: u32,
-        }
-        let corrupt = |version: u32, e: serde_json::Error| DocError::Corrupt {
-            version,
-            why: crate::text::clip(&e.to_string()),
-        };
-        let probe: Probe = serde_json::from_str(text).map_err(|e| corrupt(0, e))?;
-        match probe.version {
-            1..=VERSION => {
-                let mut m: Measured =
-                    serde_json::from_str(text).map_err(|e| corrupt(probe.version, e))?;
-                m.version = VERSION;
-                Ok(m)
-            }
-            v => Err(DocError::Unknown(v)),
-        }
+        v => Err(DocError::Unknown(v)),
     }
 }
 
@@ -163,6 +175,15 @@ pub enum LoadReport {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         measured_guest_udp_in: Option<u64>,
     },
+}
+
+/// Who paced each sender of a kernel-paced test.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct KernelPacing {
+    /// Senders whose device had fq for the test: "g1 (fq on vlmg1)".
+    pub fq: Vec<String>,
+    /// Senders paced by TCP's internal pacing, with why not fq.
+    pub tcp_internal: Vec<String>,
 }
 
 /// The movie scenario of paper 1 (Section IV-F): each desktop buffers a 1.6 Gbit video through

@@ -2,13 +2,23 @@
 //! figures with the spread over its repeats and every repeat, the facts recorded beside them (the
 //! host, the lab's interfaces read back), and a run's row. Typed through and through: the
 //! experiment writes them, the store persists them, the report and the planner read them.
+//!
+//! Every type of a stored document is defined here, the parts the stages fill included: the
+//! engine's result (`test`, `vdi`), the meter's report and the lab's CPU plan (`cpu`), the vNIC
+//! backend's counters (`vnic`), and the document around them (`measured`). `records` imports only
+//! the leaf modules (`vocab`, `stats`, `units`, `named`, `text`), so one `measured::VERSION`
+//! guards every stored field.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
+pub mod cpu;
 pub mod measured;
+pub mod test;
+pub mod vdi;
+pub mod vnic;
 
 use crate::stats::Spread;
 use crate::vocab::{Bound, Direction, Gro, Mode, PartKind, RunStatus, TestKind};
@@ -384,6 +394,29 @@ impl PointRecord {
     pub fn is_stream(&self) -> bool {
         !self.key.test.is_rr()
     }
+
+    /// The versioned document a store keeps for the point where it keeps the point whole
+    /// (PostgreSQL's `record`): `version` (`measured::VERSION`), then the point's fields as
+    /// `report --json` prints them. Its full result is a document of its own (`result`).
+    pub fn encode(&self) -> String {
+        #[derive(Serialize)]
+        struct Doc<'a> {
+            version: u32,
+            #[serde(flatten)]
+            point: &'a PointRecord,
+        }
+        serde_json::to_string(&Doc {
+            version: measured::VERSION,
+            point: self,
+        })
+        .expect("a point serializes")
+    }
+
+    /// A point's document read back through the stores' one versioned reader: this version or
+    /// an older one, where a record written before versions (no `version`) is version 1.
+    pub fn decode(text: &str) -> Result<PointRecord, measured::DocError> {
+        measured::read_versioned(text).map(|(_, p)| p)
+    }
 }
 
 /// A run as `runs` lists it.
@@ -511,6 +544,57 @@ mod tests {
             .key
             .to_string()
             .starts_with("macvlan host-to-client g1 TCP_STREAM 8192B"));
+    }
+
+    #[test]
+    fn a_point_document_carries_its_version_and_reads_back() {
+        let p = PointRecord {
+            seq: 2,
+            key: PointKey {
+                mode: Mode::Paravirt,
+                message_bytes: 65536,
+                ..Default::default()
+            },
+            throughput_gbps: Some(4.5),
+            parts: vec![("g1".into(), PartKind::Guest, 30.0, 0.3)],
+            samples: vec![(0.1, 4.4), (0.2, 4.6)],
+            wide: Some(false),
+            ..Default::default()
+        };
+        let doc = p.encode();
+        let printed = serde_json::to_string(&p).unwrap();
+        // The document is the point as printed, after its version.
+        assert_eq!(
+            doc,
+            format!("{{\"version\":{},{}", measured::VERSION, &printed[1..])
+        );
+        let back = PointRecord::decode(&doc).unwrap();
+        assert_eq!(serde_json::to_string(&back).unwrap(), printed);
+    }
+
+    /// A record PostgreSQL kept before points were versioned: the point's fields alone, here in
+    /// the form of builds before version 3 (parts as positional arrays, `unstable` for `wide`).
+    #[test]
+    fn a_point_record_from_before_versions_is_read_as_version_1() {
+        let old = r#"{"seq":1,"mode":"bridge","guests":1,"direction":"guest-to-client","test":"TCP_STREAM","message_bytes":1024,"socket_buffer":null,"gro":"both","tso":true,"lro":false,"mtu":1500,"wire_rate":null,"parallel":1,"load_bps":null,"duration_s":2.0,"repeat":1,"throughput_gbps":2.5,"transactions_per_s":null,"latency_p50_us":null,"latency_p99_us":null,"host_busy_pct":40.0,"machine_busy_pct":30.0,"normalized_pct_per_gbps":16.0,"sd_host":null,"sd_send":null,"sd_recv":null,"spread":null,"lab_facts":null,"error":null,"samples":[[0.1,2.5]],"parts":[["g1","guest",12.5,0.125]],"unstable":true}"#;
+        let (version, p) = measured::read_versioned::<PointRecord>(old).unwrap();
+        assert_eq!(version, 1);
+        assert_eq!((p.seq, p.key.message_bytes), (1, 1024));
+        assert_eq!(p.parts, vec![("g1".into(), PartKind::Guest, 12.5, 0.125)]);
+        assert_eq!((p.samples.len(), p.wide), (1, Some(true)));
+        assert_eq!(
+            PointRecord::decode(old).unwrap().encode(),
+            PointRecord::decode(&p.encode()).unwrap().encode()
+        );
+        let newer = old.replacen('{', &format!("{{\"version\":{},", measured::VERSION + 1), 1);
+        assert!(matches!(
+            PointRecord::decode(&newer),
+            Err(measured::DocError::Unknown(_))
+        ));
+        assert!(matches!(
+            PointRecord::decode(&old[..old.len() / 2]),
+            Err(measured::DocError::Corrupt { .. })
+        ));
     }
 
     #[test]

@@ -2,9 +2,9 @@
 //! movie's phases, where the host's CPU went, the spread over repeats), as `vnetlab test` and
 //! `vnetlab meter` print them. Written to stdout line by line (a closed stdout ends quietly).
 
-use crate::engine::controller::TestResult;
-use crate::meter::account::CpuReport;
+use crate::records::cpu::{CpuReport, HwCounters, PartCpu};
 use crate::records::measured::{LoadReport, Measured, MoviePhases};
+use crate::records::test::TestResult;
 use crate::stats;
 
 /// A measured test as text: the result, the vNIC counters, loads, the CPU and the repeats.
@@ -20,8 +20,8 @@ pub fn measured(out: &Measured, desktop_pct: Option<f64>) {
                 ),
             };
             let model = match x.model {
-                Some(crate::vnic::backend::Model::Emulated) => "emulated",
-                Some(crate::vnic::backend::Model::Paravirt) => "paravirt",
+                Some(crate::records::vnic::Model::Emulated) => "emulated",
+                Some(crate::records::vnic::Model::Paravirt) => "paravirt",
                 None => "?",
             };
             crate::outln!(
@@ -157,8 +157,8 @@ pub fn cpu(c: &CpuReport) {
         c.interrupts_per_s
     );
     match &c.counters {
-        crate::meter::account::HwCounters::Missing(s) => crate::outln!("  hardware counters: {s}"),
-        crate::meter::account::HwCounters::Read(r) => {
+        HwCounters::Missing(s) => crate::outln!("  hardware counters: {s}"),
+        HwCounters::Read(r) => {
             crate::outln!(
                 "  hardware counters: host {} cycles, {} instructions",
                 r.host.cycles,
@@ -245,9 +245,8 @@ fn meter_sources(c: &CpuReport) {
 
 /// One side's parts on one line; many guests fold into their sum and the busiest.
 fn cpu_parts(c: &CpuReport, side: crate::meter::Side) {
-    let mine: Vec<&crate::meter::account::PartCpu> =
-        c.parts.iter().filter(|p| p.side == side).collect();
-    let guests: Vec<&&crate::meter::account::PartCpu> = mine
+    let mine: Vec<&PartCpu> = c.parts.iter().filter(|p| p.side == side).collect();
+    let guests: Vec<&&PartCpu> = mine
         .iter()
         .filter(|p| p.kind == crate::vocab::PartKind::Guest)
         .collect();
@@ -372,8 +371,8 @@ fn loads(loads: &[LoadReport]) {
 }
 
 /// A VDI test: each desktop (at most 16 lines, then the rest folded) and the total.
-fn vdi(v: &crate::engine::vdi::result::VdiResult, secs: f64) {
-    use crate::engine::vdi::result::Percentiles;
+fn vdi(v: &crate::records::vdi::VdiResult, secs: f64) {
+    use crate::records::vdi::Percentiles;
     let ms = |p: &Option<Percentiles>| match p {
         Some(p) => format!(
             "p50 {:.1} p99 {:.1} max {:.1} ms",

@@ -1955,7 +1955,7 @@ mod tests {
         let rr = |mode, p999: [f64; 3]| {
             let mut p = point(mode, 8192, 1.0, 1.0);
             let mut m = crate::records::measured::sample();
-            m.result.latency_us = Some(crate::engine::controller::Latency {
+            m.result.latency_us = Some(crate::records::test::Latency {
                 p50: 1.0,
                 p90: 1.0,
                 p99: 1.0,

@@ -2,7 +2,11 @@
 //! and `runs`, `report`, `compare` and `plan` read across them. Runs and points keep the columns
 //! one selects by (the host that measured, the run, the point's key) beside the typed record
 //! itself, serialized as it is read back; tables are prefixed `vnetlab_` to share a database.
-//! Every statement is bounded by a server-side timeout, the connection by a connect timeout.
+//! A point is kept as two versioned documents (`records::measured::VERSION`), read through the
+//! same reader as SQLite's: its record (`PointRecord::encode`) and its full result
+//! (`Measured::encode`). The schema is numbered (`vnetlab_meta`'s `schema`); every connection
+//! brings it up to date. Every statement is bounded by a server-side timeout, the connection by a
+//! connect timeout.
 
 use postgres::{Client, NoTls};
 use std::cell::RefCell;
@@ -25,6 +29,30 @@ CREATE TABLE IF NOT EXISTS vnetlab_points (
     normalized_pct_per_gbps DOUBLE PRECISION, record TEXT NOT NULL, result TEXT);
 CREATE INDEX IF NOT EXISTS vnetlab_points_run ON vnetlab_points(run_id);
 INSERT INTO vnetlab_meta (key, value) VALUES ('app', 'vnetlab'), ('schema', '1') ON CONFLICT DO NOTHING;";
+
+/// What each schema after the first (`SCHEMA`, schema 1) changed, in order: a store's `schema`
+/// is 1 + how many have run. Each runs once, in a transaction with the number's update, under
+/// the lock `connect` holds.
+const MIGRATIONS: &[&str] = &[
+    // 2: a point's record is a versioned document.
+    LABEL_OLD_RECORDS,
+];
+
+/// Records written before points were versioned (the point's fields alone) get the version they
+/// are, 1, the document before versions, so every record says what it is; the reader reads them
+/// either way. Plain SQL that both databases read alike (its test runs it on SQLite).
+const LABEL_OLD_RECORDS: &str =
+    "UPDATE vnetlab_points SET record = '{\"version\":1,' || substr(record, 2)
+    WHERE substr(record, 1, 1) = '{' AND record <> '{}' AND record NOT LIKE '{\"version\":%';";
+
+/// Which of `MIGRATIONS` a store at schema `found` still needs; Err: the store is at a newer
+/// schema than this build knows (a newer vnetlab's), which it must not touch.
+fn pending(found: usize) -> std::result::Result<std::ops::Range<usize>, usize> {
+    if found > 1 + MIGRATIONS.len() {
+        return Err(found);
+    }
+    Ok(found.saturating_sub(1)..MIGRATIONS.len())
+}
 
 /// How long one statement may run on the server.
 const STATEMENT_TIMEOUT_S: u32 = 60;
@@ -99,9 +127,10 @@ impl Pg {
         }
     }
 
-    /// Connects, bounds every statement, and makes the tables if they are missing (once, under
-    /// an advisory lock, so hosts starting together do not race). A database whose vnetlab
-    /// tables say another app is refused.
+    /// Connects, bounds every statement, and makes the tables if they are missing and brings
+    /// their schema up to date (once, under an advisory lock, so hosts starting together do not
+    /// race). A database whose vnetlab tables say another app is refused, and so is one of a
+    /// newer schema.
     pub fn connect(url: &str) -> Result<Pg> {
         let shown = shown(url);
         if !url.starts_with("postgresql://") && !url.starts_with("postgres://") {
@@ -129,26 +158,53 @@ impl Pg {
                 "SET statement_timeout = '{STATEMENT_TIMEOUT_S}s'; SELECT pg_advisory_lock(7642731);"
             ))
             .map_err(pg.err())?;
-        let made = pg
-            .client
-            .borrow_mut()
-            .batch_execute(SCHEMA)
-            .map_err(pg.err());
+        let made = pg.prepare();
         let _ = pg
             .client
             .borrow_mut()
             .batch_execute("SELECT pg_advisory_unlock(7642731);");
         made?;
-        let app: Option<String> = pg
-            .client
-            .borrow_mut()
-            .query_opt("SELECT value FROM vnetlab_meta WHERE key = 'app'", &[])
-            .map_err(pg.err())?
-            .map(|r| r.get(0));
-        if app.as_deref() != Some("vnetlab") {
-            return Err(Error::NotOurs(pg.shown.clone()));
-        }
         Ok(pg)
+    }
+
+    /// The tables made if missing, refused if another app's, and migrated (under the lock).
+    fn prepare(&self) -> Result<()> {
+        let mut c = self.client.borrow_mut();
+        c.batch_execute(SCHEMA).map_err(self.err())?;
+        let meta = |c: &mut Client, key: &str| -> Result<Option<String>> {
+            Ok(
+                c.query_opt("SELECT value FROM vnetlab_meta WHERE key = $1", &[&key])
+                    .map_err(self.err())?
+                    .map(|r| r.get(0)),
+            )
+        };
+        if meta(&mut c, "app")?.as_deref() != Some("vnetlab") {
+            return Err(Error::NotOurs(self.shown.clone()));
+        }
+        let schema = meta(&mut c, "schema")?.unwrap_or_default();
+        let found: usize = schema.parse().map_err(|_| Error::Pg {
+            url: self.shown.clone(),
+            message: format!(
+                "vnetlab_meta says schema '{}', not a number: the store is damaged",
+                crate::text::clip(&schema)
+            ),
+        })?;
+        let todo = pending(found).map_err(|found| Error::Newer {
+            path: self.shown.clone(),
+            found,
+            known: 1 + MIGRATIONS.len(),
+        })?;
+        for i in todo {
+            let mut tx = c.transaction().map_err(self.err())?;
+            tx.batch_execute(MIGRATIONS[i]).map_err(self.err())?;
+            tx.execute(
+                "UPDATE vnetlab_meta SET value = $1 WHERE key = 'schema'",
+                &[&(i + 2).to_string()],
+            )
+            .map_err(self.err())?;
+            tx.commit().map_err(self.err())?;
+        }
+        Ok(())
     }
 
     pub fn begin_run(
@@ -235,13 +291,9 @@ impl Pg {
             .collect()
     }
 
-    /// Stores one point: the columns one selects by, and the whole record.
+    /// Stores one point: the columns one selects by, and its two versioned documents.
     pub fn add_point(&self, run: i64, p: &PointRecord) -> Result<i64> {
-        let record = serde_json::to_string(&PointRecord {
-            result: None,
-            ..p.clone()
-        })
-        .unwrap_or_default();
+        let record = p.encode();
         let k = &p.key;
         let row = self
             .client
@@ -257,21 +309,25 @@ impl Pg {
         Ok(row.get(0))
     }
 
-    /// A run's points by sequence (without their full results; `point_result` reads one).
+    /// A run's points by sequence (without their full results; `point_result` reads one), each
+    /// record read through the versioned reader: one this build cannot read is an error naming
+    /// the point.
     pub fn points(&self, run: i64) -> Result<Vec<(i64, PointRecord)>> {
         let rows = self
             .client
             .borrow_mut()
             .query(
-                "SELECT id, record, host FROM vnetlab_points WHERE run_id = $1 ORDER BY seq",
+                "SELECT id, record, host, seq FROM vnetlab_points WHERE run_id = $1 ORDER BY seq",
                 &[&run],
             )
             .map_err(self.err())?;
         rows.iter()
             .map(|r| {
-                let mut p: PointRecord = serde_json::from_str(r.get(1)).map_err(|e| Error::Pg {
-                    url: self.shown.clone(),
-                    message: format!("point {} does not read as a point: {e}", r.get::<_, i64>(0)),
+                let mut p = PointRecord::decode(r.get(1)).map_err(|source| Error::BadResult {
+                    path: self.shown.clone(),
+                    run,
+                    seq: r.get::<_, i64>(3) as u32,
+                    source,
                 })?;
                 p.host = Some(r.get(2));
                 Ok((r.get(0), p))
@@ -310,6 +366,61 @@ fn with_causes(e: &dyn std::error::Error) -> String {
 
 #[cfg(test)]
 mod tests {
+    use crate::records::{measured, PointRecord};
+
+    #[test]
+    fn a_store_is_migrated_from_its_schema_and_a_newer_one_left_alone() {
+        let known = 1 + super::MIGRATIONS.len();
+        assert_eq!(super::pending(1), Ok(0..super::MIGRATIONS.len()));
+        assert_eq!(
+            super::pending(known),
+            Ok(super::MIGRATIONS.len()..super::MIGRATIONS.len())
+        );
+        assert_eq!(super::pending(known + 1), Err(known + 1));
+    }
+
+    /// The migration labels a record from before versions as version 1 and leaves a versioned one
+    /// as it is (twice run, once done); both read back through the versioned reader.
+    #[test]
+    fn old_records_are_labelled_and_still_read() {
+        let db = rusqlite::Connection::open_in_memory().unwrap();
+        db.execute_batch(
+            "CREATE TABLE vnetlab_points (id INTEGER PRIMARY KEY, record TEXT NOT NULL);",
+        )
+        .unwrap();
+        let old_point = PointRecord {
+            seq: 1,
+            throughput_gbps: Some(2.5),
+            ..Default::default()
+        };
+        let old = serde_json::to_string(&old_point).unwrap();
+        let new = PointRecord {
+            seq: 2,
+            ..Default::default()
+        }
+        .encode();
+        for r in [&old, &new] {
+            db.execute("INSERT INTO vnetlab_points (record) VALUES (?1)", [r])
+                .unwrap();
+        }
+        for _ in 0..2 {
+            db.execute_batch(super::LABEL_OLD_RECORDS).unwrap();
+        }
+        let rows: Vec<String> = db
+            .prepare("SELECT record FROM vnetlab_points ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(rows[0], format!("{{\"version\":1,{}", &old[1..]));
+        assert_eq!(rows[1], new);
+        let (v, p) = measured::read_versioned::<PointRecord>(&rows[0]).unwrap();
+        assert_eq!((v, p.seq, p.throughput_gbps), (1, 1, Some(2.5)));
+        let (v, p) = measured::read_versioned::<PointRecord>(&rows[1]).unwrap();
+        assert_eq!((v, p.seq), (measured::VERSION, 2));
+    }
+
     #[test]
     fn a_url_is_shown_without_its_password() {
         assert_eq!(

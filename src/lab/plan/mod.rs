@@ -19,10 +19,10 @@ mod wire;
 use crate::lab::Error;
 
 use super::cgroup::Hierarchy;
-use super::cpus::CpuPlan;
 use super::hostcmd::IpCmd;
 use super::state::LabRecord;
 use super::topology::Topology;
+use crate::records::cpu::CpuPlan;
 use cx::{addr, just, veth, Batch, Cx};
 use datapath::Datapath;
 

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use super::cx::{backend_part, Cx, Step};
 use crate::lab::cgroup::{self, Hierarchy};
-use crate::lab::cpus::CpuPlan;
 use crate::lab::hostcmd::HostCmd;
+use crate::records::cpu::CpuPlan;
 use crate::units::CpuList;
 use crate::vocab::Role;
 

@@ -2,12 +2,12 @@
 
 use super::*;
 use crate::guest::qemu::{Device, VmSpec};
-use crate::lab::cpus::Steering;
 use crate::lab::hostcmd::HostCmd;
 use crate::lab::hostcmd::{Offloads, TcCmd};
 use crate::lab::journal::{Entry, NsObject};
 use crate::lab::names::Names;
 use crate::lab::state::Side;
+use crate::records::cpu::Steering;
 use crate::units::{Delay, Rate};
 use crate::vocab::Mode;
 use crate::vocab::{Gro, Role};

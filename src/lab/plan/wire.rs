@@ -3,10 +3,10 @@
 
 use super::cx::{just, Cx, Step};
 use super::datapath::Datapath;
-use crate::lab::cpus::{CpuPlan, Steering};
 use crate::lab::hostcmd::{HostCmd, Offloads, TcCmd};
 use crate::lab::journal::{Entry, NsObject};
 use crate::lab::state::{Side, SteeredIface};
+use crate::records::cpu::{CpuPlan, Steering};
 
 /// Rate (tbf), delay and loss (netem), on both ends' egress. Unshaped, each end still gets a
 /// queue (pfifo, a NIC's txqueuelen): with one, a full veth ring stops the queue as a full NIC

@@ -1,0 +1,54 @@
+//! A software vNIC backend's counters over a test, as the stored document keeps them (a
+//! result's `vnic` object per guest): frames each way, super-frames, drops, and the LRO's ratio.
+//! The backend (`vnic::backend`) counts and fills them.
+
+use serde::{Deserialize, Serialize};
+
+/// A backend's device model: `emulated` (one frame per read and write, no offloads) or
+/// `paravirt` (virtio-net headers, offloads, GSO super-frames whole).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Model {
+    Emulated,
+    Paravirt,
+}
+
+/// The LRO's totals since the backend started: how many segments each buffer held, why trains
+/// were flushed, segments with a bad checksum.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct LroTotals {
+    pub merge_hist: std::collections::BTreeMap<String, u64>,
+    pub flush_reasons: std::collections::BTreeMap<String, u64>,
+    pub bad_checksum: u64,
+}
+
+/// One direction's counters over a test.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct DirDelta {
+    pub frames: u64,
+    pub bytes: u64,
+    pub gso_frames: u64,
+    pub malformed_dropped: u64,
+    pub oversize_dropped: u64,
+    pub write_errors: u64,
+}
+
+/// LRO over a test: frames in, super-frames out, segments per buffer (paper 2's ratio).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct LroDelta {
+    pub frames_in: u64,
+    pub superframes_out: u64,
+    pub lro_ratio: f64,
+    pub totals: LroTotals,
+}
+
+/// A backend's counters over a test (its `vnic` object in a result).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct VnicDelta {
+    pub model: Option<Model>,
+    pub frames_in: u64,
+    pub from_guest: DirDelta,
+    pub to_guest: DirDelta,
+    pub wakeups: u64,
+    pub lro: Option<LroDelta>,
+}
