@@ -279,7 +279,11 @@ pub fn output_file(path: &Path, flag: &str) -> Result<(), Fail> {
 }
 
 /// Runs a loaded experiment into the store with a progress bar (a terminal) or a line per point.
-pub fn execute(loaded: &erun::Loaded, store: &Store, json: bool) -> Result<erun::Outcome, Fail> {
+pub fn execute(
+    loaded: &erun::Loaded,
+    store: &Store,
+    json: bool,
+) -> Result<erun::Outcome, crate::experiment::Error> {
     let points = &loaded.points;
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr()) && !json;
     let bar = tty.then(|| {

@@ -110,9 +110,22 @@ input_errors!(
     crate::text::Error,
     crate::stats::Error,
     crate::records::Error,
-    crate::capacity::Error,
-    crate::reproduce::Error
+    crate::capacity::Error
 );
+
+impl From<crate::reproduce::Error> for Fail {
+    fn from(e: crate::reproduce::Error) -> Fail {
+        use crate::reproduce::Error;
+        match e {
+            Error::Input(m) => Fail::Input(m),
+            Error::Interrupted(m) => Fail::Interrupted(m),
+            Error::Failed(m) => Fail::Run(m),
+            Error::Store(e) => e.into(),
+            Error::Experiment(e) => e.into(),
+            Error::Report(e) => e.into(),
+        }
+    }
+}
 
 /// Errors of work that failed on the host (exit 1).
 macro_rules! run_errors {

@@ -7,6 +7,7 @@ pub mod claims;
 pub mod figures;
 pub mod page;
 pub mod papers;
+pub mod run;
 pub mod table_v;
 
 use serde::{Deserialize, Serialize};
@@ -19,8 +20,21 @@ pub use papers::{find, papers, BuiltIn};
 /// Why a paper file could not be used. Its `Display` is the one line users see.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A paper file, a selection or a store that does not answer what was asked.
     #[error("{0}")]
     Input(String),
+    /// SIGINT/SIGTERM stopped a suite: no verdicts computed.
+    #[error("{0}")]
+    Interrupted(String),
+    /// A page could not be written, or QEMU guests asked for cannot run here.
+    #[error("{0}")]
+    Failed(String),
+    #[error(transparent)]
+    Store(#[from] crate::store::Error),
+    #[error(transparent)]
+    Experiment(#[from] crate::experiment::Error),
+    #[error(transparent)]
+    Report(#[from] crate::report::Error),
 }
 
 /// One of the paper's configurations and what stands for it here.
