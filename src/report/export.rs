@@ -48,22 +48,32 @@ fn host(run: &RunRow) -> &str {
     run.host.as_deref().unwrap_or("")
 }
 
-/// A CSV text cell: quoted where it holds a comma, a quote or a line break; one that a
-/// spreadsheet would read as a formula (starting with = + - @, a tab or a carriage return) is
-/// written as text, with a leading apostrophe (OWASP's advice against formula injection). Numbers
-/// never pass through here.
+/// A CSV text cell: one that a spreadsheet would read as a formula (starting with = + - @, a
+/// tab or a carriage return) is written as text, with a leading apostrophe (OWASP's advice
+/// against formula injection). Numbers never pass through here; quoting is the writer's.
 fn q(t: &str) -> String {
     let formula = t.starts_with(['=', '+', '-', '@', '\t', '\r', '＝', '＋', '－', '＠']);
-    let t = if formula {
+    if formula {
         format!("'{t}")
     } else {
         t.to_string()
-    };
-    if formula || t.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", t.replace('"', "\"\""))
-    } else {
-        t
     }
+}
+
+/// A CSV table: the header, then each row, quoted where a cell holds a comma, a quote or a
+/// line break (RFC 4180, by the `csv` crate).
+fn table(header: &[&str], rows: impl IntoIterator<Item = Vec<String>>) -> String {
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    // Writing to memory cannot fail; a row of another width is a bug caught by the tests.
+    w.write_record(header).expect("a CSV header");
+    for row in rows {
+        w.write_record(&row)
+            .expect("a CSV row as wide as its header");
+    }
+    let bytes = w.into_inner().expect("an in-memory CSV");
+    String::from_utf8(bytes).expect("CSV of UTF-8 cells")
 }
 
 /// An optional number as a cell (empty for none).
@@ -111,7 +121,7 @@ fn repeats_csv(run: &RunRow, points: &[PointRecord]) -> String {
         "host_steal_pct",
         "latency_p99_us",
     ];
-    let mut s = [&KEY_COLS[..], &cols[..]].concat().join(",") + "\n";
+    let mut rows = Vec::new();
     for p in points {
         for (i, r) in p.repeats.iter().enumerate() {
             let mut row = key_cells(run, p);
@@ -126,17 +136,17 @@ fn repeats_csv(run: &RunRow, points: &[PointRecord]) -> String {
                 f(r.host_steal_pct),
                 f(r.latency_p99_us),
             ]);
-            s += &(row.join(",") + "\n");
+            rows.push(row);
         }
     }
-    s
+    table(&[&KEY_COLS[..], &cols[..]].concat(), rows)
 }
 
 /// One row per CPU part of each point: the split of the host in its median round (the round
 /// whose CPU per Gb/s is the median), which adds up to that round's host CPU.
 fn parts_csv(run: &RunRow, points: &[PointRecord]) -> String {
     let cols = ["part", "kind", "busy_pct", "cores"];
-    let mut s = [&KEY_COLS[..], &cols[..]].concat().join(",") + "\n";
+    let mut rows = Vec::new();
     for p in points {
         for (name, kind, busy, cores) in &p.parts {
             let mut row = key_cells(run, p);
@@ -149,10 +159,10 @@ fn parts_csv(run: &RunRow, points: &[PointRecord]) -> String {
                 busy.to_string(),
                 cores.to_string(),
             ]);
-            s += &(row.join(",") + "\n");
+            rows.push(row);
         }
     }
-    s
+    table(&[&KEY_COLS[..], &cols[..]].concat(), rows)
 }
 
 /// CSV of a run's points, for pandas and spreadsheets: the key cells of the other tables first,
@@ -201,7 +211,7 @@ fn points_csv(run: &RunRow, points: &[PointRecord]) -> String {
         "host_steal_pct",
         "host_foreign_pct",
     ];
-    let mut s = [&KEY_COLS[..], &cols[..]].concat().join(",") + "\n";
+    let mut rows = Vec::new();
     let text = |v: Option<String>| v.unwrap_or_default();
     for p in points {
         let mut row = key_cells(run, p);
@@ -243,9 +253,9 @@ fn points_csv(run: &RunRow, points: &[PointRecord]) -> String {
             f(p.host_steal_pct),
             f(p.host_foreign_pct),
         ]);
-        s += &(row.join(",") + "\n");
+        rows.push(row);
     }
-    s
+    table(&[&KEY_COLS[..], &cols[..]].concat(), rows)
 }
 
 /// The point's confidence intervals: level, then low and high of throughput (or transactions/s),
@@ -301,16 +311,22 @@ mod tests {
     /// A text cell a spreadsheet would run as a formula is written as text; numbers never are.
     #[test]
     fn a_cell_that_reads_as_a_formula_is_written_as_text() {
+        let row = |cell: &str| table(&["a", "b"], [vec![q(cell), f(Some(-1.5))]]);
         assert_eq!(
-            q("=HYPERLINK(\"http://x\")"),
-            "\"'=HYPERLINK(\"\"http://x\"\")\""
+            row("=HYPERLINK(\"http://x\")"),
+            "a,b\n\"'=HYPERLINK(\"\"http://x\"\")\",-1.5\n"
         );
-        for f in ["+1+1", "-2+3", "@SUM(A1)", "\tx", "\rx", "＝1"] {
-            assert!(q(f).starts_with("\"'"), "{f}: {}", q(f));
+        for c in ["+1+1", "-2+3", "@SUM(A1)", "\tx", "\rx", "＝1"] {
+            let cell = row(c)
+                .lines()
+                .nth(1)
+                .unwrap()
+                .trim_start_matches('"')
+                .to_string();
+            assert!(cell.starts_with('\''), "{c}: {cell}");
         }
-        assert_eq!(q("bridge"), "bridge");
-        assert_eq!(q("a\rb"), "\"a\rb\"");
-        assert_eq!(f(Some(-1.5)), "-1.5");
+        assert_eq!(row("bridge"), "a,b\nbridge,-1.5\n");
+        assert_eq!(row("a\rb"), "a,b\n\"a\rb\",-1.5\n");
     }
 
     #[test]
