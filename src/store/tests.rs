@@ -227,10 +227,12 @@ fn an_older_store_is_migrated_with_its_points() {
 }
 
 #[test]
-fn dates_are_civil() {
-    assert_eq!(civil_from_days(0), (1970, 1, 1));
-    assert_eq!(civil_from_days(20_414), (2025, 11, 22));
-    assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+fn times_are_utc_to_the_second() {
+    let t = now();
+    assert_eq!(t.len(), 20, "{t}");
+    assert!(t.ends_with('Z') && t.as_bytes()[10] == b'T', "{t}");
+    let parsed: jiff::Timestamp = t.parse().unwrap();
+    assert!((jiff::Timestamp::now() - parsed).as_secs().abs() < 5);
 }
 
 #[test]
