@@ -11,10 +11,11 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::Duration;
 
 use super::intervals;
-use super::proto::{Reply, Request, SideReport};
+use super::proto::{Reply, Request, SideReport, StreamReport};
 use super::spec::Spec;
 use crate::records::test::{
-    Latency, PacedStreams, RemoteCpu, StreamResult, TestResult, Transfer, ZeroCopy,
+    Interval, Latency, PacedStreams, RemoteCpu, StreamResult, TcpSample, TestResult, Transfer,
+    ZeroCopy,
 };
 use crate::records::vdi::ClockSync;
 use crate::vocab::TestKind;
@@ -367,8 +368,6 @@ fn both_ways(spec: &Spec, pairs: &[Pair]) -> Vec<Pair> {
 /// Stream ids: pair k's streams are k*1000, k*1000+1, …
 const IDS_PER_PAIR: u32 = 1000;
 
-// Long on purpose: the control protocol's steps in order (clock sync, prepare, start, collect),
-// read top to bottom as the protocol runs.
 /// Runs one test over the pairs and returns the combined result. `on_start` is called with the
 /// instant every agent was told to run (the meter's window starts a warm-up after it).
 pub fn run_test(
@@ -382,57 +381,58 @@ pub fn run_test(
         return Err(Error::Failed("nothing to test: no pairs".into()));
     }
     let pairs = &both_ways(spec, pairs)[..];
+    let clocks = clocks(spec, agents)?;
+    prepare(spec, agents, pairs, &clocks)?;
+    let order = start_order(pairs);
+    start(agents, &order, on_start)?;
+    let reports = collect(spec, agents, pairs, &order)?;
+    no_errors(agents, &reports)?;
+    let mut r = combine(spec, pairs, &reports);
+    r.remote_cpu = remote_cpu(agents, &reports);
+    if let Some(v) = r.vdi.as_mut() {
+        v.clock = least_certain(&clocks);
+    }
+    transfer_matches(&r)?;
+    Ok(r)
+}
+
+/// Each agent's clock against this process's, for a VDI test (none otherwise).
+fn clocks(spec: &Spec, agents: &mut [AgentConn]) -> Result<Vec<ClockSync>, Error> {
     // VDI frame delays are one-way: an agent on another machine has a clock of its own.
-    let clocks: Vec<ClockSync> = if spec.vdi.is_some() {
+    Ok(if spec.vdi.is_some() {
         agents
             .iter_mut()
             .map(AgentConn::clock)
             .collect::<Result<_, _>>()?
     } else {
         vec![]
-    };
-    // Each agent's copy of the spec for a pair: one on another machine reports that machine's
-    // CPU; a reversed pair runs its test the other way.
-    // One data key per test, which every data connection shows (`Spec::key`).
-    let key: u64 = rand::random::<u64>() | 1;
-    let spec_for = |a: &AgentConn, p: &Pair| Spec {
+    })
+}
+
+/// Each agent's copy of the spec for a pair: one on another machine reports that machine's
+/// CPU; a reversed pair runs its test the other way.
+fn spec_for(spec: &Spec, key: u64, a: &AgentConn, p: &Pair) -> Spec {
+    Spec {
         report_cpu: a.remote,
         test: p.test(spec),
         key,
         ..spec.clone()
-    };
-    // 1. Servers listen, initiators connect.
+    }
+}
+
+/// The protocol's first step: servers listen, initiators connect, pair by pair.
+fn prepare(
+    spec: &Spec,
+    agents: &mut [AgentConn],
+    pairs: &[Pair],
+    clocks: &[ClockSync],
+) -> Result<(), Error> {
+    // One data key per test, which every data connection shows (`Spec::key`).
+    let key: u64 = rand::random::<u64>() | 1;
     for (k, p) in pairs.iter().enumerate() {
         let first_id = k as u32 * IDS_PER_PAIR;
-        let mut server_spec = spec_for(&agents[p.server], p);
-        if let (Some(s), Some(i)) = (clocks.get(p.server), clocks.get(p.initiator)) {
-            // The engine initiates, the client serves: its clock less the engine's.
-            server_spec.clock_offset_ns = s.offset_ns - i.offset_ns;
-        }
-        let reply = agents[p.server].call(
-            &Request::Listen {
-                spec: server_spec,
-                bind: p.listen_on,
-                ports: p.ports,
-                streams: spec.parallel,
-                first_id,
-            },
-            SETUP_TIMEOUT,
-        )?;
-        let ports = match reply {
-            Reply::Listening { ports } => ports,
-            other => {
-                return Err(Error::Failed(format!(
-                    "unexpected reply from {}: {other:?}",
-                    agents[p.server].name
-                )))
-            }
-        };
-        let to: Vec<SocketAddr> = ports
-            .iter()
-            .map(|&port| SocketAddr::new(p.connect_to, port))
-            .collect();
-        let initiator_spec = spec_for(&agents[p.initiator], p);
+        let to = listen(spec, key, agents, p, clocks, first_id)?;
+        let initiator_spec = spec_for(spec, key, &agents[p.initiator], p);
         agents[p.initiator].call(
             &Request::Connect {
                 spec: initiator_spec,
@@ -442,7 +442,51 @@ pub fn run_test(
             SETUP_TIMEOUT,
         )?;
     }
-    // 2. Start every agent at once: servers first, then initiators.
+    Ok(())
+}
+
+/// A pair's server told to listen (its clock against the initiator's, where there are clocks);
+/// the addresses its initiator is to connect to.
+fn listen(
+    spec: &Spec,
+    key: u64,
+    agents: &mut [AgentConn],
+    p: &Pair,
+    clocks: &[ClockSync],
+    first_id: u32,
+) -> Result<Vec<SocketAddr>, Error> {
+    let mut server_spec = spec_for(spec, key, &agents[p.server], p);
+    if let (Some(s), Some(i)) = (clocks.get(p.server), clocks.get(p.initiator)) {
+        // The engine initiates, the client serves: its clock less the engine's.
+        server_spec.clock_offset_ns = s.offset_ns - i.offset_ns;
+    }
+    let reply = agents[p.server].call(
+        &Request::Listen {
+            spec: server_spec,
+            bind: p.listen_on,
+            ports: p.ports,
+            streams: spec.parallel,
+            first_id,
+        },
+        SETUP_TIMEOUT,
+    )?;
+    let ports = match reply {
+        Reply::Listening { ports } => ports,
+        other => {
+            return Err(Error::Failed(format!(
+                "unexpected reply from {}: {other:?}",
+                agents[p.server].name
+            )))
+        }
+    };
+    Ok(ports
+        .iter()
+        .map(|&port| SocketAddr::new(p.connect_to, port))
+        .collect())
+}
+
+/// The order agents are started and heard in: servers first, then initiators, each once.
+fn start_order(pairs: &[Pair]) -> Vec<usize> {
     let mut order: Vec<usize> = Vec::new();
     for p in pairs {
         if !order.contains(&p.server) {
@@ -454,16 +498,36 @@ pub fn run_test(
             order.push(p.initiator);
         }
     }
+    order
+}
+
+/// Starts every agent at once, in `order`, and tells `on_start` when.
+fn start(
+    agents: &mut [AgentConn],
+    order: &[usize],
+    on_start: &mut dyn FnMut(std::time::Instant),
+) -> Result<(), Error> {
     let started = std::time::Instant::now();
-    for &i in &order {
+    for &i in order {
         agents[i].send(&Request::Run)?;
     }
     on_start(started);
+    Ok(())
+}
+
+/// Every agent's report, in `order`, each checked before it is used; waits as long as the test
+/// can run and stop.
+fn collect(
+    spec: &Spec,
+    agents: &mut [AgentConn],
+    pairs: &[Pair],
+    order: &[usize],
+) -> Result<Vec<(usize, SideReport)>, Error> {
     let wait = Duration::from_secs_f64(
         spec.warmup + spec.duration + super::flows::GRACE_S + super::flows::HARD_S + 10.0,
     );
     let mut reports: Vec<(usize, SideReport)> = Vec::new();
-    for &i in &order {
+    for &i in order {
         match agents[i].recv(wait)? {
             Reply::Report { report } => {
                 checked(&report, spec, pairs).map_err(|why| {
@@ -482,6 +546,11 @@ pub fn run_test(
             }
         }
     }
+    Ok(reports)
+}
+
+/// The errors the agents reported, each under its agent's name, as one failure.
+fn no_errors(agents: &[AgentConn], reports: &[(usize, SideReport)]) -> Result<(), Error> {
     let errors: Vec<String> = reports
         .iter()
         .flat_map(|(i, r)| r.errors.iter().map(|e| format!("{}: {e}", agents[*i].name)))
@@ -489,8 +558,12 @@ pub fn run_test(
     if !errors.is_empty() {
         return Err(Error::Failed(errors.join("; ")));
     }
-    let mut r = combine(spec, pairs, &reports);
-    r.remote_cpu = reports
+    Ok(())
+}
+
+/// The CPU of each agent's machine that reported it (agents on other machines).
+fn remote_cpu(agents: &[AgentConn], reports: &[(usize, SideReport)]) -> Vec<RemoteCpu> {
+    reports
         .iter()
         .filter_map(|(i, rep)| {
             Some(RemoteCpu {
@@ -498,15 +571,20 @@ pub fn run_test(
                 cpu: rep.machine_cpu.clone()?,
             })
         })
-        .collect();
-    if let Some(v) = r.vdi.as_mut() {
-        // The least certain clock of any agent, where one is on another machine.
-        v.clock = clocks
-            .iter()
-            .filter(|c| !c.shared)
-            .max_by_key(|c| c.uncertainty_ns)
-            .cloned();
-    }
+        .collect()
+}
+
+/// The least certain clock of any agent, where one is on another machine.
+fn least_certain(clocks: &[ClockSync]) -> Option<ClockSync> {
+    clocks
+        .iter()
+        .filter(|c| !c.shared)
+        .max_by_key(|c| c.uncertainty_ns)
+        .cloned()
+}
+
+/// A failure where the receiver got other bytes than were sent (--verify, a fixed transfer).
+fn transfer_matches(r: &TestResult) -> Result<(), Error> {
     if let Some(t) = r.transfer.as_ref().filter(|t| !t.matches) {
         return Err(Error::Failed(format!(
             "verify: the receiver got other bytes than were sent ({} sent, {} received; sha256 {} ≠ {})",
@@ -516,7 +594,7 @@ pub fn run_test(
             t.received_sha256.as_deref().unwrap_or("-")
         )));
     }
-    Ok(r)
+    Ok(())
 }
 
 /// A side's report checked as any input from another machine is: stream ids only those the
@@ -567,64 +645,168 @@ fn checked(r: &SideReport, spec: &Spec, pairs: &[Pair]) -> Result<(), String> {
 }
 
 /// Every side's report combined into the test's result.
-// Long on purpose: one pass over the sides' reports accumulates the totals (bytes, datagrams,
-// transactions, the latency histogram, TCP samples) that the result needs together.
 fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> TestResult {
-    let pair_of = |id: u32| &pairs[(id / IDS_PER_PAIR) as usize];
     let secs = spec.duration;
-    let mut streams = Vec::new();
-    let mut bucket_sets = Vec::new();
-    let (mut sent_dgrams, mut recv_dgrams, mut retrans, mut transactions, mut lost) =
-        (0u64, 0u64, 0u64, 0u64, 0u64);
-    let (mut zc_done, mut zc_copied) = (0u64, 0u64);
-    let mut hist =
-        hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
-    let mut tcp_info = Vec::new();
-    for (_, r) in reports {
-        bucket_sets.push(r.buckets.clone());
-        for &(v, c) in &r.latency_ns {
-            let _ = hist.record_n(v, c);
-        }
-        if tcp_info.is_empty() {
-            tcp_info = r.tcp_info.clone();
-        }
-        for s in &r.streams {
-            let p = pair_of(s.id);
-            if s.receiver {
-                recv_dgrams += s.datagrams;
-                let (from, to) = match p.test(spec).initiator_sends() {
-                    true => (&p.from, &p.to),
-                    false => (&p.to, &p.from),
-                };
-                streams.push(StreamResult {
-                    id: s.id,
-                    from: from.clone(),
-                    to: to.clone(),
-                    gbps: intervals::gbps(s.window_bytes, secs),
-                    bytes: s.window_bytes,
-                });
-            } else {
-                sent_dgrams += s.datagrams;
-                retrans += s.retrans;
-                zc_done += s.zc_completed;
-                zc_copied += s.zc_copied;
+    let t = Totals::gather(spec, pairs, reports);
+    let total_bytes: u64 = t.streams.iter().map(|s| s.bytes).sum();
+    let per_source = per_source(&t.streams);
+    let is_rr = spec.test.is_rr();
+    let starved = starved(spec, &per_source);
+    let tps = is_rr.then(|| t.transactions as f64 / secs);
+    let latency = latency(spec, &t.hist);
+    let throughput = throughput(spec, reports, tps, total_bytes);
+    let udp_loss = t.udp_loss(spec);
+    let zerocopy = spec.zerocopy.then(|| t.zerocopy());
+    TestResult {
+        engine: crate::vocab::Engine::Vnetlab,
+        test: spec.test,
+        bidir: spec.bidir,
+        from: unique(pairs.iter().map(|p| p.from.as_str())),
+        to: unique(pairs.iter().map(|p| p.to.as_str())),
+        message_bytes: if is_rr { spec.req } else { spec.msg },
+        duration_s: secs,
+        warmup_s: spec.warmup,
+        parallel: spec.parallel,
+        pacing: pacing(spec),
+        congestion: (!spec.test.is_udp()).then(|| spec.congestion.clone()),
+        throughput_gbps: throughput,
+        streams: t.streams,
+        per_source_gbps: per_source.into_iter().collect(),
+        intervals: intervals_of(spec, &t.bucket_sets),
+        transactions_per_s: tps,
+        latency_us: latency,
+        udp_loss_pct: udp_loss,
+        tcp_retransmits: (!spec.test.is_udp()).then_some(t.retrans),
+        tcp_info: t.tcp_info,
+        transfer: (spec.bytes.is_some() || spec.verify).then(|| transfer(reports)),
+        vdi: spec
+            .vdi
+            .as_ref()
+            .map(|v| vdi_sides(&v.profile, reports, secs)),
+        starved,
+        remote_cpu: vec![],
+        zerocopy,
+    }
+}
+
+/// What the sides' reports add up to, gathered in one pass over them: the receivers' streams,
+/// every side's buckets, the counters, the latency histogram and TCP samples.
+struct Totals {
+    streams: Vec<StreamResult>,
+    bucket_sets: Vec<Vec<u64>>,
+    sent_dgrams: u64,
+    recv_dgrams: u64,
+    retrans: u64,
+    transactions: u64,
+    lost: u64,
+    zc_done: u64,
+    zc_copied: u64,
+    hist: hdrhistogram::Histogram<u64>,
+    tcp_info: Vec<TcpSample>,
+}
+
+impl Totals {
+    /// Every side's report added up: its buckets, its latency merged into one histogram, the
+    /// first TCP samples any side has, and each of its streams; the streams in id order.
+    fn gather(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Totals {
+        let mut t = Totals {
+            streams: Vec::new(),
+            bucket_sets: Vec::new(),
+            sent_dgrams: 0,
+            recv_dgrams: 0,
+            retrans: 0,
+            transactions: 0,
+            lost: 0,
+            zc_done: 0,
+            zc_copied: 0,
+            hist: hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap(),
+            tcp_info: Vec::new(),
+        };
+        for (_, r) in reports {
+            t.bucket_sets.push(r.buckets.clone());
+            for &(v, c) in &r.latency_ns {
+                let _ = t.hist.record_n(v, c);
             }
-            // RR transactions are counted only where they are timed: at the initiator.
-            transactions += s.transactions;
-            lost += s.lost;
+            if t.tcp_info.is_empty() {
+                t.tcp_info = r.tcp_info.clone();
+            }
+            for s in &r.streams {
+                t.add_stream(spec, &pairs[(s.id / IDS_PER_PAIR) as usize], s);
+            }
+        }
+        t.streams.sort_by_key(|s| s.id);
+        t
+    }
+
+    /// One stream of a side's report: at the receiver, a stream of the result named the way its
+    /// pair's test sends; at the sender, its counters.
+    fn add_stream(&mut self, spec: &Spec, p: &Pair, s: &StreamReport) {
+        if s.receiver {
+            self.recv_dgrams += s.datagrams;
+            let (from, to) = match p.test(spec).initiator_sends() {
+                true => (&p.from, &p.to),
+                false => (&p.to, &p.from),
+            };
+            self.streams.push(StreamResult {
+                id: s.id,
+                from: from.clone(),
+                to: to.clone(),
+                gbps: intervals::gbps(s.window_bytes, spec.duration),
+                bytes: s.window_bytes,
+            });
+        } else {
+            self.sent_dgrams += s.datagrams;
+            self.retrans += s.retrans;
+            self.zc_done += s.zc_completed;
+            self.zc_copied += s.zc_copied;
+        }
+        // RR transactions are counted only where they are timed: at the initiator.
+        self.transactions += s.transactions;
+        self.lost += s.lost;
+    }
+
+    /// The share lost: a UDP stream's datagrams, a UDP RR test's transactions.
+    fn udp_loss(&self, spec: &Spec) -> Option<f64> {
+        match spec.test {
+            TestKind::UdpStream if self.sent_dgrams > 0 => Some(
+                100.0 * self.sent_dgrams.saturating_sub(self.recv_dgrams) as f64
+                    / self.sent_dgrams as f64,
+            ),
+            TestKind::UdpRr if self.transactions + self.lost > 0 => {
+                Some(100.0 * self.lost as f64 / (self.transactions + self.lost) as f64)
+            }
+            _ => None,
         }
     }
-    streams.sort_by_key(|s| s.id);
-    let total_bytes: u64 = streams.iter().map(|s| s.bytes).sum();
+
+    /// How the zero-copy sends completed: how many, and the share the kernel copied after all.
+    fn zerocopy(&self) -> ZeroCopy {
+        ZeroCopy {
+            sends_completed: self.zc_done,
+            copied_pct: if self.zc_done > 0 {
+                100.0 * self.zc_copied as f64 / self.zc_done as f64
+            } else {
+                0.0
+            },
+        }
+    }
+}
+
+/// Each source's Gb/s, summed over its streams, the sources in the order of their first stream.
+fn per_source(streams: &[StreamResult]) -> Vec<(String, f64)> {
     let mut per_source: Vec<(String, f64)> = Vec::new();
-    for s in &streams {
+    for s in streams {
         match per_source.iter_mut().find(|(n, _)| *n == s.from) {
             Some((_, g)) => *g += s.gbps,
             None => per_source.push((s.from.clone(), s.gbps)),
         }
     }
-    let is_rr = spec.test.is_rr();
-    let starved: Vec<String> = if is_rr || spec.bytes.is_some() {
+    per_source
+}
+
+/// The sources whose streams moved nothing (an RR test or a fixed transfer has none).
+fn starved(spec: &Spec, per_source: &[(String, f64)]) -> Vec<String> {
+    if spec.test.is_rr() || spec.bytes.is_some() {
         vec![]
     } else {
         per_source
@@ -632,9 +814,12 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
             .filter(|(_, g)| *g == 0.0)
             .map(|(n, _)| n.clone())
             .collect()
-    };
-    let tps = is_rr.then(|| transactions as f64 / secs);
-    let latency = (is_rr && !hist.is_empty()).then(|| {
+    }
+}
+
+/// An RR test's latency percentiles from the merged histogram, in µs (none if nothing was timed).
+fn latency(spec: &Spec, hist: &hdrhistogram::Histogram<u64>) -> Option<Latency> {
+    (spec.test.is_rr() && !hist.is_empty()).then(|| {
         let us = |q: f64| hist.value_at_quantile(q) as f64 / 1e3;
         Latency {
             p50: us(0.5),
@@ -644,8 +829,18 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
             max: hist.max() as f64 / 1e3,
             mean: hist.mean() / 1e3,
         }
-    });
-    let throughput = if is_rr {
+    })
+}
+
+/// The test's Gb/s: an RR test's transactions with their request and response, a fixed
+/// transfer's bytes over its receivers' time, else the receivers' bytes over the window.
+fn throughput(
+    spec: &Spec,
+    reports: &[(usize, SideReport)],
+    tps: Option<f64>,
+    total_bytes: u64,
+) -> f64 {
+    if spec.test.is_rr() {
         tps.unwrap_or(0.0) * (spec.req + spec.resp) as f64 * 8.0 / 1e9
     } else if spec.bytes.is_some() {
         // A fixed transfer: all bytes over the receivers' time from first byte to end.
@@ -663,63 +858,27 @@ fn combine(spec: &Spec, pairs: &[Pair], reports: &[(usize, SideReport)]) -> Test
             .fold(0.0, f64::max);
         intervals::gbps(all, active)
     } else {
-        intervals::gbps(total_bytes, secs)
-    };
-    let udp_loss = match spec.test {
-        TestKind::UdpStream if sent_dgrams > 0 => {
-            Some(100.0 * sent_dgrams.saturating_sub(recv_dgrams) as f64 / sent_dgrams as f64)
-        }
-        TestKind::UdpRr if transactions + lost > 0 => {
-            Some(100.0 * lost as f64 / (transactions + lost) as f64)
-        }
-        _ => None,
-    };
-    TestResult {
-        engine: crate::vocab::Engine::Vnetlab,
-        test: spec.test,
-        bidir: spec.bidir,
-        from: unique(pairs.iter().map(|p| p.from.as_str())),
-        to: unique(pairs.iter().map(|p| p.to.as_str())),
-        message_bytes: if is_rr { spec.req } else { spec.msg },
-        duration_s: secs,
-        warmup_s: spec.warmup,
-        parallel: spec.parallel,
-        pacing: spec
-            .rate
-            .filter(|_| !is_rr && spec.vdi.is_none())
-            .map(|rate_bps| PacedStreams {
-                rate_bps,
-                mode: spec.pacing,
-            }),
-        congestion: (!spec.test.is_udp()).then(|| spec.congestion.clone()),
-        throughput_gbps: throughput,
-        streams,
-        per_source_gbps: per_source.into_iter().collect(),
-        intervals: if is_rr || spec.bytes.is_some() {
-            vec![]
-        } else {
-            intervals::fold(&intervals::sum(&bucket_sets), spec.interval)
-        },
-        transactions_per_s: tps,
-        latency_us: latency,
-        udp_loss_pct: udp_loss,
-        tcp_retransmits: (!spec.test.is_udp()).then_some(retrans),
-        tcp_info,
-        transfer: (spec.bytes.is_some() || spec.verify).then(|| transfer(reports)),
-        vdi: spec
-            .vdi
-            .as_ref()
-            .map(|v| vdi_sides(&v.profile, reports, secs)),
-        starved,
-        remote_cpu: vec![],
-        zerocopy: spec.zerocopy.then(|| ZeroCopy {
-            sends_completed: zc_done,
-            copied_pct: if zc_done > 0 {
-                100.0 * zc_copied as f64 / zc_done as f64
-            } else {
-                0.0
-            },
-        }),
+        intervals::gbps(total_bytes, spec.duration)
+    }
+}
+
+/// The pacing the streams were held to, if any (none for an RR or a VDI test).
+fn pacing(spec: &Spec) -> Option<PacedStreams> {
+    spec.rate
+        .filter(|_| !spec.test.is_rr() && spec.vdi.is_none())
+        .map(|rate_bps| PacedStreams {
+            rate_bps,
+            mode: spec.pacing,
+        })
+}
+
+/// A stream test's Gb/s per interval, the sides' buckets summed (an RR test or a fixed transfer
+/// has none).
+fn intervals_of(spec: &Spec, bucket_sets: &[Vec<u64>]) -> Vec<Interval> {
+    if spec.test.is_rr() || spec.bytes.is_some() {
+        vec![]
+    } else {
+        intervals::fold(&intervals::sum(bucket_sets), spec.interval)
     }
 }
 

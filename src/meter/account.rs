@@ -372,133 +372,264 @@ fn demand(parts: &[PartCpu], t: &Traffic, host_cores: f64, per_unit_per_s: f64) 
     }
 }
 
-/// The CPU report of one window from the meter's data and the test's traffic: each CPU's time
-/// (`busy`), the two sides, the parts of each, then the figures that read them.
-pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, Error> {
-    let (a, b) = window_edges(d)?;
-    let window_s = b.light.at.duration_since(a.light.at).as_secs_f64();
-    let times = core_times(d, &a.light, &b.light, window_s);
-    let busy: BTreeMap<usize, f64> = times.iter().map(|(&c, t)| (c, t.busy_s)).collect();
-    let ncpu = busy.len().max(1);
-    let machine_s: f64 = busy.values().sum();
-    let machine_busy_pct = 100.0 * machine_s / (window_s * ncpu as f64);
-    let (host, client) = side_cores(d, &times);
-    let host_time = SideTime::of(&times, &host, window_s);
-    let side_s = |cores: &[usize]| {
+/// The window's two readings and each CPU's time between them, with the machine's busy time and
+/// the sides' cores (`build`'s first step).
+struct Window<'a> {
+    a: &'a Full,
+    b: &'a Full,
+    window_s: f64,
+    times: BTreeMap<usize, CoreTime>,
+    /// Each CPU's busy seconds.
+    busy: BTreeMap<usize, f64>,
+    ncpu: usize,
+    machine_s: f64,
+    machine_busy_pct: f64,
+    host: Vec<usize>,
+    client: Vec<usize>,
+    host_time: SideTime,
+    /// The lab was confined to the sides' cores.
+    placed: bool,
+}
+
+impl<'a> Window<'a> {
+    /// Reads the window: its edges, each CPU's time, the machine's busy share, the sides' cores.
+    fn read(d: &'a MeterData) -> Result<Window<'a>, Error> {
+        let (a, b) = window_edges(d)?;
+        let window_s = b.light.at.duration_since(a.light.at).as_secs_f64();
+        let times = core_times(d, &a.light, &b.light, window_s);
+        let busy: BTreeMap<usize, f64> = times.iter().map(|(&c, t)| (c, t.busy_s)).collect();
+        let ncpu = busy.len().max(1);
+        let machine_s: f64 = busy.values().sum();
+        let machine_busy_pct = 100.0 * machine_s / (window_s * ncpu as f64);
+        let (host, client) = side_cores(d, &times);
+        let host_time = SideTime::of(&times, &host, window_s);
+        Ok(Window {
+            a,
+            b,
+            window_s,
+            times,
+            busy,
+            ncpu,
+            machine_s,
+            machine_busy_pct,
+            host,
+            client,
+            host_time,
+            placed: d.sides.is_some(),
+        })
+    }
+
+    /// Some cores' busy seconds (a core without a reading counts 0).
+    fn busy_of(&self, cores: &[usize]) -> f64 {
         cores
             .iter()
-            .map(|c| busy.get(c).copied().unwrap_or(0.0))
+            .map(|c| self.busy.get(c).copied().unwrap_or(0.0))
             .sum::<f64>()
-    };
-    let (host_total_s, client_s, sided) = match &d.sides {
+    }
+
+    /// A side's seconds of CPU in the window: its cores (at least one) for the window's length;
+    /// unplaced, the client's are the host's (the whole machine).
+    fn cap(&self, side: Side) -> f64 {
+        let n = if self.placed && side == Side::Client {
+            self.client.len()
+        } else {
+            self.host.len()
+        };
+        self.window_s * n.max(1) as f64
+    }
+
+    /// Each CPU's busy time and its steal, % of the window.
+    fn per_core_pct(&self) -> (BTreeMap<usize, f64>, BTreeMap<usize, f64>) {
+        let busy = self
+            .busy
+            .iter()
+            .map(|(&c, &s)| (c, 100.0 * s / self.window_s))
+            .collect();
+        let steal = self
+            .times
+            .iter()
+            .map(|(&c, t)| (c, 100.0 * t.steal_s / self.window_s))
+            .collect();
+        (busy, steal)
+    }
+}
+
+/// The host's busy seconds (what ran there from outside the lab included), the client's (placed
+/// only) and each side's parts: placed, by the sides' cores; unplaced, the host is the machine
+/// less the client's parts.
+fn side_totals(d: &MeterData, w: &Window) -> (f64, Option<f64>, Sided) {
+    match &d.sides {
         Some(_) => {
-            let both = [side_s(&host), side_s(&client)];
-            (both[0], Some(both[1]), sided(d, a, b, &host, &client, both))
+            let both = [w.busy_of(&w.host), w.busy_of(&w.client)];
+            (
+                both[0],
+                Some(both[1]),
+                sided(d, w.a, w.b, &w.host, &w.client, both),
+            )
         }
         None => {
-            let s = unplaced(d, a, b, machine_s);
+            let s = unplaced(d, w.a, w.b, w.machine_s);
             let client: f64 = s
                 .parts
                 .iter()
                 .filter(|p| p.1.kind == PartKind::Client)
                 .map(|p| p.2)
                 .sum();
-            (machine_s - client, None, s)
+            (w.machine_s - client, None, s)
         }
-    };
-    let cap = |side: Side| {
-        let n = if d.sides.is_some() && side == Side::Client {
-            client.len()
-        } else {
-            host.len()
-        };
-        window_s * n.max(1) as f64
-    };
-    let parts = part_cpus(sided.parts, window_s, cap);
-    let foreign_s = sided.foreign_s[0].min(host_total_s);
-    let host_s = host_total_s - foreign_s;
-    let host_busy_pct = 100.0 * host_s / cap(Side::Host);
-    let host_busy_cores = host_s / window_s;
-    let excess_pct = 100.0 * sided.excess_s[0] / cap(Side::Host);
-    let why = unmeasurable(d, a, b, &times, &host_time, excess_pct);
+    }
+}
+
+/// The host's figures (`build`'s reading of its side).
+struct HostShare {
+    /// Busy seconds of the host's cores, what ran there from outside the lab included.
+    total_s: f64,
+    /// Of which the seconds of tasks that are not the lab's.
+    foreign_s: f64,
+    busy_pct: f64,
+    busy_cores: f64,
+    /// Why the host's figure cannot be told, if it cannot.
+    why: Option<String>,
+    /// What the host's parts leave unattributed, % of its cores.
+    unattributed: f64,
+}
+
+/// The host's busy time less what ran there from outside the lab, what its parts leave
+/// unattributed, and why the figure cannot be told, if it cannot.
+fn host_share(
+    d: &MeterData,
+    w: &Window,
+    total_s: f64,
+    foreign_s: f64,
+    excess_s: f64,
+    parts: &[PartCpu],
+) -> HostShare {
+    let foreign_s = foreign_s.min(total_s);
+    let host_s = total_s - foreign_s;
+    let busy_pct = 100.0 * host_s / w.cap(Side::Host);
+    let busy_cores = host_s / w.window_s;
+    let excess_pct = 100.0 * excess_s / w.cap(Side::Host);
+    let why = unmeasurable(d, w.a, w.b, &w.times, &w.host_time, excess_pct);
     let unattributed: f64 = parts
         .iter()
         .filter(|p| p.side == Side::Host && p.kind == PartKind::Unattributed)
         .map(|p| p.busy_pct)
         .sum();
-    let ds = b.light.stat.total.delta(&a.light.stat.total);
-    let (split_pct, irq_softirq_pct) = split_by_column(&ds, machine_busy_pct);
+    HostShare {
+        total_s,
+        foreign_s,
+        busy_pct,
+        busy_cores,
+        why,
+        unattributed,
+    }
+}
+
+/// The traffic's rates the figures per unit divide by, where there are any: Gb/s (a stream
+/// test's, where the host's figure can be told) and transactions per second (an RR test's).
+fn rates(t: &Traffic, measurable: bool) -> (Option<f64>, Option<f64>) {
     let tps = t.transactions_per_s.filter(|x| *x > 0.0);
     let gbps = t
         .gbps
         .filter(|g| *g > 0.0 && tps.is_none())
-        .filter(|_| why.is_none());
-    let kb_per_s = gbps.map(|g| g * 1e9 / 8.0 / 1024.0);
-    let own = if d.own_wall_s > 0.0 {
-        100.0 * d.own_cpu_s / d.own_wall_s
-    } else {
-        0.0
-    };
-    let leak_pct = sided.leak_s.map(|l| {
+        .filter(|_| measurable);
+    (gbps, tps)
+}
+
+/// What the kernel charged across the boundary, % of the host's busy time (0 if it was idle).
+fn leak_pct(leak_s: Option<f64>, host_total_s: f64) -> Option<f64> {
+    leak_s.map(|l| {
         if host_total_s > 0.0 {
             100.0 * l / host_total_s
         } else {
             0.0
         }
-    });
+    })
+}
+
+/// The meter's own figures: its tick rate, its own CPU (% of one core), its counters' notes.
+fn meter_info(d: &MeterData) -> MeterInfo {
+    let own = if d.own_wall_s > 0.0 {
+        100.0 * d.own_cpu_s / d.own_wall_s
+    } else {
+        0.0
+    };
+    MeterInfo {
+        hz: super::HZ,
+        own_cpu_pct_of_core: own,
+        counter_notes: d.counter_notes.clone(),
+    }
+}
+
+/// How the figures were cross-checked: what the host's parts explain of its busy time, the
+/// machine's irq and softirq share, and the sources the host's time was read from.
+fn check(
+    d: &MeterData,
+    w: &Window,
+    host: &HostShare,
+    irq_softirq_pct: f64,
+    attribution: &str,
+) -> Check {
+    Check {
+        attributed_pct: 100.0 * host.total_s / w.cap(Side::Host) - host.unattributed,
+        unattributed_kernel_pct: host.unattributed,
+        machine_busy_pct: w.machine_busy_pct,
+        irq_softirq_pct,
+        attribution: attribution.to_string(),
+        tolerance_pct: busy::tolerance_pct(w.host_time.busy_pct),
+        host_sources: w.host_time.clone(),
+        kernel: d.acct.describe(),
+        sched_source: d.source.as_ref().map(|s| s.describe()),
+    }
+}
+
+/// The CPU report of one window from the meter's data and the test's traffic: each CPU's time
+/// (`busy`), the two sides, the parts of each, then the figures that read them.
+pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, Error> {
+    let w = Window::read(d)?;
+    let (a, b, window_s) = (w.a, w.b, w.window_s);
+    let (host_total_s, client_s, sided) = side_totals(d, &w);
+    let parts = part_cpus(sided.parts, window_s, |side| w.cap(side));
+    let (foreign_s, excess_s) = (sided.foreign_s[0], sided.excess_s[0]);
+    let host = host_share(d, &w, host_total_s, foreign_s, excess_s, &parts);
+    let ds = b.light.stat.total.delta(&a.light.stat.total);
+    let (split_pct, irq_softirq_pct) = split_by_column(&ds, w.machine_busy_pct);
+    let (gbps, tps) = rates(t, host.why.is_none());
+    let kb_per_s = gbps.map(|g| g * 1e9 / 8.0 / 1024.0);
+    let leak_pct = leak_pct(sided.leak_s, host_total_s);
+    let per_tran = tps.filter(|_| host.why.is_none());
+    let (per_core_busy_pct, per_core_steal_pct) = w.per_core_pct();
     Ok(CpuReport {
         window_s,
-        ncpu,
-        host_cores: host.clone(),
-        client_cores: client.clone(),
-        placed: d.sides.is_some(),
-        machine_busy_pct,
-        host_busy_pct,
-        host_busy_cores,
-        host_total_pct: Some(100.0 * host_total_s / cap(Side::Host)),
-        foreign_pct: 100.0 * foreign_s / cap(Side::Host),
-        unmeasurable: why.clone(),
-        client_busy_pct: client_s.map(|c| 100.0 * c / cap(Side::Client)),
+        ncpu: w.ncpu,
+        host_cores: w.host.clone(),
+        client_cores: w.client.clone(),
+        placed: w.placed,
+        machine_busy_pct: w.machine_busy_pct,
+        host_busy_pct: host.busy_pct,
+        host_busy_cores: host.busy_cores,
+        host_total_pct: Some(100.0 * host_total_s / w.cap(Side::Host)),
+        foreign_pct: 100.0 * host.foreign_s / w.cap(Side::Host),
+        unmeasurable: host.why.clone(),
+        client_busy_pct: client_s.map(|c| 100.0 * c / w.cap(Side::Client)),
         client_busy_cores: client_s.map(|c| c / window_s),
         split_pct,
-        per_core_busy_pct: busy
-            .iter()
-            .map(|(&c, &s)| (c, 100.0 * s / window_s))
-            .collect(),
-        per_core_steal_pct: times
-            .iter()
-            .map(|(&c, t)| (c, 100.0 * t.steal_s / window_s))
-            .collect(),
-        host_steal_pct: host_time.steal_pct,
-        normalized_pct_per_gbps: gbps.map(|g| host_busy_pct / g),
-        cores_per_gbps: gbps.map(|g| host_busy_cores / g),
-        service_demand_us_per_kb: kb_per_s.map(|k| demand(&parts, t, host_busy_cores, k)),
-        service_demand_us_per_tran: tps
-            .filter(|_| why.is_none())
-            .map(|x| demand(&parts, t, host_busy_cores, x)),
+        per_core_busy_pct,
+        per_core_steal_pct,
+        host_steal_pct: w.host_time.steal_pct,
+        normalized_pct_per_gbps: gbps.map(|g| host.busy_pct / g),
+        cores_per_gbps: gbps.map(|g| host.busy_cores / g),
+        service_demand_us_per_kb: kb_per_s.map(|k| demand(&parts, t, host.busy_cores, k)),
+        service_demand_us_per_tran: per_tran.map(|x| demand(&parts, t, host.busy_cores, x)),
         leak_pct,
         leak_under_2pct: leak_pct.map(|l| l < 2.0),
         bound_by: None,
         softirq_per_s: softirq_rates(a, b, window_s),
         interrupts_per_s: b.irq.interrupts.saturating_sub(a.irq.interrupts) as f64 / window_s,
         counters: hw_counters(d, a, b),
-        meter: MeterInfo {
-            hz: super::HZ,
-            own_cpu_pct_of_core: own,
-            counter_notes: d.counter_notes.clone(),
-        },
-        check: Check {
-            attributed_pct: 100.0 * host_total_s / cap(Side::Host) - unattributed,
-            unattributed_kernel_pct: unattributed,
-            machine_busy_pct,
-            irq_softirq_pct,
-            attribution: sided.attribution.to_string(),
-            tolerance_pct: busy::tolerance_pct(host_time.busy_pct),
-            host_sources: host_time,
-            kernel: d.acct.describe(),
-            sched_source: d.source.as_ref().map(|s| s.describe()),
-        },
-        series: series(d, a, b, &host),
+        meter: meter_info(d),
+        check: check(d, &w, &host, irq_softirq_pct, sided.attribution),
+        series: series(d, a, b, &w.host),
         parts,
     })
 }
