@@ -241,15 +241,32 @@ pub fn kernel(cache: &Path) -> Result<(PathBuf, PathBuf), Error> {
     }
     std::fs::create_dir_all(&root).map_err(|e| fail(&format!("{}: {e}", root.display())))?;
     run(&["apt-get", "download", &pkg], cache)?;
-    let mut wanted = vec![format!("./boot/vmlinuz-{version}")];
+    let mut wanted = vec![format!("boot/vmlinuz-{version}")];
     wanted.extend(MODULES.iter().map(|m| format!("*/{m}.ko")));
-    let script =
-        format!(
-        "dpkg-deb --fsys-tarfile {pkg}_*.deb | tar -x -C {} --wildcards {} && rm -f {pkg}_*.deb",
-        root.display(),
-        wanted.iter().map(|w| format!("'{w}'")).collect::<Vec<_>>().join(" ")
-    );
-    run(&["sh", "-c", &script], cache)?;
+    let debs: Vec<PathBuf> = std::fs::read_dir(cache)
+        .map_err(|e| fail(&format!("{}: {e}", cache.display())))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let n = p.file_name().unwrap_or_default().to_string_lossy();
+            n.starts_with(&format!("{pkg}_")) && n.ends_with(".deb")
+        })
+        .collect();
+    let deb = debs.first().ok_or_else(|| {
+        fail(&format!(
+            "apt-get download {pkg} left no package in {}",
+            cache.display()
+        ))
+    })?;
+    let taken = super::deb::extract(deb, &root, |n| {
+        wanted.iter().any(|w| super::deb::matches(w, n))
+    });
+    debs.iter().for_each(|d| {
+        let _ = std::fs::remove_file(d);
+    });
+    if taken? == 0 {
+        return Err(fail(&format!("{pkg} holds none of {}", wanted.join(", "))));
+    }
     Ok((vmlinuz, modules))
 }
 
@@ -264,18 +281,36 @@ pub fn uncompressed(vmlinuz: &Path) -> Option<PathBuf> {
     }
     let data = std::fs::read(vmlinuz).ok()?;
     let at = data.windows(6).position(|w| w == b"\xfd7zXZ\0")?;
-    let script = format!(
-        "tail -c +{} '{}' | xz -dc --single-stream > '{}'",
-        at + 1,
-        vmlinuz.display(),
-        out.display()
-    );
-    run(&["sh", "-c", &script], vmlinuz.parent()?).ok()?;
-    let ok = is_pvh_elf(&std::fs::read(&out).unwrap_or_default());
+    let elf = xz_stream(&data[at..], 512 << 20)?;
+    crate::sys::file::replace(&out, &elf, 0o644).ok()?;
+    let ok = is_pvh_elf(&elf);
     if !ok {
         let _ = std::fs::remove_file(&out);
     }
     ok.then_some(out)
+}
+
+/// The first xz stream of `data`, decoded whole (what follows it, the kernel's own trailer, is
+/// left unread); None if it is corrupt, cut short or larger than `max` bytes.
+fn xz_stream(data: &[u8], max: usize) -> Option<Vec<u8>> {
+    use xz2::stream::{Action, Status, Stream};
+    let mut s = Stream::new_stream_decoder(u64::MAX, 0).ok()?;
+    let mut out: Vec<u8> = Vec::new();
+    loop {
+        if out.len() > max {
+            return None;
+        }
+        if out.len() == out.capacity() {
+            out.reserve((16 << 20).min(max + 1 - out.len()));
+        }
+        let (read, wrote) = (s.total_in(), out.len());
+        let input = data.get(s.total_in() as usize..)?;
+        match s.process_vec(input, &mut out, Action::Run).ok()? {
+            Status::StreamEnd => return Some(out),
+            _ if s.total_in() == read && out.len() == wrote => return None,
+            _ => {}
+        }
+    }
 }
 
 /// An ELF image that carries Xen's PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY, type 18).
@@ -403,5 +438,21 @@ mod tests {
         for m in MODULES {
             assert!(s.contains(m), "{m}");
         }
+    }
+
+    #[test]
+    fn an_xz_payload_is_read_to_its_end_and_no_further() {
+        let body: Vec<u8> = (0..200_000u32).flat_map(|i| i.to_le_bytes()).collect();
+        let mut enc = xz2::write::XzEncoder::new(Vec::new(), 1);
+        std::io::Write::write_all(&mut enc, &body).unwrap();
+        let mut data = enc.finish().unwrap();
+        let whole = data.len();
+        data.extend_from_slice(b"the kernel's trailer");
+        assert!(xz_stream(&data, 64 << 20).is_some_and(|b| b == body));
+        assert!(
+            xz_stream(&data[..whole - 20], 64 << 20).is_none(),
+            "cut short"
+        );
+        assert!(xz_stream(&data, 100_000).is_none(), "larger than asked");
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod accel;
 pub mod cpio;
+pub mod deb;
 pub mod image;
 pub mod qemu;
 pub mod qmp;
