@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 # command:package pairs the lab runs
-DEPS := ip:iproute2 tc:iproute2 ethtool:ethtool nft:nftables sysctl:procps pgrep:procps iperf3:iperf3 sockperf:sockperf chromium:chromium busybox:busybox-static qemu-system-x86_64:qemu-system-x86 xz:xz-utils strip:binutils pg_ctlcluster:postgresql ss:iproute2 runuser:util-linux unshare:util-linux
+DEPS := ip:iproute2 tc:iproute2 ethtool:ethtool nft:nftables sysctl:procps pgrep:procps iperf3:iperf3 sockperf:sockperf chromium:chromium busybox:busybox-static qemu-system-x86_64:qemu-system-x86 strip:binutils pg_ctlcluster:postgresql ss:iproute2 runuser:util-linux unshare:util-linux
 # python-module:package pairs the tests use with the distribution's /usr/bin/python3 (a real
 # OpenMetrics parser reads `export --format openmetrics`)
 PYDEPS := prometheus_client:python3-prometheus-client

@@ -41,7 +41,7 @@ const APPLETS: [&str; 10] = [
     "sh", "mount", "insmod", "ip", "cat", "sleep", "poweroff", "ls", "seq", "head",
 ];
 
-/// How long one packaging step (apt, dpkg-deb and tar) may take, in seconds.
+/// How long one packaging step (apt-cache, apt-get download) may take, in seconds.
 const TOOL_TIMEOUT: &str = "600";
 
 /// A built image: kernel and initramfs.
