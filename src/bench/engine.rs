@@ -204,16 +204,16 @@ fn ours_stream(path: &Path, size: &str, secs: f64, rr: bool) -> Result<Measure, 
         args.extend(sv(&["-m", size]));
     }
     let (out, cores) = measured(path.cmd(false, &args)?, secs, path.host_cores())?;
-    let v: serde_json::Value = serde_json::from_str(&out)
+    let m: crate::records::measured::Measured = serde_json::from_str(&out)
         .map_err(|e| Error::Failed(format!("vnetlab test output: {e}")))?;
-    let gbps = v["throughput_gbps"].as_f64().unwrap_or(0.0);
-    let tps = v["transactions_per_s"].as_f64();
+    let r = &m.result;
+    let lat = r.latency_us.as_ref();
     Ok(measure(
-        gbps,
+        r.throughput_gbps,
         cores,
-        tps,
-        v["latency_us"]["p50"].as_f64(),
-        v["latency_us"]["p99"].as_f64(),
+        r.transactions_per_s,
+        lat.map(|l| l.p50),
+        lat.map(|l| l.p99),
     ))
 }
 
@@ -268,12 +268,34 @@ fn iperf3(path: &Path, size: &str, secs: f64) -> Result<Measure, Error> {
         secs,
         path.host_cores(),
     )?;
-    let v: serde_json::Value =
-        serde_json::from_str(&out).map_err(|e| Error::Failed(format!("iperf3 output: {e}")))?;
-    let bps = v["end"]["sum_received"]["bits_per_second"]
-        .as_f64()
-        .ok_or_else(|| Error::Failed("iperf3 reported no received rate".into()))?;
+    let bps = iperf3_received(&out)?;
     Ok(measure(bps / 1e9, cores, None, None, None))
+}
+
+/// What vnetlab reads of `iperf3 -J`: the receiver's rate over the test.
+#[derive(serde::Deserialize)]
+struct IperfReport {
+    end: IperfEnd,
+}
+
+#[derive(serde::Deserialize)]
+struct IperfEnd {
+    sum_received: Option<IperfSum>,
+}
+
+#[derive(serde::Deserialize)]
+struct IperfSum {
+    bits_per_second: f64,
+}
+
+/// The received rate in `iperf3 -J`'s report.
+fn iperf3_received(json: &str) -> Result<f64, Error> {
+    let r: IperfReport =
+        serde_json::from_str(json).map_err(|e| Error::Failed(format!("iperf3 output: {e}")))?;
+    r.end
+        .sum_received
+        .map(|s| s.bits_per_second)
+        .ok_or_else(|| Error::Failed("iperf3 reported no received rate".into()))
 }
 
 fn sockperf(path: &Path, secs: f64) -> Result<Measure, Error> {
@@ -416,8 +438,57 @@ pub fn compare(
     Ok(rows)
 }
 
+/// The lab paths asked for, each in a lab of its own under a free name: the bare wire (`veth`,
+/// host → client) and through a bridge (`bridge`, g1 → client); each lab removed after.
+pub fn lab_paths(
+    paths: &[&str],
+    seconds: f64,
+    repeat: u32,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<Row>, Error> {
+    use crate::vocab::{Mode, Role};
+    let mut rows = Vec::new();
+    for (name, mode, from) in [
+        ("veth", Mode::Native, Role::Host),
+        ("bridge", Mode::Bridge, Role::Guest(1)),
+    ] {
+        if !paths.contains(&name) {
+            continue;
+        }
+        let lab =
+            crate::measure::lab::Lab::build_free("b", |lab| crate::lab::topology::Topology {
+                name: lab.into(),
+                mode,
+                guests: 1,
+                ..Default::default()
+            })?;
+        crate::measure::place_driver(Some(&lab.record().cpus));
+        let path = Path::Lab {
+            name,
+            rec: lab.record(),
+            from,
+        };
+        let r = compare(&path, seconds, repeat, progress);
+        let down = lab.remove();
+        rows.extend(r?);
+        down?;
+    }
+    Ok(rows)
+}
+
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn iperf3s_received_rate_is_read_and_its_absence_named() {
+        let j = r#"{"start":{},"end":{"sum_sent":{"bits_per_second":2e9},"sum_received":{"bits_per_second":1.5e9}}}"#;
+        assert_eq!(iperf3_received(j).unwrap(), 1.5e9);
+        let e = iperf3_received(r#"{"end":{}}"#).unwrap_err().to_string();
+        assert!(e.contains("no received rate"), "{e}");
+        assert!(iperf3_received("not json").is_err());
+    }
+
     #[test]
     fn sockperf_output_is_read() {
         let out = "sockperf: [Valid Duration] RunTime=1.550 sec; SentMessages=26464; ReceivedMessages=26464\n\

@@ -207,6 +207,31 @@ pub fn compare(
     Ok(rows)
 }
 
+/// The paced points in a lab per `(path, mode)`, each under a free name and removed after.
+pub fn in_labs(
+    labs: &[(&str, crate::vocab::Mode)],
+    pacings: &[Pacing],
+    secs: f64,
+    repeat: u32,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<PacedRow>, Error> {
+    let mut rows = Vec::new();
+    for &(name, mode) in labs {
+        let lab =
+            crate::measure::lab::Lab::build_free("b", |lab| crate::lab::topology::Topology {
+                name: lab.into(),
+                mode,
+                guests: 1,
+                ..Default::default()
+            })?;
+        let r = compare(name, lab.record(), pacings, secs, repeat, progress);
+        let down = lab.remove();
+        rows.extend(r?);
+        down?;
+    }
+    Ok(rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -125,7 +125,11 @@ fn run_cases(
     };
     let mut rows = Vec::new();
     for case in cases {
-        let lab = Lab::build(&case.topology)?;
+        // A free name: two benches at once never take the same lab.
+        let lab = Lab::build_free("b", |name| Topology {
+            name: name.into(),
+            ..case.topology.clone()
+        })?;
         let rec = lab.record();
         let (g1, client) = (Role::Guest(1), Role::Client);
         let dirs: &[(Role, Role)] = if case.receive_only {

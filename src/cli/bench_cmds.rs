@@ -5,9 +5,7 @@ use clap::{Args, Subcommand};
 use super::{need_root, print_json, CmdResult, Fail};
 use crate::bench::engine::{self, Path, Row};
 use crate::bench::vnic;
-use crate::lab::topology::Topology;
-use crate::measure::lab::Lab;
-use crate::vocab::{Mode, Role};
+use crate::vocab::Mode;
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -166,37 +164,10 @@ fn bench_engine(a: EngineArgs) -> CmdResult {
             &mut progress,
         )?);
     }
-    // The lab paths: the bare wire (host → client) and through a bridge (g1 → client).
-    for (name, mode, from) in [
-        ("veth", Mode::Native, Role::Host),
-        ("bridge", Mode::Bridge, Role::Guest(1)),
-    ] {
-        if !paths.contains(&name) {
-            continue;
-        }
-        need_root(&format!("vnetlab bench engine ({name} path)"))?;
-        let t = Topology {
-            name: "bench".into(),
-            mode,
-            guests: 1,
-            ..Default::default()
-        };
-        let lab = Lab::build(&t)?;
-        crate::measure::place_driver(Some(&lab.record().cpus));
-        let r = engine::compare(
-            &Path::Lab {
-                name,
-                rec: lab.record(),
-                from,
-            },
-            a.seconds,
-            repeat,
-            &mut progress,
-        );
-        let down = lab.remove();
-        rows.extend(r?);
-        down?;
+    if paths.iter().any(|p| *p != "loopback") {
+        need_root("vnetlab bench engine (lab paths)")?;
     }
+    rows.extend(engine::lab_paths(&paths, a.seconds, repeat, &mut progress)?);
     if a.json {
         print_json(&rows);
         return Ok(());
@@ -238,27 +209,7 @@ fn bench_paced(a: EngineArgs, repeat: u32) -> CmdResult {
     need_root("vnetlab bench engine --paced")?;
     crate::sys::signals::install();
     let mut progress = |s: &str| crate::errln!("bench: {s}");
-    let mut rows = Vec::new();
-    for (name, mode) in labs {
-        let t = Topology {
-            name: "bench".into(),
-            mode,
-            guests: 1,
-            ..Default::default()
-        };
-        let lab = Lab::build(&t)?;
-        let r = paced::compare(
-            name,
-            lab.record(),
-            &pacings,
-            a.seconds,
-            repeat,
-            &mut progress,
-        );
-        let down = lab.remove();
-        rows.extend(r?);
-        down?;
-    }
+    let rows = paced::in_labs(&labs, &pacings, a.seconds, repeat, &mut progress)?;
     if a.json {
         print_json(&rows);
         return Ok(());
