@@ -455,13 +455,12 @@ pub fn lab_paths(
         if !paths.contains(&name) {
             continue;
         }
-        let lab =
-            crate::measure::lab::Lab::build_free("b", |lab| crate::lab::topology::Topology {
-                name: lab.into(),
-                mode,
-                guests: 1,
-                ..Default::default()
-            })?;
+        let lab = crate::lab::owned::Lab::build_free("b", |lab| crate::lab::topology::Topology {
+            name: lab.into(),
+            mode,
+            guests: 1,
+            ..Default::default()
+        })?;
         crate::measure::place_driver(Some(&lab.record().cpus));
         let path = Path::Lab {
             name,

@@ -3,8 +3,8 @@
 //! QEMU's e1000 and virtio-net beside vnetlab's emulated and paravirt models. Each datapath is
 //! built, measured with repeats and removed in turn.
 
+use crate::lab::owned::Lab;
 use crate::lab::topology::Topology;
-use crate::measure::lab::Lab;
 use crate::measure::source::Engine;
 use crate::measure::{self, Target};
 use crate::vocab::{Gro, Mode, PartKind, Role, Senders, Side};

@@ -3,9 +3,9 @@
 use clap::Args;
 
 use super::{need_root, print_json, CmdResult, Fail};
+use crate::lab::owned::Lab;
 use crate::lab::topology::{self, Topology, TopologyFile};
 use crate::lab::{build, exec as lexec, folder, probe as lprobe, state, status as lstatus};
-use crate::measure::lab::Lab;
 use crate::units::{Delay, Loss, Rate};
 use crate::vocab::{Gro, Mode};
 

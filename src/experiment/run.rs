@@ -5,7 +5,7 @@
 use super::matrix::{self, Point};
 use super::Error;
 use super::{facts, file};
-use crate::measure::lab::Lab;
+use crate::lab::owned::Lab;
 use crate::measure::{self, Measured, Target};
 use crate::records::{LabFacts, PointKey, PointRecord, Repeat, Rounds};
 use crate::store::Store;

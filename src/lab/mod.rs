@@ -11,6 +11,7 @@ pub mod folder;
 pub mod hostcmd;
 pub mod journal;
 pub mod names;
+pub mod owned;
 pub mod pacing;
 pub mod plan;
 pub mod probe;

@@ -4,7 +4,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use super::Error;
+use super::error::Error;
 use crate::engine::controller::{AgentConn, Pair};
 use crate::lab::state::LabRecord;
 use crate::vocab::{Role, Senders};

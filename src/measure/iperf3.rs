@@ -9,8 +9,9 @@ use std::net::IpAddr;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use super::error::Error;
 use super::source::TrafficSource;
-use super::{Error, Target};
+use super::target::Target;
 use crate::engine::spec::Spec;
 use crate::lab::{exec, hostcmd, state::LabRecord};
 use crate::records::test::{Interval, TestResult};

@@ -10,7 +10,7 @@ use std::str::FromStr;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::Error;
+use super::error::Error;
 use crate::engine::controller;
 use crate::engine::spec::Spec;
 use crate::lab::state::LabRecord;
@@ -264,16 +264,6 @@ pub fn udp_in_datagrams(snmp: &str) -> Option<u64> {
     let (names, values) = (udp.next()?, udp.next()?);
     let at = names.split_whitespace().position(|n| n == "InDatagrams")?;
     values.split_whitespace().nth(at)?.parse().ok()
-}
-
-/// Starts the target's loads for a test lasting `secs` (None: it has none).
-pub fn start_for(target: &super::Target, secs: f64) -> Result<Option<Running>, Error> {
-    match target {
-        super::Target::Lab {
-            rec, loads, other, ..
-        } if !loads.is_empty() => start(rec, other.as_deref(), loads, secs).map(Some),
-        _ => Ok(None),
-    }
 }
 
 fn ticks() -> f64 {

@@ -5,7 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Error, Target};
+use super::error::Error;
+use super::target::Target;
 use crate::engine::controller;
 use crate::engine::spec::Spec;
 use crate::records::test::TestResult;

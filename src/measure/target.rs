@@ -5,7 +5,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use super::Error;
+use super::error::Error;
 use crate::engine::controller::{AgentConn, Pair};
 use crate::engine::spec::Spec;
 use crate::lab::state::LabRecord;

@@ -3,9 +3,9 @@
 //! dropped — or by `remove`, which says what could not be given back. A lab made by `vnetlab up`
 //! is opened, not owned: it outlives the test.
 
-use crate::lab::state::LabRecord;
-use crate::lab::topology::Topology;
-use crate::lab::{build, folder, Error};
+use super::state::LabRecord;
+use super::topology::Topology;
+use super::{build, folder, Error};
 
 /// A lab this process uses.
 pub struct Lab {
