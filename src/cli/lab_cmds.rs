@@ -127,74 +127,59 @@ pub struct UpArgs {
 }
 
 impl UpArgs {
+    /// The flags as the file's keys: one door (`TopologyFile::into_topology`) for both, so a
+    /// rule is written once.
+    fn as_file(&self) -> Result<TopologyFile, Fail> {
+        let token_given = self.token.is_some() || self.token_file.is_some();
+        if token_given && self.client.is_none() {
+            return Err(Fail::Input(
+                "--token is the client machine's serve token: give --client HOST[:PORT] too".into(),
+            ));
+        }
+        let wire = topology::WireFile {
+            rate: self.wire_rate,
+            delay: self.wire_delay,
+            loss: self.wire_loss,
+            segment: self.wire_segment,
+        };
+        Ok(TopologyFile {
+            name: None,
+            mode: self.mode,
+            guests: self.guests,
+            mtu: self.mtu,
+            gro: self.gro,
+            tso: self.tso,
+            subnet: self.subnet,
+            pin: self.pin.then_some(true),
+            client_cpus: self.client_cpus.clone(),
+            host_cpus: self.host_cpus.clone(),
+            pf: self.pf.clone(),
+            lro: self.lro,
+            kind: None,
+            vcpus: self.vcpus,
+            memory: self.memory,
+            uplink: self.uplink.clone(),
+            client: self.client.clone(),
+            token: match &self.client {
+                Some(_) => super::resolve_token(&self.token, &self.token_file)?,
+                None => None,
+            },
+            wire: (!wire.is_empty()).then_some(wire),
+        })
+    }
+
     fn topology(&self) -> Result<Topology, Fail> {
-        let flags_given = self.mode.is_some()
-            || self.guests.is_some()
-            || self.mtu.is_some()
-            || self.gro.is_some()
-            || self.tso.is_some()
-            || self.wire_rate.is_some()
-            || self.wire_delay.is_some()
-            || self.wire_loss.is_some()
-            || self.wire_segment.is_some()
-            || self.subnet.is_some()
-            || self.pin
-            || self.client_cpus.is_some()
-            || self.host_cpus.is_some()
-            || self.pf.is_some()
-            || self.lro.is_some()
-            || self.vcpus.is_some()
-            || self.memory.is_some()
-            || self.uplink.is_some()
-            || self.client.is_some()
-            || self.token.is_some()
-            || self.token_file.is_some();
+        let flags = self.as_file()?;
         let mut t = match &self.file {
+            Some(_) if !flags.is_empty() => {
+                return Err(Fail::Input("--file describes the whole lab: put the other settings in the file (only --name may be given with it)".into()));
+            }
             Some(f) => {
-                if flags_given {
-                    return Err(Fail::Input("--file describes the whole lab: put the other settings in the file (only --name may be given with it)".into()));
-                }
                 let text =
                     crate::text::read_capped(std::path::Path::new(f), crate::text::MAX_FILE)?;
                 TopologyFile::parse(&text, &crate::text::clip(f))?.into_topology()?
             }
-            None => {
-                let d = Topology::default();
-                Topology {
-                    name: d.name,
-                    mode: self.mode.unwrap_or(d.mode),
-                    guests: self.guests.unwrap_or(d.guests),
-                    mtu: self.mtu.unwrap_or(d.mtu),
-                    gro: self.gro.unwrap_or(d.gro),
-                    tso: self.tso.unwrap_or(d.tso),
-                    subnet: self.subnet.unwrap_or(d.subnet),
-                    wire: topology::Wire {
-                        rate: self.wire_rate,
-                        delay: self.wire_delay,
-                        loss: self.wire_loss,
-                        segment: self.wire_segment.unwrap_or(true),
-                    },
-                    pin: self.pin,
-                    client_cpus: self.client_cpus.clone(),
-                    host_cpus: self.host_cpus.clone(),
-                    pf: self.pf.clone(),
-                    lro: self.lro.map(|l| l.0).unwrap_or(false),
-                    vcpus: self.vcpus.unwrap_or(d.vcpus),
-                    memory_mib: self.memory.unwrap_or(d.memory_mib),
-                    uplink: self.uplink.clone(),
-                    client: match &self.client {
-                        Some(c) => Some(topology::RemoteClient::parse(
-                            c,
-                            super::resolve_token(&self.token, &self.token_file)?,
-                        )?),
-                        None if self.token.is_some() || self.token_file.is_some() => {
-                            return Err(Fail::Input("--token is the client machine's serve token: give --client HOST[:PORT] too".into()))
-                        }
-                        None => None,
-                    },
-                    force_uplink: false,
-                }
-            }
+            None => flags.into_topology()?,
         };
         if let Some(n) = &self.name {
             t.name = n.clone();

@@ -336,6 +336,66 @@ pub struct WireFile {
     pub segment: Option<bool>,
 }
 
+impl WireFile {
+    /// Whether no key is set.
+    pub fn is_empty(&self) -> bool {
+        let WireFile {
+            rate,
+            delay,
+            loss,
+            segment,
+        } = self;
+        rate.is_none() && delay.is_none() && loss.is_none() && segment.is_none()
+    }
+}
+
+impl TopologyFile {
+    /// Whether no key is set: every key is named here (the pattern is exhaustive), so a new
+    /// key cannot be missed when `up` refuses flags beside `--file`.
+    pub fn is_empty(&self) -> bool {
+        let TopologyFile {
+            name,
+            mode,
+            guests,
+            mtu,
+            gro,
+            tso,
+            subnet,
+            pin,
+            client_cpus,
+            host_cpus,
+            pf,
+            lro,
+            kind,
+            vcpus,
+            memory,
+            uplink,
+            client,
+            token,
+            wire,
+        } = self;
+        name.is_none()
+            && mode.is_none()
+            && guests.is_none()
+            && mtu.is_none()
+            && gro.is_none()
+            && tso.is_none()
+            && subnet.is_none()
+            && pin.is_none()
+            && client_cpus.is_none()
+            && host_cpus.is_none()
+            && pf.is_none()
+            && lro.is_none()
+            && kind.is_none()
+            && vcpus.is_none()
+            && memory.is_none()
+            && uplink.is_none()
+            && client.is_none()
+            && token.is_none()
+            && wire.as_ref().is_none_or(WireFile::is_empty)
+    }
+}
+
 fn de_from_str<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
 where
     D: serde::Deserializer<'de>,
