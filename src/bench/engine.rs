@@ -455,12 +455,7 @@ pub fn lab_paths(
         if !paths.contains(&name) {
             continue;
         }
-        let lab = crate::lab::owned::Lab::build_free("b", |lab| crate::lab::topology::Topology {
-            name: lab.into(),
-            mode,
-            guests: 1,
-            ..Default::default()
-        })?;
+        let lab = super::one_guest_lab(mode)?;
         crate::measure::place_driver(Some(&lab.record().cpus));
         let path = Path::Lab {
             name,

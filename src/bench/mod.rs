@@ -30,3 +30,16 @@ pub enum Error {
     #[error(transparent)]
     Report(#[from] crate::report::Error),
 }
+
+/// A one-guest lab of `mode` under the first free name `b1`, `b2`, …, so two benches at once
+/// never take the same lab; removed when dropped.
+pub fn one_guest_lab(mode: crate::vocab::Mode) -> Result<crate::lab::owned::Lab, Error> {
+    Ok(crate::lab::owned::Lab::build_free("b", |name| {
+        crate::lab::topology::Topology {
+            name: name.into(),
+            mode,
+            guests: 1,
+            ..Default::default()
+        }
+    })?)
+}

@@ -217,12 +217,7 @@ pub fn in_labs(
 ) -> Result<Vec<PacedRow>, Error> {
     let mut rows = Vec::new();
     for &(name, mode) in labs {
-        let lab = crate::lab::owned::Lab::build_free("b", |lab| crate::lab::topology::Topology {
-            name: lab.into(),
-            mode,
-            guests: 1,
-            ..Default::default()
-        })?;
+        let lab = super::one_guest_lab(mode)?;
         let r = compare(name, lab.record(), pacings, secs, repeat, progress);
         let down = lab.remove();
         rows.extend(r?);

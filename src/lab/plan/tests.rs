@@ -567,7 +567,8 @@ fn qemu_plan(mode: Mode, guests: u32) -> Result<Plan, Error> {
     plan(&topo(mode, guests), &cg, &unplaced(), offers)
 }
 
-fn created_links(p: &Plan) -> Vec<(String, String)> {
+/// Every link the plan journals, as (namespace, name).
+pub(super) fn created_links(p: &Plan) -> Vec<(String, String)> {
     p.steps
         .iter()
         .flat_map(|s| match s {

@@ -4,7 +4,6 @@
 use super::seam::Datapath;
 use crate::lab::cgroup::Hierarchy;
 use crate::lab::hostcmd::{HostCmd, IpCmd};
-use crate::lab::journal::{Entry, NsObject};
 use crate::lab::plan::cx::{addr, veth, Batch, Cx, HostOffers, Step};
 use crate::lab::plan::{plan_with, validate};
 use crate::lab::topology::Topology;
@@ -107,21 +106,7 @@ fn a_toy_datapath_plugs_in_through_the_trait_alone() {
     let cg = Hierarchy::None { why: "test".into() };
     let cpus = crate::lab::cpus::plan(&[0, 1], None, None, false, Some("test".into())).unwrap();
     let p = plan_with(&Toy, &t, &cg, &cpus, HostOffers::default()).unwrap();
-    let links: Vec<(String, String)> = p
-        .steps
-        .iter()
-        .flat_map(|s| match s {
-            Step::Run { creates, .. } => creates.clone(),
-            _ => vec![],
-        })
-        .filter_map(|e| match e {
-            Entry::InNetns {
-                netns,
-                object: NsObject::Link(l),
-            } => Some((netns, l)),
-            _ => None,
-        })
-        .collect();
+    let links = crate::lab::plan::tests::created_links(&p);
     let n = crate::lab::names::Names::new("toy");
     for i in 1..=2 {
         assert!(links.contains(&(n.host_ns(), n.guest_port(i))), "{links:?}");
