@@ -2,7 +2,8 @@
 
 use clap::Args;
 
-use super::{need_root, print_json, CmdResult, Fail};
+use super::fail::{CmdResult, Fail};
+use super::shared::{need_root, print_json};
 use crate::lab::owned::Lab;
 use crate::lab::topology::{self, Topology, TopologyFile};
 use crate::lab::{build, exec as lexec, folder, probe as lprobe, state, status as lstatus};
@@ -185,7 +186,7 @@ impl UpArgs {
                     client: match &self.client {
                         Some(c) => Some(topology::RemoteClient::parse(
                             c,
-                            super::resolve_token(&self.token, &self.token_file)?,
+                            super::shared::resolve_token(&self.token, &self.token_file)?,
                         )?),
                         None if self.token.is_some() || self.token_file.is_some() => {
                             return Err(Fail::Input("--token is the client machine's serve token: give --client HOST[:PORT] too".into()))
