@@ -2,7 +2,8 @@
 
 use clap::{Args, Subcommand};
 
-use super::{need_root, print_json, CmdResult, Fail};
+use super::fail::{CmdResult, Fail};
+use super::shared::{need_root, print_json};
 use crate::bench::engine::{self, Path, Row};
 use crate::bench::vnic;
 use crate::vocab::Mode;

@@ -3,7 +3,8 @@
 use clap::Args;
 use std::path::{Path, PathBuf};
 
-use super::{need_root, print_json, CmdResult, Fail};
+use super::fail::{CmdResult, Fail};
+use super::shared::{need_root, print_json};
 use crate::experiment::{file, matrix, run as erun};
 use crate::records::{PointRecord, RunRef};
 use crate::report::{compare as rcompare, table};
@@ -39,7 +40,7 @@ pub struct RunArgs {
     site: SiteArgs,
     /// Rounds per point and when each stops, over the file's [point] rounds/confidence/iterations
     #[command(flatten)]
-    stop: super::StopArgs,
+    stop: super::shared::StopArgs,
     /// Seconds the run may take: past every point's least rounds no round starts that would end
     /// after it, and each point says what its interval reached (over the file's [point] budget)
     #[arg(long, value_name = "SECONDS")]
@@ -86,7 +87,7 @@ impl SiteArgs {
         };
         crate::lab::names::check_uplink_name(uplink)?;
         crate::lab::uplink::check(uplink, self.force_uplink)?;
-        let token = super::resolve_token(&self.token, &self.token_file)?;
+        let token = super::shared::resolve_token(&self.token, &self.token_file)?;
         let client = crate::lab::topology::RemoteClient::parse(client, token)?;
         Ok(Some(erun::Site {
             uplink: uplink.clone(),
@@ -425,7 +426,7 @@ pub fn run(a: RunArgs) -> CmdResult {
             outcome.points_failed,
             points.len(),
             outcome.run_id,
-            super::PARTIAL
+            super::fail::PARTIAL
         )));
     }
     Ok(())

@@ -2,7 +2,8 @@
 
 use clap::Args;
 
-use super::{need_root, print_json, CmdResult, Fail};
+use super::fail::{CmdResult, Fail};
+use super::shared::{need_root, print_json};
 use crate::lab::owned::Lab;
 use crate::lab::topology::{self, Topology, TopologyFile};
 use crate::lab::{build, exec as lexec, folder, probe as lprobe, state, status as lstatus};
@@ -161,7 +162,7 @@ impl UpArgs {
             uplink: self.uplink.clone(),
             client: self.client.clone(),
             token: match &self.client {
-                Some(_) => super::resolve_token(&self.token, &self.token_file)?,
+                Some(_) => super::shared::resolve_token(&self.token, &self.token_file)?,
                 None => None,
             },
             wire: (!wire.is_empty()).then_some(wire),

@@ -5,7 +5,8 @@ use clap::Args;
 use serde::Deserialize;
 use std::path::PathBuf;
 
-use super::{print_json, CmdResult, Fail};
+use super::fail::{CmdResult, Fail};
+use super::shared::print_json;
 use crate::capacity::{from_run, model, preset};
 use crate::records::PointRecord;
 

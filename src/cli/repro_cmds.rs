@@ -5,7 +5,8 @@ use clap::Args;
 use std::path::PathBuf;
 
 use super::exp_cmds::{execute, existing, output_dir};
-use super::{need_root, print_json, CmdResult, Fail};
+use super::fail::{CmdResult, Fail};
+use super::shared::{need_root, print_json};
 use crate::reproduce::{self, run::Ask, run::Want};
 use crate::store::Store;
 
@@ -111,7 +112,7 @@ pub fn reproduce(a: ReproduceArgs) -> CmdResult {
     if failed > 0 {
         return Err(Fail::Partial(format!(
             "{failed} point(s) failed (each run's page says why); the claims that read them are not measurable (exit {})",
-            super::PARTIAL
+            super::fail::PARTIAL
         )));
     }
     Ok(())

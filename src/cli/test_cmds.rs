@@ -4,7 +4,8 @@
 use clap::Args;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 
-use super::{need_root, print_json, CmdResult, Fail};
+use super::fail::{CmdResult, Fail};
+use super::shared::{need_root, print_json};
 use crate::engine::spec::Spec;
 use crate::engine::vdi::profile::VdiSpec;
 use crate::lab::folder;
@@ -127,7 +128,7 @@ pub struct TestArgs {
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=1000))]
     repeat: Option<u32>,
     #[command(flatten)]
-    stop: super::StopArgs,
+    stop: super::shared::StopArgs,
     /// In a lab: interfering load while the test runs, repeatable: cpu@ENDPOINT (a burner using a
     /// whole core in its cgroup and cpuset, e.g. cpu@host, cpu@g2) or udp-flood@FROM:TO,RATE (UDP
     /// at RATE on a port the test does not use, e.g. udp-flood@client:g1,500mbit)
@@ -303,7 +304,7 @@ impl TestArgs {
                 "-H {ip}: give the address of one host running `vnetlab serve`"
             )));
         }
-        let token = super::resolve_token(&self.token, &self.token_file)?.ok_or(Fail::Input(
+        let token = super::shared::resolve_token(&self.token, &self.token_file)?.ok_or(Fail::Input(
             "-H needs --token: pass the token `vnetlab serve` printed (or --token-file, or VNETLAB_TOKEN)".into(),
         ))?;
         Ok(Target::Remote {
@@ -623,7 +624,7 @@ pub fn serve(a: ServeArgs) -> CmdResult {
             crate::engine::spec::MAX_MSG >> 20
         )));
     }
-    let given = super::resolve_token(&a.token, &a.token_file)?;
+    let given = super::shared::resolve_token(&a.token, &a.token_file)?;
     if let Some(t) = &given {
         crate::engine::serve::check_token(t)?;
     }

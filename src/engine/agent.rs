@@ -13,7 +13,7 @@ use super::proto::{self, Reply, Request, SideReport};
 use super::reach::Reach;
 use super::sockets;
 use super::spec::Spec;
-use super::vdi;
+use super::vdi_session;
 use crate::records::test::MachineCpu;
 use crate::vocab::TestKind;
 
@@ -522,7 +522,7 @@ impl Prepared {
                     std::thread::spawn(move || match spec.test {
                         TestKind::TcpStream => flows::tcp_recv(s, id, &spec, clock, sample),
                         TestKind::TcpMaerts => flows::tcp_send(s, id, &spec, clock),
-                        TestKind::Vdi => vdi::session::client(s, id, &spec, clock),
+                        TestKind::Vdi => vdi_session::client(s, id, &spec, clock),
                         _ => flows::tcp_rr_respond(s, id, &spec, clock),
                     })
                 })
@@ -553,7 +553,7 @@ impl Prepared {
                 std::thread::spawn(move || match spec.test {
                     TestKind::TcpStream => flows::tcp_send(s, id, &spec, clock),
                     TestKind::TcpMaerts => flows::tcp_recv(s, id, &spec, clock, sample),
-                    TestKind::Vdi => vdi::session::engine(s, id, &spec, clock),
+                    TestKind::Vdi => vdi_session::engine(s, id, &spec, clock),
                     _ => flows::tcp_rr_initiate(s, id, &spec, clock),
                 })
             }),

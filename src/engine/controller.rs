@@ -900,7 +900,7 @@ fn vdi_sides(
         }
     }
     let sides: Vec<_> = by_id.into_values().collect();
-    super::vdi::result::combine(profile, &sides, secs)
+    super::vdi_result::combine(profile, &sides, secs)
 }
 
 fn unique<'a>(names: impl Iterator<Item = &'a str>) -> String {

@@ -14,6 +14,8 @@ pub mod sockets;
 pub mod spec;
 pub mod tcpinfo;
 pub mod vdi;
+pub mod vdi_result;
+pub mod vdi_session;
 
 /// Why the engine could not run a test. Its `Display` is the one line users see.
 #[derive(Debug, thiserror::Error)]

@@ -1,11 +1,17 @@
 //! Lab addresses: the private IPv4 range a lab lives in, who gets which address in each mode,
 //! and the check that the range overlaps none of the host's routes.
 
-use crate::lab::Error;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::net::Ipv4Addr;
 use std::str::FromStr;
+
+/// Why a range (a `--subnet`, a topology's) or the host's routes could not be read. Its `Display`
+/// is the one line users see; the lab takes it as what was asked (`lab::Error::Input`). It is not
+/// the lab's error because that one wraps the host commands', and host commands carry ranges.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Error(String);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Subnet {
@@ -37,7 +43,7 @@ impl FromStr for Subnet {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self, Error> {
         let bad = || {
-            Error::Input(format!(
+            Error(format!(
                 "bad subnet '{s}': write a private IPv4 range such as 10.213.0.0/16"
             ))
         };
@@ -49,18 +55,18 @@ impl FromStr for Subnet {
         }
         let net = Subnet { base, len };
         if net.network() != base {
-            return Err(Error::Input(format!(
+            return Err(Error(format!(
                 "bad subnet '{s}': host bits are set; did you mean {}/{len}?",
                 net.network()
             )));
         }
         if !(8..=28).contains(&len) {
-            return Err(Error::Input(format!(
+            return Err(Error(format!(
                 "subnet '{s}': use a prefix length from /8 to /28"
             )));
         }
         if !base.is_private() {
-            return Err(Error::Input(format!("subnet '{s}' is not a private range: use one inside 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16")));
+            return Err(Error(format!("subnet '{s}' is not a private range: use one inside 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16")));
         }
         Ok(net)
     }
@@ -175,7 +181,7 @@ pub fn allocate(routed: bool, net: &Subnet, guests: u32) -> Addressing {
 /// The default route is ignored (it covers everything and is where the lab never sends).
 pub fn overlapping_route(routes_json: &str, net: &Subnet) -> Result<Option<String>, Error> {
     let v: serde_json::Value = serde_json::from_str(routes_json)
-        .map_err(|e| Error::Input(format!("cannot read the host's routes: {e}")))?;
+        .map_err(|e| Error(format!("cannot read the host's routes: {e}")))?;
     for r in v.as_array().into_iter().flatten() {
         let dst = r.get("dst").and_then(|d| d.as_str()).unwrap_or("");
         if dst == "default" || dst.is_empty() {

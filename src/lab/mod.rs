@@ -82,3 +82,10 @@ impl Error {
         }
     }
 }
+
+/// A range that cannot be taken is what was asked.
+impl From<addr::Error> for Error {
+    fn from(e: addr::Error) -> Error {
+        Error::Input(e.to_string())
+    }
+}

@@ -4,7 +4,7 @@
 //! boundary, normalized CPU (% per Gb/s) and netperf's service demand. The report's types are
 //! the stored document's (`records::cpu`).
 
-use super::Error;
+use super::error::Error;
 use std::collections::{BTreeMap, HashSet};
 
 use super::busy::{self, CoreTime};

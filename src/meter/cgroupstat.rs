@@ -2,7 +2,7 @@
 //! ticks /proc/stat counts, softirq taken while a member task ran included) or v2 `cpu.stat`
 //! (`usage_usec`).
 
-use super::Error;
+use super::error::Error;
 use std::path::Path;
 
 /// CPU seconds used by a cgroup so far, from the text of its stat file.

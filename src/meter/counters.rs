@@ -2,7 +2,7 @@
 //! counter per CPU) and per part where the part's cgroup can be named to perf (cgroup v2). Hosts
 //! without them (virtual machines, this one) get a plain "not supported" with the reason.
 
-use super::Error;
+use super::error::Error;
 use std::os::fd::OwnedFd;
 
 use crate::records::cpu::{CounterReport, CounterValues};

@@ -10,6 +10,7 @@ pub mod account;
 pub mod busy;
 pub mod cgroupstat;
 pub mod counters;
+pub mod error;
 pub mod irqstat;
 pub mod kernel;
 pub mod procs;
@@ -18,16 +19,7 @@ pub mod raw;
 pub mod sched;
 pub mod threads;
 
-/// Why the meter could not measure. Its `Display` is the one line users see.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// A kernel file (/proc/stat, a cgroup's counters) could not be read or parsed.
-    #[error("{0}")]
-    Unreadable(String),
-    /// This host does not offer what was asked (hardware counters).
-    #[error("{0}")]
-    Unsupported(String),
-}
+pub use error::Error;
 
 pub use crate::vocab::Side;
 use serde::Serialize;

@@ -3,7 +3,7 @@
 //! /proc/timer_list's NO_HZ idle nanoseconds and cpuidle's residency. What they mean together is
 //! `busy`'s job.
 
-use super::Error;
+use super::error::Error;
 use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]

@@ -5,9 +5,10 @@
 //! once (tick or precise accounting, cgroup v1 or v2, with or without cpuidle, schedstat, steal)
 //! stays a test case for good.
 
+use super::error::Error;
 use super::kernel::Accounting;
 use super::sched::{self, Source};
-use super::{busy, procstat, Error};
+use super::{busy, procstat};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 

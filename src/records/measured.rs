@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use super::cpu::{CpuPlan, CpuReport};
+use super::repeats::Repeats;
 use super::test::TestResult;
 use super::vnic::VnicDelta;
-use super::Repeats;
 use crate::vocab::Role;
 
 /// The version of `Measured` (and of every JSON document vnetlab prints) this build writes. 1 is

@@ -1,6 +1,6 @@
 //! A VDI test's result per desktop and in total as the stored document keeps it: the client's
 //! frames, delays and latencies, the engine's skipped ticks, the bytes each way, and how the two
-//! machines' clocks were set against each other. The engine fills it (`engine::vdi::result`).
+//! machines' clocks were set against each other. The engine fills it (`engine::vdi_result`).
 
 use serde::{Deserialize, Serialize};
 

@@ -2,7 +2,7 @@
 //! line per datapath), stacked bars (CPU parts per datapath, latency percentiles), a paper's
 //! figure redrawn as bars with the paper's values beside them, and traces over time.
 
-use super::Error;
+use super::error::Error;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 

@@ -121,7 +121,7 @@ pub fn compare(a: &[PointRecord], b: &[PointRecord]) -> Vec<Row> {
 
 /// Two runs side by side as one page: their CPU per Gb/s per shared point as bars with the
 /// repeats' whiskers, and the table of medians, spreads and ratios.
-pub fn page(a: &RunRow, b: &RunRow, rows: &[Row]) -> Result<String, super::Error> {
+pub fn page(a: &RunRow, b: &RunRow, rows: &[Row]) -> Result<String, super::error::Error> {
     use super::html::esc;
     let name = |r: &RunRow| {
         let on = r

@@ -18,14 +18,14 @@ pub enum Format {
 }
 
 impl std::str::FromStr for Format {
-    type Err = super::Error;
-    fn from_str(s: &str) -> Result<Format, super::Error> {
+    type Err = super::error::Error;
+    fn from_str(s: &str) -> Result<Format, super::error::Error> {
         match s {
             "csv" => Ok(Format::Csv),
             "repeats-csv" => Ok(Format::RepeatsCsv),
             "parts-csv" => Ok(Format::PartsCsv),
             "openmetrics" => Ok(Format::Openmetrics),
-            _ => Err(super::Error::Failed(format!(
+            _ => Err(super::error::Error::Failed(format!(
                 "--format {}: use csv, repeats-csv, parts-csv or openmetrics",
                 crate::text::clip(s)
             ))),

@@ -2,8 +2,9 @@
 //! file://). Paper 1's three panels (bandwidth, host CPU, host CPU per Gb/s against message size),
 //! RR latency, CPU parts per datapath, every point with its spread, and host facts.
 
-use super::Error;
-use super::{charts, part_group, series_of, Labeler};
+use super::charts;
+use super::error::Error;
+use super::series::{self, part_group, series_of, Labeler};
 use crate::records::{IfaceFacts, PointRecord, RunRow};
 use crate::vocab::PartKind;
 
@@ -110,11 +111,11 @@ fn figures(ok: &[&PointRecord]) -> Result<Vec<(String, String)>, Error> {
     let mut figures: Vec<(String, String)> = Vec::new();
     if !streams.is_empty() {
         for (name, fig, what) in [
-            ("Bandwidth", super::THROUGHPUT, "Gb/s"),
-            ("Host CPU", super::HOST_CPU, "host CPU %"),
+            ("Bandwidth", series::THROUGHPUT, "Gb/s"),
+            ("Host CPU", series::HOST_CPU, "host CPU %"),
             (
                 "Host CPU per Gb/s",
-                super::CPU_PER_GBPS,
+                series::CPU_PER_GBPS,
                 "host CPU % per Gb/s",
             ),
         ] {
@@ -158,7 +159,7 @@ fn size_figure(
     name: &str,
     what: &str,
     streams: &[&PointRecord],
-    fig: super::Figure,
+    fig: series::Figure,
 ) -> Result<String, Error> {
     let series = series_of(streams, fig);
     let sizes: std::collections::BTreeSet<u64> =

@@ -68,7 +68,7 @@ pub fn notes(p: &PointRecord) -> String {
 
 pub fn summary(points: &[PointRecord]) -> String {
     let refs: Vec<&PointRecord> = points.iter().collect();
-    let labeler = super::Labeler::new(&refs);
+    let labeler = super::series::Labeler::new(&refs);
     // The label column is as wide as the longest label, so long labels do not push the rest.
     let w = points
         .iter()

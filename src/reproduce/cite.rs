@@ -3,7 +3,8 @@
 //! item printed by the paper's text at the line it names; and every figure and table of the
 //! paper is covered by a value, claim or figure, or listed as left out.
 
-use super::{Error, Item, Paper};
+use super::error::Error;
+use super::file::{Item, Paper};
 
 /// How a citation begins, and how it must not (a plural or a spelled-out word hides which item
 /// is meant).

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Error;
+use super::error::Error;
 use crate::experiment::file::{Offered, Size, SockBuf, WireRate};
 use crate::records::{PointRecord, Repeat, Rounds};
 use crate::units::parse_size;

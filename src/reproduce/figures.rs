@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::claims::{Metric, Selector};
-use super::Error;
+use super::error::Error;
 use crate::experiment::file::{Interference, SockBuf};
 use crate::records::PointRecord;
 use crate::report::charts::{self, Bar, PaperChart};

@@ -2,7 +2,7 @@
 //! their verdicts, its published numbers beside ours, and what was left out; and an index.
 
 use super::claims::{Checked, Verdict};
-use super::Paper;
+use super::file::Paper;
 use crate::records::{PointRecord, RunRow};
 use crate::report::html::{esc, head, tail};
 

@@ -5,7 +5,9 @@
 
 use std::path::PathBuf;
 
-use super::{page, BuiltIn, Error, Guests};
+use super::error::Error;
+use super::papers::BuiltIn;
+use super::{page, Guests};
 use crate::experiment::{file, matrix, run as erun};
 use crate::records::{PointRecord, RunRef, RunRow};
 use crate::reproduce::claims::Checked;

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::claims::{Metric, Selector, Unmeasurable};
-use super::Error;
+use super::error::Error;
 use crate::capacity::model::{Datapath, Row, Scenario};
 use crate::records::PointRecord;
 use crate::report::html::esc;

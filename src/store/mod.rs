@@ -5,9 +5,12 @@
 //! whose process died read as incomplete. A file that is not a vnetlab database is refused and
 //! never written; readers open the store read-only and never write.
 
+pub mod error;
 pub mod pg;
 mod points;
 mod schema;
+
+pub use error::{Error, Result};
 
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
@@ -17,84 +20,6 @@ use crate::vocab::RunStatus;
 use schema::MIGRATIONS;
 
 const APP: &str = "vnetlab";
-
-/// How the store failed. Each says what to do, in one line.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("{0} is not a vnetlab database: pick another --db (vnetlab never overwrites it)")]
-    NotOurs(String),
-    #[error("--db {0} is a folder: give the store's file, e.g. {0}/vnetlab.sqlite")]
-    Folder(String),
-    #[error("--db {0} is not a regular file: give the store's file, e.g. vnetlab.sqlite")]
-    NotAFile(String),
-    #[error("{0} holds no store yet: `vnetlab run` makes one")]
-    Empty(String),
-    #[error(
-        "{0} is an empty file, not a store: remove it, or pass --create to make a store in it"
-    )]
-    EmptyFile(String),
-    #[error("cannot write {0} (a read-only file, folder or file system): write to another --db; `runs` and `report` can still read it")]
-    ReadOnly(String),
-    #[error("--db {path}: the folder {folder} does not exist (vnetlab makes no folder you did not ask for): make it, or give a --db in a folder that exists")]
-    NoFolder { path: String, folder: String },
-    #[error("{path} is damaged ({why}): vnetlab will not write to it; `vnetlab export` and `report` read what is left")]
-    Damaged { path: String, why: String },
-    #[error("{path} was written by an older vnetlab (schema {found} of {known}): `vnetlab migrate --db {path}` brings it up to date")]
-    Older {
-        path: String,
-        found: usize,
-        known: usize,
-    },
-    #[error("{path} was written by a newer vnetlab (schema {found}, this one knows {known}): use that vnetlab")]
-    Newer {
-        path: String,
-        found: usize,
-        known: usize,
-    },
-    #[error("{0}")]
-    BadRunRef(String),
-    #[error("{0} holds no runs yet: `vnetlab run experiments/quick.toml` makes one")]
-    NoRuns(String),
-    #[error("no run '{which}' in {path} (it holds runs {first}…{last}; see `vnetlab runs`)")]
-    NoSuchRun {
-        which: RunRef,
-        path: String,
-        first: i64,
-        last: i64,
-    },
-    #[error("--db {path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("{path}: {source}")]
-    Sql {
-        path: String,
-        source: rusqlite::Error,
-    },
-    #[error("{url}: {message}")]
-    Pg { url: String, message: String },
-    #[error("{0}")]
-    Input(String),
-    /// A point's stored result that this build cannot read: named, never skipped.
-    #[error("{path}: run {run}, point {seq}: {source}")]
-    BadResult {
-        path: String,
-        run: i64,
-        seq: u32,
-        source: crate::records::measured::DocError,
-    },
-}
-
-impl Error {
-    /// Whether the user named something wrong (exit 2) rather than the work failing.
-    pub fn is_bad_input(&self) -> bool {
-        !matches!(
-            self,
-            Error::Sql { .. } | Error::Damaged { .. } | Error::Pg { .. } | Error::BadResult { .. }
-        )
-    }
-}
 
 /// The first complaint of `PRAGMA quick_check`, or None if the database is sound.
 fn quick_check(conn: &Connection) -> Option<String> {
@@ -117,8 +42,6 @@ fn is_corrupt(e: &rusqlite::Error) -> bool {
         Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
     )
 }
-
-pub type Result<T> = std::result::Result<T, Error>;
 
 pub struct Store {
     db: Db,
@@ -144,10 +67,6 @@ fn now() -> String {
     jiff::Timestamp::now()
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string()
-}
-
-fn alive(pid: i64) -> bool {
-    u32::try_from(pid).is_ok_and(|p| p > 0 && crate::sys::alive(p, None))
 }
 
 fn shown(path: &Path) -> String {
@@ -462,7 +381,7 @@ impl Store {
             .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
             .map_err(&e)?
             .flatten()
-            .filter(|(_, pid)| !alive(*pid))
+            .filter(|(_, pid)| !pg::alive(*pid))
             .map(|(id, _)| id)
             .collect();
         for id in dead {
@@ -519,7 +438,7 @@ impl Store {
         // A run whose process is gone while it says "running" was killed (a reader sees it so
         // without writing; a writer records it).
         let status: RunStatus = r.get::<_, String>(7)?.parse().map_err(|e| text(7, e))?;
-        let status = if status == RunStatus::Running && !alive(r.get(12)?) {
+        let status = if status == RunStatus::Running && !pg::alive(r.get(12)?) {
             RunStatus::Incomplete
         } else {
             status

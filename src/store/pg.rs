@@ -11,7 +11,7 @@
 use postgres::{Client, NoTls};
 use std::cell::RefCell;
 
-use super::{Error, Result};
+use super::error::{Error, Result};
 use crate::records::{HostFacts, PointRecord, RunRow};
 use crate::vocab::RunStatus;
 
@@ -117,6 +117,11 @@ pub fn hostname() -> String {
         .ok()
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".into())
+}
+
+/// Whether a run's process still lives on this machine (a pid a run recorded).
+pub fn alive(pid: i64) -> bool {
+    u32::try_from(pid).is_ok_and(|p| p > 0 && crate::sys::alive(p, None))
 }
 
 impl Pg {
@@ -264,7 +269,7 @@ impl Pg {
                     })?;
                 let host: String = r.get(13);
                 let pid: i64 = r.get(12);
-                let dead = host == me && !super::alive(pid);
+                let dead = host == me && !alive(pid);
                 Ok(RunRow {
                     id: r.get(0),
                     name: r.get(1),

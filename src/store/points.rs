@@ -3,7 +3,8 @@
 
 use rusqlite::{params, types::Type, Row};
 
-use super::{Result, Store};
+use super::error::{Error, Result};
+use super::Store;
 use crate::records::measured::Measured;
 use crate::records::{PointKey, PointRecord, Repeat, Repeats};
 use crate::vocab::PartKind;
@@ -383,7 +384,7 @@ impl Store {
         };
         text.map(|t| Measured::decode(&t))
             .transpose()
-            .map_err(|source| super::Error::BadResult {
+            .map_err(|source| Error::BadResult {
                 path: super::shown(&self.path),
                 run,
                 seq,

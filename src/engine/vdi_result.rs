@@ -4,7 +4,7 @@
 
 use hdrhistogram::Histogram;
 
-use crate::engine::proto::VdiReport;
+use super::proto::VdiReport;
 use crate::records::vdi::{Desktop, Percentiles, Total, VdiResult};
 
 fn hist(pairs: &[(u64, u64)]) -> Histogram<u64> {

@@ -15,13 +15,13 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::pace::{may_send, Every, InputKind, InputLog, Inputs, Sizes, Ticks, Updates};
-use super::profile::VdiSpec;
-use super::wire::{Msg, Reader};
-use crate::engine::flows::{Clock, Piece};
-use crate::engine::intervals::{bucket_of, window};
-use crate::engine::proto::{StreamReport, VdiReport};
-use crate::engine::spec::Spec;
+use super::flows::{Clock, Piece};
+use super::intervals::{bucket_of, window};
+use super::proto::{StreamReport, VdiReport};
+use super::spec::Spec;
+use super::vdi::pace::{may_send, Every, InputKind, InputLog, Inputs, Sizes, Ticks, Updates};
+use super::vdi::profile::VdiSpec;
+use super::vdi::wire::{Msg, Reader};
 
 /// Bytes of one USB bulk chunk (a mass-storage transfer's usual 64 KB).
 pub const USB_CHUNK: u32 = 64 << 10;
