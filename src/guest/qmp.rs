@@ -21,8 +21,8 @@ pub fn vcpu_threads(sock: &Path) -> Result<Vec<u32>, Error> {
     let mut r = BufReader::new(s);
     read_reply(&mut r, "greeting")?;
     for cmd in ["qmp_capabilities", "query-cpus-fast"] {
-        w.write_all(format!("{{\"execute\":\"{cmd}\"}}\n").as_bytes())
-            .map_err(fail)?;
+        let line = serde_json::json!({ "execute": cmd }).to_string() + "\n";
+        w.write_all(line.as_bytes()).map_err(fail)?;
         let reply = read_reply(&mut r, cmd)?;
         if cmd == "query-cpus-fast" {
             return parse_cpus(&reply);
@@ -45,10 +45,20 @@ fn read_reply(r: &mut impl BufRead, what: &str) -> Result<String, Error> {
                 "QEMU closed QMP before the {what} reply"
             )));
         }
-        if !line.starts_with("{\"event\"") {
+        if !is_event(&line) {
             return Ok(line);
         }
     }
+}
+
+/// Whether a QMP line is an asynchronous event (an object with an `event` member), read as
+/// JSON rather than by how QEMU happens to order its members.
+fn is_event(line: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Line {
+        event: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_str::<Line>(line).is_ok_and(|l| l.event.is_some())
 }
 
 /// Parses `query-cpus-fast`'s reply into thread ids ordered by vCPU index.
@@ -97,5 +107,15 @@ mod tests {
         let mut r = std::io::Cursor::new(text.as_bytes());
         assert_eq!(read_reply(&mut r, "x").unwrap().trim(), "{\"return\": {}}");
         assert!(read_reply(&mut r, "x").is_err());
+    }
+
+    #[test]
+    fn events_are_told_from_replies_by_their_members() {
+        assert!(is_event(
+            r#"{"timestamp": {"seconds": 1}, "event": "STOP"}"#
+        ));
+        assert!(is_event(r#"{"event": "RESUME", "timestamp": {}}"#));
+        assert!(!is_event(r#"{"return": {}}"#));
+        assert!(!is_event("not json"));
     }
 }
