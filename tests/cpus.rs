@@ -4,7 +4,6 @@
 
 mod common;
 use common::*;
-use std::process::Stdio;
 
 fn part_pct(cpu: &serde_json::Value, name: &str, side: &str) -> f64 {
     cpu["parts"]
@@ -134,21 +133,7 @@ fn a_core_burnt_by_the_client_is_the_clients_and_not_the_hosts() {
     let c = ctx("cpuburn");
     let before = host_snapshot();
     c.ok(&["up", "--name", "tburn", "--guests", "1"]);
-    let mut burner = c
-        .cmd(&[
-            "exec",
-            "--lab",
-            "tburn",
-            "client",
-            "--",
-            "sh",
-            "-c",
-            "while :; do :; done",
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut burner = c.burn("tburn", "client");
     let v = c.json(&["meter", "--lab", "tburn", "-l", "2", "--json"]);
     burner.kill().unwrap();
     let _ = burner.wait();

@@ -3,7 +3,6 @@
 
 mod common;
 use common::*;
-use std::process::Stdio;
 
 fn part<'a>(cpu: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     cpu["parts"]
@@ -28,21 +27,7 @@ fn side_sum(cpu: &serde_json::Value, side: &str) -> f64 {
 fn a_core_burnt_in_g1_is_attributed_to_g1_and_not_g2() {
     let c = ctx("meter");
     c.ok(&["up", "--name", "tmet", "--guests", "2"]);
-    let mut burner = c
-        .cmd(&[
-            "exec",
-            "--lab",
-            "tmet",
-            "g1",
-            "--",
-            "sh",
-            "-c",
-            "while :; do :; done",
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut burner = c.burn("tmet", "g1");
     let v = c.json(&["meter", "--lab", "tmet", "-l", "2", "--json"]);
     burner.kill().unwrap();
     let _ = burner.wait();
@@ -254,21 +239,7 @@ fn the_meter_reads_a_known_duty_cycle_within_one_point() {
 fn a_guest_task_that_leaves_its_cgroup_is_still_billed_to_the_guest() {
     let c = ctx("meterstray");
     c.ok(&["up", "--name", "tstr", "--guests", "1"]);
-    let mut burner = c
-        .cmd(&[
-            "exec",
-            "--lab",
-            "tstr",
-            "g1",
-            "--",
-            "sh",
-            "-c",
-            "while :; do :; done",
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut burner = c.burn("tstr", "g1");
     // The burner (a child of exec's shell) moves itself to the accounting root, keeping its
     // cpuset (the host's core) and its namespace.
     let pids = sh("pgrep -f 'while :; do :; done'");

@@ -97,6 +97,28 @@ impl Drop for Ctx {
 }
 
 impl Ctx {
+    /// A shell spinning on one core inside `at` (`g1`, `client`, …) of `lab`, through `vnetlab
+    /// exec`, given 300 ms to start; the caller kills it.
+    #[allow(dead_code)]
+    pub fn burn(&self, lab: &str, at: &str) -> std::process::Child {
+        let b = self
+            .cmd(&[
+                "exec",
+                "--lab",
+                lab,
+                at,
+                "--",
+                "sh",
+                "-c",
+                "while :; do :; done",
+            ])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        b
+    }
+
     /// vnetlab processes started with this test's state folder.
     fn own_processes(&self) -> Vec<i32> {
         let want = format!("VNETLAB_STATE_DIR={}", self.state.display());
