@@ -185,22 +185,12 @@ mod tests {
         assert!(cites("see Fig. (a)").is_err());
     }
 
-    /// Where the papers' texts are: `VNETLAB_PAPERS`, else the shared folder beside the checkout.
-    fn papers_dir() -> Option<std::path::PathBuf> {
-        let dir = std::env::var_os("VNETLAB_PAPERS")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| {
-                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/papers")
-            });
-        dir.is_dir().then_some(dir)
-    }
-
     #[test]
     fn every_paper_files_citations_are_items_its_text_prints() {
         for b in super::super::papers() {
             let p = super::super::parse(b.file, b.id).unwrap_or_else(|e| panic!("{e}"));
             check(&p).unwrap();
-            let Some(dir) = papers_dir() else {
+            let Some(dir) = super::super::papers::texts_dir() else {
                 // The declared items are still checked above; their text is not here to read.
                 eprintln!("the papers' texts are not beside the checkout: set VNETLAB_PAPERS");
                 continue;

@@ -1,34 +1,87 @@
-//! One self-contained page per paper: what stands for its configurations here, its claims with
-//! their verdicts, its published numbers beside ours, and what was left out; and an index.
+//! One self-contained page per paper: its verdicts tallied and its claims first (each with its
+//! note, whatever its verdict), then what stands for its configurations here, the figures, its
+//! published numbers beside ours, and what was left out; and an index.
 
-use super::claims::{Checked, Verdict};
+use super::claims::{Checked, Origin, Verdict};
 use super::file::Paper;
 use crate::records::{PointRecord, RunRow};
 use crate::report::html::{esc, head, tail};
 
 fn verdict_cell(v: Verdict) -> String {
     let class = match v {
-        Verdict::Holds => "good",
+        Verdict::Holds | Verdict::Stronger => "good",
         Verdict::DoesNotHold => "bad",
         Verdict::WithinSpread => "warn",
-        Verdict::NotMeasurable => "muted",
+        Verdict::Tie | Verdict::NotMeasurable => "muted",
     };
     format!("<td class=\"l {class}\">{}</td>", v.text())
 }
 
+/// Verdicts tallied by whose claim each is: the paper's, derived from its figures, or beyond it.
+fn tally(checked: &[Checked]) -> String {
+    let mut h = String::from("<table><tr><th class=\"l\">claims</th>");
+    for v in Verdict::ALL {
+        h += &format!("<th>{}</th>", v.text());
+    }
+    h += "</tr>";
+    for o in Origin::ALL {
+        let of: Vec<&Checked> = checked.iter().filter(|c| c.origin == o).collect();
+        if of.is_empty() {
+            continue;
+        }
+        h += &format!("<tr><td class=\"l\">{} ({})</td>", origin_name(o), of.len());
+        for v in Verdict::ALL {
+            h += &format!("<td>{}</td>", of.iter().filter(|c| c.verdict == v).count());
+        }
+        h += "</tr>";
+    }
+    h + "</table>"
+}
+
+/// How a page names whose claim it is.
+fn origin_name(o: Origin) -> &'static str {
+    match o {
+        Origin::Paper => "the paper's text",
+        Origin::Derived => "derived from its figures",
+        Origin::Beyond => "beyond the paper",
+    }
+}
+
+/// "Note: …" after a claim's why, when it has one.
+fn why_and_note(c: &Checked) -> String {
+    let mut h = esc(&capital(&c.why));
+    if !c.note.is_empty() {
+        let sep = if h.is_empty() { "" } else { "<br>" };
+        h += &format!("{sep}<i>Note:</i> {}", esc(&capital(&c.note)));
+    }
+    h
+}
+
+/// A sentence begins with a capital.
+fn capital(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
+}
+
 fn claims_table(checked: &[&Checked]) -> String {
-    let mut h = String::from("<table><tr><th class=\"l\">claim</th><th class=\"l\">source</th><th class=\"l\">verdict</th><th class=\"l\">size</th><th class=\"l\">ours</th><th class=\"l\">the paper's</th><th class=\"l\">what ran here</th><th class=\"l\">why</th></tr>");
+    let mut h = String::from("<table><tr><th class=\"l\">claim</th><th class=\"l\">source</th><th class=\"l\">verdict</th><th class=\"l\">size</th><th class=\"l\">ours</th><th class=\"l\">the paper's</th><th class=\"l\">what ran here</th><th class=\"l\">why, and a note</th></tr>");
     for c in checked {
+        let derived = if c.origin == Origin::Derived {
+            " <span class=\"muted\">(derived: read from a figure the text does not discuss)</span>"
+        } else {
+            ""
+        };
         h += &format!(
-            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td>{}<td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+            "<tr><td class=\"l\">{}{derived}</td><td class=\"l\">{}</td>{}<td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
             esc(&c.claim),
             esc(&c.source),
             verdict_cell(c.verdict),
             esc(&c.size.text()),
             esc(&c.ours),
             esc(&c.paper),
-            esc(&c.stand_in),
-            esc(&c.why)
+            esc(&capital(&c.stand_in)),
+            why_and_note(c)
         );
     }
     h + "</table>"
@@ -118,6 +171,16 @@ pub fn render(
     if runs.is_empty() {
         h += "<p>Not measured yet.</p>";
     }
+    let (paper_claims, beyond): (Vec<&Checked>, Vec<&Checked>) =
+        checked.iter().partition(|c| c.origin != Origin::Beyond);
+    h += "<h2>Verdicts</h2><p>A claim holds when its medians and its rounds (or the repeats' ranges) compare as it says by more than the effect floor; <i>stronger than the paper</i> when ours is past twice the paper's effect; a <i>tie</i> when one limit (the wire, the client) bound both sides; <i>within the spread</i> when the repeats cannot tell.</p>";
+    h += &tally(checked);
+    h += "<h2>The paper's claims</h2><p>Each as the paper states it (or, marked derived, as its figures print it), with the paper's size beside ours (ours from the medians, its range over the rounds or the repeats), what ran here in place of the paper's setup, and what makes it hard to read here.</p>";
+    h += &claims_table(&paper_claims);
+    if !beyond.is_empty() {
+        h += "<h2>Beyond the paper: vnetlab's own claims</h2><p>The paper does not make these; they extend it on this host's datapaths.</p>";
+        h += &claims_table(&beyond);
+    }
     h += "<h2>What stands for the paper's configurations</h2><table><tr><th class=\"l\">the paper</th><th class=\"l\">here</th></tr>";
     for m in &p.mapping {
         h += &format!(
@@ -138,16 +201,9 @@ pub fn render(
     if let Some(t) = &p.plan {
         h += &super::table_v::render(t, points);
     }
-    let (paper_claims, beyond): (Vec<&Checked>, Vec<&Checked>) =
-        checked.iter().partition(|c| !c.beyond);
-    h += "<h2>The paper's claims</h2><p>Each as the paper states it, with the paper's size beside ours (ours from the medians, its range over the rounds or the repeats), and what ran here in place of the paper's setup.</p>";
-    h += &claims_table(&paper_claims);
+    h += "<h2>Each claim's series, from this host</h2>";
     h += &claim_figures(&paper_claims);
-    if !beyond.is_empty() {
-        h += "<h2>Beyond the paper: vnetlab's own claims</h2><p>The paper does not make these; they extend it on this host's datapaths.</p>";
-        h += &claims_table(&beyond);
-        h += &claim_figures(&beyond);
-    }
+    h += &claim_figures(&beyond);
     h += "<h2>The paper's numbers beside ours</h2>";
     h += &values_table(p, points);
     h += &list(
@@ -181,9 +237,10 @@ fn cites_item(source: &str, item: &str) -> bool {
 fn coverage(p: &Paper, checked: &[Checked]) -> String {
     let mut h = String::from("<h2>Coverage: the paper's items and what reproduces them</h2><table><tr><th class=\"l\">the paper's item</th><th class=\"l\">claims here: verdict and size</th><th class=\"l\">figures and values</th><th class=\"l\">how the setup differs, or why it is left out</th></tr>");
     for i in &p.items {
+        // A claim beyond the paper names the paper's nearest item without reproducing it.
         let claims: Vec<&Checked> = checked
             .iter()
-            .filter(|c| cites_item(&c.source, &i.id))
+            .filter(|c| c.origin != Origin::Beyond && cites_item(&c.source, &i.id))
             .collect();
         let figures: Vec<&str> = p
             .figures
@@ -271,26 +328,16 @@ pub fn index(papers: &[(String, String, Vec<Checked>)]) -> String {
     let n = super::papers::count_word();
     let mut h = head(&format!("vnetlab: the {n} papers reproduced"));
     h += &format!("<h1>The {n} papers, reproduced on this host</h1>");
-    h += "<table><tr><th class=\"l\">paper</th><th>holds</th><th>does not hold</th><th>within the spread</th><th>not measurable</th></tr>";
     for (id, title, checked) in papers {
-        let n = |v: Verdict| checked.iter().filter(|c| c.verdict == v).count();
-        h += &format!(
-            "<tr><td class=\"l\"><a href=\"{}.html\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(id),
-            esc(title),
-            n(Verdict::Holds),
-            n(Verdict::DoesNotHold),
-            n(Verdict::WithinSpread),
-            n(Verdict::NotMeasurable)
-        );
+        h += &format!("<h2><a href=\"{}.html\">{}</a></h2>", esc(id), esc(title));
+        h += &tally(checked);
     }
-    h += "</table><h2>Every claim</h2><table><tr><th class=\"l\">paper</th><th class=\"l\">claim</th><th class=\"l\">verdict</th><th class=\"l\">size</th></tr>";
+    h += "<h2>Every claim</h2><table><tr><th class=\"l\">paper</th><th class=\"l\">claim</th><th class=\"l\">verdict</th><th class=\"l\">size</th></tr>";
     for (id, _, checked) in papers {
         for c in checked {
-            let claim = if c.beyond {
-                format!("{} (beyond the paper)", c.claim)
-            } else {
-                c.claim.clone()
+            let claim = match c.origin {
+                Origin::Paper => c.claim.clone(),
+                o => format!("{} ({})", c.claim, o.text()),
             };
             h += &format!(
                 "<tr><td class=\"l\"><a href=\"{0}.html\">{0}</a></td><td class=\"l\">{1}</td>{2}<td class=\"l\">{3}</td></tr>",
@@ -308,11 +355,11 @@ pub fn index(papers: &[(String, String, Vec<Checked>)]) -> String {
 pub fn claims_text(title: &str, checked: &[Checked]) {
     crate::outln!("{title}");
     for c in checked {
-        let beyond = if c.beyond { " (beyond the paper)" } else { "" };
         crate::outln!(
-            "  [{}] {}{beyond} ({})",
+            "  [{}] {} ({}; {})",
             c.verdict.text(),
             c.claim,
+            c.origin.text(),
             c.source
         );
         crate::outln!("      size: {}", c.size.text());
@@ -320,6 +367,9 @@ pub fn claims_text(title: &str, checked: &[Checked]) {
         crate::outln!("      here: {}", c.stand_in);
         if !c.why.is_empty() {
             crate::outln!("      why: {}", c.why);
+        }
+        if !c.note.is_empty() {
+            crate::outln!("      note: {}", c.note);
         }
     }
 }

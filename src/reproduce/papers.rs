@@ -86,6 +86,18 @@ pub fn count_word() -> String {
         .map_or_else(|| n.to_string(), |w| w.to_string())
 }
 
+/// Where the papers' texts are, for the tests that read them: `VNETLAB_PAPERS`, else the shared
+/// folder beside the checkout; None where neither is there.
+#[cfg(test)]
+pub fn texts_dir() -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("VNETLAB_PAPERS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/papers")
+        });
+    dir.is_dir().then_some(dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
