@@ -85,7 +85,7 @@ pub struct TestArgs {
     /// stands for its own OS (docs/traffic.md, "Congestion control")
     #[arg(long, default_value = "cubic")]
     congestion: crate::vocab::Congestion,
-    /// TCP_NODELAY on every connection
+    /// TCP_NODELAY on every connection (a VDI session always sets it: its input is interactive)
     #[arg(long)]
     nodelay: bool,
     /// Send streams with MSG_ZEROCOPY
