@@ -108,10 +108,13 @@ pub fn density(
     }
     let t = first.t_buffer_s;
     match bought {
-        Some(n) => crate::outln!(
-            "  the saving at T_buffer {t} s ({:.2} %) buys {n} more desktops at {share} % each",
-            first.saving_pct
-        ),
+        Some(n) => {
+            crate::outln!(
+                "  the saving at T_buffer {t} s ({:.2} %) buys {n} more desktops at {share} % each",
+                first.saving_pct
+            );
+            crate::outln!("  (the saving over a desktop's own share, as the paper's Sec. IV-E reckons Table IV's 15.36 %; the \"more than {last}\" above also charges each desktop its own network CPU on its datapath, so the two may differ by a desktop or more)");
+        }
         None => crate::outln!("  the saving at T_buffer {t} s cannot be spent as desktops here: {last} does not fit on this host at these costs"),
     }
 }
