@@ -129,8 +129,10 @@ fn sources(p: &Paper) -> Vec<(String, &str, bool)> {
     for x in &p.values {
         v.push((format!("value '{}'", x.quantity), &x.source, true));
     }
+    // A claim beyond the paper names the paper's nearest item without reproducing it.
     for c in &p.claims {
-        v.push((format!("claim '{}'", c.text), &c.source, true));
+        let covers = c.origin != super::claims::Origin::Beyond;
+        v.push((format!("claim '{}'", c.text), &c.source, covers));
     }
     for f in &p.figures {
         v.push((format!("figure '{}'", f.title), &f.source, true));
