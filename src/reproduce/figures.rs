@@ -2,7 +2,8 @@
 //! socket buffer, guests, interfering load, one bar per configuration, or time), the figure it
 //! plots, its series (the paper's names, each with the points of ours that stand for it) and the
 //! values the paper prints for them. Our bars carry the repeats' spread; the paper's values are
-//! marked beside them, on a second axis when the paper's unit is not ours.
+//! marked beside them, on our axis where the units agree, and where they do not, each side as a
+//! ratio to its own first series.
 
 use serde::{Deserialize, Serialize};
 
@@ -175,7 +176,7 @@ fn size_label(b: u64) -> String {
 
 /// A figure's data: the categories along x and, per series, our bar and the paper's value in
 /// each; and what could not be drawn.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Drawn {
     pub categories: Vec<String>,
     pub ours: Vec<(String, Vec<Option<Bar>>)>,
@@ -308,9 +309,75 @@ fn windows(f: &Figure, points: &[PointRecord]) -> (Vec<Line>, Vec<String>) {
     (lines, missing)
 }
 
+/// The factor that puts a value in the paper's unit into ours, where the two measure the same
+/// quantity (Mb/s and Gb/s; a buffer's packets and its segments); None where they do not.
+fn same_quantity(theirs: &str, ours: &str) -> Option<f64> {
+    match (theirs, ours) {
+        ("Mb/s", "Gb/s") => Some(1e-3),
+        ("packets per buffer", "segments per buffer") => Some(1.0),
+        _ => None,
+    }
+}
+
+/// A sentence begins with a capital.
+fn capital(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
+}
+
+/// Our bars and the paper's values as ratios to the first series, each side to its own, in each
+/// category (or, one bar per category, to the first series' one bar).
+fn as_ratios(d: Drawn, one_per_category: bool) -> Drawn {
+    let reference = |row: Vec<Option<f64>>| -> Vec<Option<f64>> {
+        let only = row.iter().flatten().next().copied();
+        row.iter()
+            .map(|v| if one_per_category { only } else { *v })
+            .map(|v| v.filter(|x| *x > 0.0))
+            .collect()
+    };
+    let ours_ref = d
+        .ours
+        .first()
+        .map(|(_, bars)| reference(bars.iter().map(|b| b.map(|b| b.value)).collect()))
+        .unwrap_or_default();
+    let paper_ref = d.paper.first().cloned().map(reference).unwrap_or_default();
+    let over = |v: f64, r: Option<&Option<f64>>| r.copied().flatten().map(|r| v / r);
+    Drawn {
+        ours: d
+            .ours
+            .into_iter()
+            .map(|(name, bars)| {
+                let each = bars.iter().enumerate().map(|(j, b)| {
+                    let r = ours_ref.get(j);
+                    b.and_then(|b| {
+                        Some(Bar {
+                            value: over(b.value, r)?,
+                            low: over(b.low, r)?,
+                            high: over(b.high, r)?,
+                        })
+                    })
+                });
+                (name, each.collect())
+            })
+            .collect(),
+        paper: d
+            .paper
+            .iter()
+            .map(|row| {
+                let each = row.iter().enumerate();
+                each.map(|(j, v)| v.and_then(|v| over(v, paper_ref.get(j))))
+                    .collect()
+            })
+            .collect(),
+        ..d
+    }
+}
+
 /// The figure as a page's `<figure>`: the chart and a caption saying where the paper drew it,
 /// what the marks are, and what was not measured.
 pub fn render(f: &Figure, points: &[PointRecord]) -> String {
+    let (mut ratios, mut whiskers) = (None, false);
     let (svg, missing) = if f.x == Axis::Time {
         let (lines, missing) = windows(f, points);
         (
@@ -318,19 +385,34 @@ pub fn render(f: &Figure, points: &[PointRecord]) -> String {
             missing,
         )
     } else {
-        let d = data(f, points);
+        let mut d = data(f, points);
         let unit = f.metric.map(Metric::unit).unwrap_or_default();
-        let y_desc = format!("{unit} (ours)");
-        let y2 = f
-            .paper_unit
-            .as_deref()
-            .filter(|u| *u != unit)
-            .map(|u| format!("{u} (the paper's)"));
+        let mut y_desc = format!("{unit} (ours)");
+        // Units that differ are not drawn side by side on two axes, whose heights a reader
+        // would compare: each side becomes a ratio to its own first series, on one axis.
+        let theirs = f.paper_unit.as_deref().filter(|u| *u != unit);
+        if let Some(k) = theirs.and_then(|u| same_quantity(u, unit)) {
+            for v in d.paper.iter_mut().flatten().flatten() {
+                *v *= k;
+            }
+        } else if let Some(theirs) = theirs {
+            let to = &f.series[0].name;
+            d = as_ratios(d, f.x == Axis::Series);
+            y_desc = format!("ratio to {to}");
+            ratios = Some(format!(
+                "The units differ (ours: {unit}; the paper's: {theirs}): each side is drawn as a ratio to its own {to}, on one axis. "
+            ));
+        }
+        whiskers = d
+            .ours
+            .iter()
+            .flat_map(|(_, bars)| bars.iter().flatten())
+            .any(|b| b.high > b.low);
         let chart = PaperChart {
             title: &f.title,
             x_desc: f.x_desc(),
             y_desc: &y_desc,
-            y2_desc: y2.as_deref(),
+            y2_desc: None,
             categories: &d.categories,
             one_per_category: f.x == Axis::Series,
             ours: &d.ours,
@@ -342,11 +424,14 @@ pub fn render(f: &Figure, points: &[PointRecord]) -> String {
     if f.series.iter().any(|s| !s.paper.is_empty()) {
         cap += "Triangles: the paper's published values (measured 2008–2013 on other hardware). ";
     }
-    if f.x != Axis::Time {
+    if let Some(r) = ratios {
+        cap += &esc(&r);
+    }
+    if whiskers {
         cap += "Whiskers: least and greatest over the repeats. ";
     }
     if !f.note.is_empty() {
-        cap += &format!("{}. ", esc(&f.note));
+        cap += &format!("{}. ", esc(&capital(&f.note)));
     }
     if !missing.is_empty() {
         cap += &format!(
@@ -453,5 +538,61 @@ mod tests {
         let mut f = fig(Axis::Message);
         f.paper_unit = None;
         assert!(f.check().unwrap_err().to_string().contains("paper_unit"));
+    }
+
+    #[test]
+    fn units_that_differ_draw_each_side_as_a_ratio_to_its_first_series_on_one_axis() {
+        let bar = |v: f64| {
+            Some(Bar {
+                value: v,
+                low: v * 0.5,
+                high: v * 2.0,
+            })
+        };
+        let d = Drawn {
+            categories: vec!["8K".into(), "64K".into()],
+            ours: vec![
+                ("SRIOV".into(), vec![bar(2.0), None]),
+                ("Bridge".into(), vec![bar(6.0), bar(3.0)]),
+            ],
+            paper: vec![vec![Some(0.5), None], vec![Some(2.0), Some(1.0)]],
+            missing: vec![],
+        };
+        let r = as_ratios(d.clone(), false);
+        assert_eq!(
+            r.ours[1].1[0],
+            Some(Bar {
+                value: 3.0,
+                low: 1.5,
+                high: 6.0
+            })
+        );
+        assert_eq!(r.paper[1][0], Some(4.0));
+        // No reference in a category: nothing drawn there rather than a ratio to nothing.
+        assert_eq!((r.ours[1].1[1], r.paper[1][1]), (None, None));
+        // One bar per category: every bar against the first series' one bar.
+        let r = as_ratios(d, true);
+        assert_eq!(r.ours[1].1[1].map(|b| b.value), Some(1.5));
+        // The page says so, and draws no second axis.
+        let mut f = fig(Axis::Message);
+        f.paper_unit = Some("% of 16 cores".into());
+        let html = render(
+            &f,
+            &[
+                point(Mode::Macvlan, 8192, 9.0),
+                point(Mode::Emulated, 8192, 3.0),
+            ],
+        );
+        assert!(
+            html.contains("each side is drawn as a ratio to its own SRIOV"),
+            "{html}"
+        );
+        assert!(!html.contains("right axis") && !html.contains("Whiskers"));
+        // Mb/s is our Gb/s by a thousand: the paper's values join our axis.
+        assert_eq!(same_quantity("Mb/s", "Gb/s"), Some(1e-3));
+        assert_eq!(
+            same_quantity("clock cycles (Xenoprof)", "% host CPU per Gb/s"),
+            None
+        );
     }
 }

@@ -79,7 +79,7 @@ fn claims_table(checked: &[&Checked]) -> String {
             verdict_cell(c.verdict),
             esc(&c.size.text()),
             esc(&c.ours),
-            esc(&c.paper),
+            esc(&capital(&c.paper)),
             esc(&capital(&c.stand_in)),
             why_and_note(c)
         );
@@ -185,8 +185,8 @@ pub fn render(
     for m in &p.mapping {
         h += &format!(
             "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
-            esc(&m.paper),
-            esc(&m.ours)
+            esc(&capital(&m.paper)),
+            esc(&capital(&m.ours))
         );
     }
     h += "</table>";
@@ -210,13 +210,13 @@ pub fn render(
         "The paper's own slips",
         p.slips
             .iter()
-            .map(|s| format!("<b>{}</b>: {}", esc(&s.at), esc(&s.text))),
+            .map(|s| format!("<b>{}</b>: {}", esc(&s.at), esc(&capital(&s.text)))),
     );
     h += &list(
         "Left out",
         p.left_out
             .iter()
-            .map(|l| format!("<b>{}</b>: {}", esc(&l.item), esc(&l.why))),
+            .map(|l| format!("<b>{}</b>: {}", esc(&l.item), esc(&capital(&l.why)))),
     );
     h += &coverage(p, checked);
     h += &items_table(p);
