@@ -1139,6 +1139,12 @@ fn a_size_past_twice_the_papers_effect_reads_stronger_and_counts_apart() {
     assert_eq!(r.verdict, Verdict::Stronger);
     assert!(r.why.contains("3.26x vs 1.21x"), "{}", r.why);
     assert_eq!(r.verdict.text(), "holds, stronger than the paper");
+    // Past it at the median but not at the least its repeats allow: a plain hold.
+    let wide = [
+        with(Mode::Bridge, 1.5, [1.40, 1.5, 1.6]),
+        with(Mode::Macvlan, 1.0, [0.99, 1.0, 1.01]),
+    ];
+    assert_eq!(c.evaluate(&wide).verdict, Verdict::Holds);
     // A claim that gives no size has nothing to be stronger than.
     c.paper_ratio = None;
     assert_eq!(c.evaluate(&at(3.26)).verdict, Verdict::Holds);

@@ -165,13 +165,17 @@ impl Claim {
             .then(|| (p * p).max(p * (1.0 + EFFECT_FLOOR)))
     }
 
-    /// "3.26x vs 1.21x" (ours against the paper's), where the medians' ratio is past
-    /// `stronger_above`.
+    /// "3.26x vs 1.21x" (ours against the paper's), where ours is past `stronger_above` at the
+    /// least its rounds (or the repeats' ranges) allow: a median just past it is no stronger
+    /// claim than a hold, since what it is moves with the day.
     fn stronger(&self, f: &[Figure]) -> Option<String> {
         let (above, p) = (self.stronger_above()?, self.paper_ratio?);
-        let ours = self.ratio(&f.iter().map(|x| x.value).collect::<Vec<_>>());
-        (ours > above)
-            .then(|| format!("{ours:.2}x vs {p:.2}x (past {above:.2}x, twice the paper's effect)"))
+        let size = self.size(f);
+        let ours = size.ours?;
+        let least = size.low.unwrap_or(ours);
+        (least > above).then(|| {
+            format!("{ours:.2}x vs {p:.2}x (at least {least:.2}x, past {above:.2}x: twice the paper's effect)")
+        })
     }
 
     /// How far the medians go the claim's way, as a ratio; a threshold claim (above a value,
