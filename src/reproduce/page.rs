@@ -153,6 +153,17 @@ pub fn render(
         esc(&p.setup)
     );
     h += "<p>The paper's numbers were measured in 2008–2013 on other hardware: a reproduction shows the same shape (which datapath wins, by roughly how much), not the same absolute figures.</p>";
+    let (paper_claims, beyond): (Vec<&Checked>, Vec<&Checked>) =
+        checked.iter().partition(|c| c.origin != Origin::Beyond);
+    h += "<h2>Verdicts</h2><p>A claim holds when its medians and its rounds (or the repeats' ranges) compare as it says by more than the effect floor; <i>stronger than the paper</i> when ours is past twice the paper's effect; a <i>tie</i> when one limit (the wire, the client) bound both sides; <i>within the spread</i> when the repeats cannot tell.</p>";
+    h += &tally(checked);
+    h += "<h2>The paper's claims</h2><p>Each as the paper states it (or, marked derived, as its figures print it), with the paper's size beside ours (ours from the medians, its range over the rounds or the repeats), what ran here in place of the paper's setup, and what makes it hard to read here.</p>";
+    h += &claims_table(&paper_claims);
+    if !beyond.is_empty() {
+        h += "<h2>Beyond the paper: vnetlab's own claims</h2><p>The paper does not make these; they extend it on this host's datapaths.</p>";
+        h += &claims_table(&beyond);
+    }
+    h += "<h2>The runs</h2>";
     for r in runs {
         h += &format!(
             "<p>Measured in run {} ({}, {} of {} points, started {}) on {} ({} cores, kernel {}); its full report with every figure and point: <a href=\"run-{}.html\">run-{}.html</a>.</p>",
@@ -170,16 +181,6 @@ pub fn render(
     }
     if runs.is_empty() {
         h += "<p>Not measured yet.</p>";
-    }
-    let (paper_claims, beyond): (Vec<&Checked>, Vec<&Checked>) =
-        checked.iter().partition(|c| c.origin != Origin::Beyond);
-    h += "<h2>Verdicts</h2><p>A claim holds when its medians and its rounds (or the repeats' ranges) compare as it says by more than the effect floor; <i>stronger than the paper</i> when ours is past twice the paper's effect; a <i>tie</i> when one limit (the wire, the client) bound both sides; <i>within the spread</i> when the repeats cannot tell.</p>";
-    h += &tally(checked);
-    h += "<h2>The paper's claims</h2><p>Each as the paper states it (or, marked derived, as its figures print it), with the paper's size beside ours (ours from the medians, its range over the rounds or the repeats), what ran here in place of the paper's setup, and what makes it hard to read here.</p>";
-    h += &claims_table(&paper_claims);
-    if !beyond.is_empty() {
-        h += "<h2>Beyond the paper: vnetlab's own claims</h2><p>The paper does not make these; they extend it on this host's datapaths.</p>";
-        h += &claims_table(&beyond);
     }
     h += "<h2>What stands for the paper's configurations</h2><table><tr><th class=\"l\">the paper</th><th class=\"l\">here</th></tr>";
     for m in &p.mapping {
