@@ -1,8 +1,8 @@
 //! Claims that put the first series above a value the paper gives ("exceeds 2.5 Gb/s"): a
 //! threshold, with no effect to size against a floor.
 
+use super::claim::Claim;
 use super::figure::{Figure, Read};
-use super::Claim;
 
 /// Whether the figure is above the value, in one reading of its range.
 pub(super) fn compare(c: &Claim, f: &[Figure], read: Read) -> bool {

@@ -1,7 +1,9 @@
 //! A claim's figures: each series' point found, checked readable (nothing bound a cost, a tail
 //! has its samples), and read with its spread and its rounds.
 
-use super::{Claim, Metric, Selector};
+use super::claim::Claim;
+use super::metric::Metric;
+use super::selector::Selector;
 use crate::records::{PointRecord, Rounds};
 use crate::vocab::Bound;
 

@@ -1,8 +1,8 @@
 //! Claims that put two series near each other: within the paper's bound where the sentence
 //! gives one, else within the effect floor.
 
+use super::claim::{Claim, EFFECT_FLOOR};
 use super::figure::{Figure, Read};
-use super::{Claim, EFFECT_FLOOR};
 
 /// How far a `near` claim's ratio may miss 1 before the claim fails: past the paper's bound
 /// by more than the effect floor (a smaller miss is no difference this host resolves); where

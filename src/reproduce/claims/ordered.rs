@@ -1,8 +1,8 @@
 //! Claims that order their series: the first lowest or highest of all, or greater than the
 //! second, by a factor (`by`) or by the paper's own size (`Claim::sized`).
 
+use super::claim::{Claim, Kind, EFFECT_FLOOR};
 use super::figure::{Figure, Read};
-use super::{Claim, Kind, EFFECT_FLOOR};
 
 /// Whether the figures compare as the claim says, in one reading: medians, or the repeats'
 /// ranges read against the claim (its first series' worst against the others' best) or for it.

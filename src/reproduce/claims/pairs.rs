@@ -2,8 +2,8 @@
 //! CHELSIO_Bridge and 5.3x less than GNIC_Bridge") is checked pair by pair, each against its
 //! own size, as a greater claim on that pair; the claim reads as its weakest pair.
 
-use super::{Checked, Claim, EffectSize, Kind, PairSize, Selector, Verdict};
-use crate::records::PointRecord;
+use super::claim::{Checked, Claim, EffectSize, Kind, PairSize, Verdict};
+use super::selector::Selector;
 
 impl Claim {
     /// One greater claim per pair, named by the series the first is weighed against; None for
@@ -29,15 +29,9 @@ impl Claim {
     }
 }
 
-/// The claim's verdict from its pairs' (the weakest), each pair's size, and each pair's why.
-pub(super) fn combine(
-    pairs: &[(String, Claim)],
-    points: &[PointRecord],
-) -> (Verdict, EffectSize, String) {
-    let checked: Vec<(&String, Checked)> = pairs
-        .iter()
-        .map(|(name, c)| (name, c.evaluate(points)))
-        .collect();
+/// The claim's verdict from its pairs' checks (the weakest), each pair's size, and each pair's
+/// why, every pair named by the series the first is weighed against.
+pub(super) fn combine(checked: Vec<(String, Checked)>) -> (Verdict, EffectSize, String) {
     let verdict = checked
         .iter()
         .map(|(_, c)| c.verdict)
@@ -53,8 +47,8 @@ pub(super) fn combine(
     let size = EffectSize {
         pairs: checked
             .into_iter()
-            .map(|(name, c)| PairSize {
-                against: name.clone(),
+            .map(|(against, c)| PairSize {
+                against,
                 size: c.size,
             })
             .collect(),

@@ -3,7 +3,7 @@
 //! quote, and a claim of the paper's own uses a word of its kind. Checked against the papers'
 //! texts where they are beside the checkout (`VNETLAB_PAPERS`).
 
-use super::{Claim, Kind, Origin, Quote};
+use super::claim::{Claim, Kind, Origin, Quote};
 
 /// Words that say each kind of claim: a paper's claim quotes a sentence holding one.
 fn words(kind: Kind) -> &'static [&'static str] {

@@ -2,15 +2,10 @@
 //! claim and for it; a tie where one limit bound both sides; a size read on both sides of the
 //! paper's (short of it, at it, or past twice its effect: stronger than the paper).
 
+use super::claim::{Claim, EffectSize, Kind, Verdict, EFFECT_FLOOR};
 use super::figure::{by_round, is_limit, Figure, Read};
-use super::{ordered, Claim, EffectSize, Kind, Origin, Verdict};
+use super::ordered;
 use crate::vocab::Bound;
-
-/// The least difference a comparison must show to hold: the medians must differ by more than
-/// this share, the bar beyond which a point's own repeats read unstable. Smaller differences
-/// (paper 1's send offloads at 8 KB: 2 to 9 % over nine runs) move from run to run on one host,
-/// and a verdict that rests on one would flip with the day.
-pub const EFFECT_FLOOR: f64 = crate::measure::EFFECT_FLOOR;
 
 /// How many of `n` rounds must compare one way for a verdict that way: the fewest that chance
 /// alone (each round a coin toss) reaches at most one time in eight. Three rounds need all three,
@@ -137,32 +132,6 @@ impl Claim {
                 EFFECT_FLOOR * 100.0
             ),
         )
-    }
-
-    /// A claim that states the paper's size and asks for it (no `by` of its own): the ratio it
-    /// holds above (the paper's size less the effect floor, since a gap smaller than the floor is
-    /// no difference on this host; and at least the floor) and the ratio it does not hold below
-    /// (less than two-thirds of the paper's effect, the effect being the ratio's logarithm, and
-    /// short of the paper's size by more than the floor). In between, ours shows most of the
-    /// paper's effect but not all of it: within the spread.
-    pub fn sized(&self) -> Option<(f64, f64)> {
-        let p = self
-            .paper_ratio
-            .filter(|_| self.by_given.is_none() && self.origin != Origin::Beyond)?;
-        matches!(self.kind, Kind::Greater | Kind::Lowest | Kind::Highest).then(|| {
-            let hold = (p / (1.0 + EFFECT_FLOOR)).max(1.0 + EFFECT_FLOOR);
-            let short = p.powf(2.0 / 3.0).min(p / (1.0 + EFFECT_FLOOR));
-            (hold, short)
-        })
-    }
-
-    /// The ratio past which ours is stronger than the paper: twice the paper's effect (the
-    /// effect being the ratio's logarithm: the paper's ratio squared), and past the paper's own
-    /// by more than the floor. Only a claim that orders its series and gives the paper's size.
-    pub fn stronger_above(&self) -> Option<f64> {
-        let p = self.paper_ratio.filter(|p| *p > 1.0)?;
-        matches!(self.kind, Kind::Greater | Kind::Lowest | Kind::Highest)
-            .then(|| (p * p).max(p * (1.0 + EFFECT_FLOOR)))
     }
 
     /// "3.26x vs 1.21x" (ours against the paper's), where ours is past `stronger_above` at the
