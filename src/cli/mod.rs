@@ -4,6 +4,7 @@ mod bench_cmds;
 mod exp_cmds;
 mod fail;
 mod lab_cmds;
+mod peers;
 mod plan_cmds;
 mod repro_cmds;
 mod shared;
@@ -83,6 +84,13 @@ enum Cmd {
 }
 
 pub fn main() -> i32 {
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if let Some(why) = peers::foreign(&args) {
+        crate::errln!("vnetlab: {why}");
+        return 2;
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
