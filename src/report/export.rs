@@ -185,9 +185,12 @@ fn points_csv(run: &RunRow, points: &[PointRecord]) -> String {
         "host_busy_pct",
         "machine_busy_pct",
         "normalized_pct_per_gbps",
-        "sd_host",
-        "sd_send",
-        "sd_recv",
+        "sd_host_us_per_kb",
+        "sd_send_us_per_kb",
+        "sd_recv_us_per_kb",
+        "sd_host_us_per_tran",
+        "sd_send_us_per_tran",
+        "sd_recv_us_per_tran",
         "error",
         "client_busy_pct",
         "bound_by",
@@ -232,9 +235,9 @@ fn points_csv(run: &RunRow, points: &[PointRecord]) -> String {
             f(p.host_busy_pct),
             f(p.machine_busy_pct),
             f(p.normalized_pct_per_gbps),
-            f(p.sd_host),
-            f(p.sd_send),
-            f(p.sd_recv),
+        ]);
+        row.extend(demand_cells(p));
+        row.extend([
             q(p.error.as_deref().unwrap_or("")),
             f(p.client_busy_pct),
             q(&text(p.bound_by.map(|b| b.to_string()))),
@@ -256,6 +259,15 @@ fn points_csv(run: &RunRow, points: &[PointRecord]) -> String {
         rows.push(row);
     }
     table(&[&KEY_COLS[..], &cols[..]].concat(), rows)
+}
+
+/// The service demands, one unit a column: µs of host CPU per KB for a stream, per transaction
+/// for a test that counts transactions (the meter gives one or the other); empty where none.
+fn demand_cells(p: &PointRecord) -> Vec<String> {
+    let per_tran = p.transactions_per_s.is_some_and(|t| t > 0.0);
+    let each = [p.sd_host, p.sd_send, p.sd_recv];
+    let of = |tran: bool| each.map(|d| f(d.filter(|_| per_tran == tran)));
+    of(false).into_iter().chain(of(true)).collect()
 }
 
 /// The point's confidence intervals: level, then low and high of throughput (or transactions/s),
@@ -304,8 +316,28 @@ mod tests {
         assert!(lines[0].starts_with("run,host,seq,mode"));
         assert!(lines[1].starts_with("3,,1,bridge,"));
         assert!(lines[1].contains(",\"a, \"\"b\"\"\","), "{}", lines[1]);
-        assert_eq!(lines[0].split(',').count(), 50);
+        assert_eq!(lines[0].split(',').count(), 53);
         assert!(lines[0].contains(",normalized_ci_low,normalized_ci_high,units,"));
+    }
+
+    #[test]
+    fn a_service_demand_sits_in_the_column_of_its_unit() {
+        let run = RunRow::sample(3, "q", None);
+        let stream = PointRecord {
+            sd_host: Some(2.5),
+            ..Default::default()
+        };
+        let rr = PointRecord {
+            transactions_per_s: Some(9000.0),
+            sd_host: Some(40.0),
+            ..stream.clone()
+        };
+        let c = export(Format::Csv, &run, &[stream, rr]);
+        let lines: Vec<Vec<&str>> = c.lines().map(|l| l.split(',').collect()).collect();
+        let col = |name: &str| lines[0].iter().position(|h| *h == name).unwrap();
+        let (kb, tran) = (col("sd_host_us_per_kb"), col("sd_host_us_per_tran"));
+        assert_eq!((lines[1][kb], lines[1][tran]), ("2.5", ""));
+        assert_eq!((lines[2][kb], lines[2][tran]), ("", "40"));
     }
 
     /// A text cell a spreadsheet would run as a formula is written as text; numbers never are.
