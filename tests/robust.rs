@@ -188,7 +188,9 @@ fn cleanup_leaves_live_labs_and_concurrent_runs_share_a_store() {
             String::from_utf8_lossy(&o.stderr)
         );
     }
-    let runs = c.json(&["runs", "--db", db.to_str().unwrap(), "--json"]);
+    let doc = c.json(&["runs", "--db", db.to_str().unwrap(), "--json"]);
+    assert_eq!(doc["version"], 1, "{doc}");
+    let runs = &doc["runs"];
     assert_eq!(runs.as_array().unwrap().len(), 2);
     assert!(runs
         .as_array()

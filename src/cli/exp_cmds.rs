@@ -505,11 +505,24 @@ pub struct RunsArgs {
     json: bool,
 }
 
+/// The shape of `runs --json`: raised when a field changes meaning or goes away.
+const RUNS_JSON_VERSION: u32 = 1;
+
+/// `runs --json`: the stored runs, under the version of this document's shape.
+#[derive(serde::Serialize)]
+struct RunsDoc<'a> {
+    version: u32,
+    runs: &'a [crate::records::RunRow],
+}
+
 pub fn runs(a: RunsArgs) -> CmdResult {
     let store = a.db.read()?;
     let rows = store.runs()?;
     if a.json {
-        print_json(&rows);
+        print_json(&RunsDoc {
+            version: RUNS_JSON_VERSION,
+            runs: &rows,
+        });
     } else if rows.is_empty() {
         crate::outln!("{} holds no runs", a.db.shown());
     } else {
