@@ -585,7 +585,8 @@ fn a_postgresql_store_holds_two_hosts_runs_and_compare_reads_both() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let runs = c.json(&["runs", "--store", url, "--json"]);
+    let doc = c.json(&["runs", "--store", url, "--json"]);
+    let runs = &doc["runs"];
     let hosts: Vec<&str> = runs
         .as_array()
         .unwrap()
