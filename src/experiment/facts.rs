@@ -1,5 +1,6 @@
-//! Facts a run records beside its figures: the host (kernel, CPU model, cores, memory, cgroups,
-//! counters) and, per lab, the MTU and offloads read back from the kernel.
+//! Facts a run records beside its figures: the host (kernel and how it counts CPU time, CPU
+//! model, cores, memory, cgroups, counters, the hypervisor beneath it) and, per lab, the MTU and
+//! offloads read back from the kernel.
 
 use crate::records::{EndpointFacts, HostFacts, IfaceFacts, LabFacts};
 
@@ -30,6 +31,55 @@ pub fn host() -> HostFacts {
             Err(e) => format!("not supported: {e}"),
         },
         vnetlab: env!("CARGO_PKG_VERSION").into(),
+        cpu_accounting: crate::meter::kernel::Accounting::this().describe(),
+        virtualization: virtualization(
+            &read_small("/sys/hypervisor/type"),
+            &read_small("/sys/devices/system/clocksource/clocksource0/available_clocksource"),
+            &read_small("/sys/class/dmi/id/sys_vendor"),
+            &cpuinfo,
+        ),
+    }
+}
+
+/// A small kernel file's text, or nothing where it is missing (at most 4 KB read).
+fn read_small(path: &str) -> String {
+    use std::io::Read;
+    let mut s = String::new();
+    if let Ok(f) = std::fs::File::open(path) {
+        let _ = f.take(4096).read_to_string(&mut s);
+    }
+    s
+}
+
+/// Which hypervisor this machine runs under, from what the kernel shows: Xen's
+/// `/sys/hypervisor/type`, a clocksource only a hypervisor offers (kvm-clock,
+/// hyperv_clocksource), the DMI vendor; the CPU's hypervisor bit alone names no one; without it,
+/// bare metal.
+pub fn virtualization(
+    hv_type: &str,
+    clocksources: &str,
+    dmi_vendor: &str,
+    cpuinfo: &str,
+) -> String {
+    let named = [
+        (clocksources, "kvm-clock", "KVM"),
+        (clocksources, "hyperv_clocksource", "Hyper-V"),
+        (clocksources, "xen", "Xen"),
+        (dmi_vendor, "VMware", "VMware"),
+        (dmi_vendor, "QEMU", "QEMU"),
+        (dmi_vendor, "Microsoft", "Hyper-V"),
+        (dmi_vendor, "innotek", "VirtualBox"),
+    ];
+    if !hv_type.trim().is_empty() {
+        return hv_type.trim().to_string();
+    }
+    if let Some((_, _, name)) = named.iter().find(|(text, mark, _)| text.contains(mark)) {
+        return name.to_string();
+    }
+    let flags = first_line_value(cpuinfo, "flags").unwrap_or_default();
+    match flags.split_whitespace().any(|f| f == "hypervisor") {
+        true => "a hypervisor the kernel does not name (the CPU's hypervisor bit is set)".into(),
+        false => "none: bare metal".into(),
     }
 }
 
@@ -79,5 +129,24 @@ pub fn lab(name: &str) -> LabFacts {
             .collect(),
         host_interfaces: l.host_interfaces.iter().map(iface).collect(),
         error: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hypervisor_is_named_by_what_the_kernel_shows() {
+        let hv = "flags\t\t: fpu vme hypervisor lahf_lm\n";
+        let bare = "flags\t\t: fpu vme lahf_lm\n";
+        assert_eq!(virtualization("xen\n", "", "", hv), "xen");
+        assert_eq!(virtualization("", "tsc kvm-clock \n", "", hv), "KVM");
+        assert_eq!(virtualization("", "tsc", "VMware, Inc.\n", hv), "VMware");
+        assert!(virtualization("", "tsc", "", hv).contains("does not name"));
+        assert_eq!(
+            virtualization("", "tsc hpet", "Dell Inc.", bare),
+            "none: bare metal"
+        );
     }
 }

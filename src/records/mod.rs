@@ -152,6 +152,11 @@ pub struct HostFacts {
     pub cgroups: String,
     pub hardware_counters: String,
     pub vnetlab: String,
+    /// How the kernel counts CPU time ("tick accounting, HZ 250, …"): what a figure of this
+    /// host's CPU can resolve.
+    pub cpu_accounting: String,
+    /// The hypervisor beneath this machine ("KVM"), or "none: bare metal".
+    pub virtualization: String,
 }
 
 impl HostFacts {
@@ -165,6 +170,8 @@ impl HostFacts {
             ("cgroups", self.cgroups.clone()),
             ("hardware_counters", self.hardware_counters.clone()),
             ("vnetlab", self.vnetlab.clone()),
+            ("cpu_accounting", self.cpu_accounting.clone()),
+            ("virtualization", self.virtualization.clone()),
         ]
     }
 }
