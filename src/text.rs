@@ -84,6 +84,13 @@ macro_rules! err {
 /// At most this many characters of user input appear in a message.
 pub const CLIP: usize = 80;
 
+/// `s` as a sentence begins: its first letter a capital.
+pub fn capital(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
+}
+
 /// `s` as it may appear in a message: at most `CLIP` characters, control characters escaped.
 pub fn clip(s: &str) -> String {
     clip_to(s, CLIP)

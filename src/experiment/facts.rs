@@ -41,14 +41,9 @@ pub fn host() -> HostFacts {
     }
 }
 
-/// A small kernel file's text, or nothing where it is missing (at most 4 KB read).
+/// A small kernel file's text, or nothing where it is missing.
 fn read_small(path: &str) -> String {
-    use std::io::Read;
-    let mut s = String::new();
-    if let Ok(f) = std::fs::File::open(path) {
-        let _ = f.take(4096).read_to_string(&mut s);
-    }
-    s
+    crate::text::read_capped(std::path::Path::new(path), 4096).unwrap_or_default()
 }
 
 /// Which hypervisor this machine runs under, from what the kernel shows: Xen's

@@ -319,13 +319,6 @@ fn same_quantity(theirs: &str, ours: &str) -> Option<f64> {
     }
 }
 
-/// A sentence begins with a capital.
-fn capital(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
-}
-
 /// Our bars and the paper's values as ratios to the first series, each side to its own, in each
 /// category (or, one bar per category, to the first series' one bar).
 fn as_ratios(d: Drawn, one_per_category: bool) -> Drawn {
@@ -431,7 +424,7 @@ pub fn render(f: &Figure, points: &[PointRecord]) -> String {
         cap += "Whiskers: least and greatest over the repeats. ";
     }
     if !f.note.is_empty() {
-        cap += &format!("{}. ", esc(&capital(&f.note)));
+        cap += &format!("{}. ", esc(&crate::text::capital(&f.note)));
     }
     if !missing.is_empty() {
         cap += &format!(

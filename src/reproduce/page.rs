@@ -49,19 +49,12 @@ fn origin_name(o: Origin) -> &'static str {
 
 /// "Note: …" after a claim's why, when it has one.
 fn why_and_note(c: &Checked) -> String {
-    let mut h = esc(&capital(&c.why));
+    let mut h = esc(&crate::text::capital(&c.why));
     if !c.note.is_empty() {
         let sep = if h.is_empty() { "" } else { "<br>" };
-        h += &format!("{sep}<i>Note:</i> {}", esc(&capital(&c.note)));
+        h += &format!("{sep}<i>Note:</i> {}", esc(&crate::text::capital(&c.note)));
     }
     h
-}
-
-/// A sentence begins with a capital.
-fn capital(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
 }
 
 fn claims_table(checked: &[&Checked]) -> String {
@@ -79,8 +72,8 @@ fn claims_table(checked: &[&Checked]) -> String {
             verdict_cell(c.verdict),
             esc(&c.size.text()),
             esc(&c.ours),
-            esc(&capital(&c.paper)),
-            esc(&capital(&c.stand_in)),
+            esc(&crate::text::capital(&c.paper)),
+            esc(&crate::text::capital(&c.stand_in)),
             why_and_note(c)
         );
     }
@@ -186,8 +179,8 @@ pub fn render(
     for m in &p.mapping {
         h += &format!(
             "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
-            esc(&capital(&m.paper)),
-            esc(&capital(&m.ours))
+            esc(&crate::text::capital(&m.paper)),
+            esc(&crate::text::capital(&m.ours))
         );
     }
     h += "</table>";
@@ -209,15 +202,23 @@ pub fn render(
     h += &values_table(p, points);
     h += &list(
         "The paper's own slips",
-        p.slips
-            .iter()
-            .map(|s| format!("<b>{}</b>: {}", esc(&s.at), esc(&capital(&s.text)))),
+        p.slips.iter().map(|s| {
+            format!(
+                "<b>{}</b>: {}",
+                esc(&s.at),
+                esc(&crate::text::capital(&s.text))
+            )
+        }),
     );
     h += &list(
         "Left out",
-        p.left_out
-            .iter()
-            .map(|l| format!("<b>{}</b>: {}", esc(&l.item), esc(&capital(&l.why)))),
+        p.left_out.iter().map(|l| {
+            format!(
+                "<b>{}</b>: {}",
+                esc(&l.item),
+                esc(&crate::text::capital(&l.why))
+            )
+        }),
     );
     h += &coverage(p, checked);
     h += &items_table(p);
