@@ -6,6 +6,7 @@ pub mod capacity;
 pub mod cli;
 pub mod engine;
 pub mod experiment;
+pub mod fleet;
 pub mod fuzzing;
 pub mod guest;
 pub mod lab;

@@ -28,14 +28,16 @@ pub fn measure(points: u32) -> Result<StoreBench, Error> {
         std::env::temp_dir().join(format!("vnetlab-bench-store-{}.sqlite", std::process::id()));
     let _ = std::fs::remove_file(&path);
     let store = Store::open(&path, false)?;
-    let run = store.begin_run(
-        "bench",
-        "synthetic points for timing",
-        "",
-        "",
-        &HostFacts::default(),
-        points,
-    )?;
+    let run = store.begin_run(&crate::store::NewRun {
+        name: "bench",
+        description: "synthetic points for timing",
+        text: "",
+        hash: "",
+        facts: &HostFacts::default(),
+        planned: points,
+        fleet: None,
+        started_at: None,
+    })?;
     let modes = [
         Mode::Native,
         Mode::Bridge,

@@ -38,6 +38,8 @@ pub struct RunArgs {
     force: bool,
     #[command(flatten)]
     site: SiteArgs,
+    #[command(flatten)]
+    farm: super::farm_cmds::FarmArgs,
     /// Rounds per point and when each stops, over the file's [point] rounds/confidence/iterations
     #[command(flatten)]
     stop: super::shared::StopArgs,
@@ -282,7 +284,7 @@ pub fn output_file(path: &Path, flag: &str) -> Result<(), Fail> {
 /// Runs a loaded experiment into the store with a progress bar (a terminal) or a line per point.
 pub fn execute(
     loaded: &erun::Loaded,
-    store: &Store,
+    outlet: &crate::experiment::outlet::Outlet,
     json: bool,
 ) -> Result<erun::Outcome, crate::experiment::Error> {
     let points = &loaded.points;
@@ -325,7 +327,7 @@ pub fn execute(
             None => {}
         }
     };
-    let outcome = erun::run_experiment(loaded, store, &mut progress)?;
+    let outcome = erun::run_experiment(loaded, outlet, &mut progress)?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -384,13 +386,43 @@ pub fn run(a: RunArgs) -> CmdResult {
         return Ok(());
     }
     need_root("vnetlab run")?;
+    let farm = a.farm.fleet()?;
+    // A farm's run: skipped where the host lacks a datapath, one at a time per host, after the
+    // labs an interrupted try left are gone.
+    let _lock = match &farm {
+        Some(f) => Some(super::farm_cmds::prepare(&loaded, f)?),
+        None => None,
+    };
     let out = output_dir(&a.out)?;
-    let store = a.db.write(a.create).inspect_err(|_| out.undo())?;
+    let opened = a.db.write(a.create).inspect_err(|_| out.undo());
+    let store = match (opened, &farm) {
+        (Ok(s), _) => Ok(s),
+        // A store that cannot be reached leaves a farm's run going into its spool.
+        (Err(Fail::Run(why)), Some(_)) if a.farm.spool_root(&a.db).is_some() => Err(why),
+        (Err(e), _) => return Err(e),
+    };
     let eta: f64 = points.iter().map(matrix::estimate_s).sum();
     if eta > 24.0 * 3600.0 && !a.json {
         crate::errln!("vnetlab: note: {} points will take about {:.0} hours; Ctrl-C stops after the point under way and keeps what finished", points.len(), eta / 3600.0);
     }
-    let outcome = execute(&loaded, &store, a.json)?;
+    let outlet = erun::begin(
+        &loaded,
+        store.as_ref().map_err(Clone::clone),
+        a.farm.spool_root(&a.db),
+        farm.clone(),
+    )?;
+    super::farm_cmds::say_taken_up(&outlet, a.json);
+    let outcome = execute(&loaded, &outlet, a.json)?;
+    let store = match (&store, &outcome.delivery.store_away) {
+        (Ok(s), None) => s,
+        (_, away) => {
+            return Err(super::farm_cmds::store_away(
+                &outcome,
+                away.as_deref().or(store.as_ref().err().map(String::as_str)),
+                &a.db,
+            ))
+        }
+    };
     let rrow = store.find_run(RunRef::Id(outcome.run_id))?;
     let pts: Vec<PointRecord> = store.points_whole(outcome.run_id)?;
     let html_path = a.out.join(format!("run-{}.html", outcome.run_id));

@@ -1,5 +1,8 @@
-//! How a command fails and the exit code each failure gets: what was asked (2), the work (1),
-//! stopped (130), or some points failed (3). Each stage's error is classed here by its variant.
+//! How a command fails and the exit code each failure gets, for people and for the fleet engines
+//! that drive `run` across a farm: the work failed (1), what was asked (2), some points failed
+//! (3), this host lacks what the experiment needs and was skipped (4), the store was away and
+//! the points are in the spool (5), another run holds this host (6), stopped (130). Each
+//! stage's error is classed here by its variant.
 
 /// How a command failed: bad input (exit 2), a failure while doing the work (exit 1), or stopped
 /// by SIGINT/SIGTERM after cleaning up (exit 130).
@@ -15,6 +18,42 @@ pub enum Fail {
     /// so a script notices the holes.
     #[error("{0}")]
     Partial(String),
+    /// This host lacks what the experiment needs: nothing was run (exit 4), the host is skipped.
+    #[error("{0}")]
+    Skipped(String),
+    /// The run finished, but the store could not take its points: they are in the spool (exit 5).
+    #[error("{0}")]
+    StoreAway(String),
+    /// Another run holds this host (exit 6): try again when it has ended.
+    #[error("{0}")]
+    Busy(String),
+}
+
+impl Fail {
+    /// The process's exit code for this failure.
+    pub fn code(&self) -> i32 {
+        match self {
+            Fail::Run(_) => 1,
+            Fail::Input(_) => 2,
+            Fail::Partial(_) => PARTIAL,
+            Fail::Skipped(_) => SKIPPED,
+            Fail::StoreAway(_) => STORE_AWAY,
+            Fail::Busy(_) => BUSY,
+            Fail::Interrupted(_) => 130,
+        }
+    }
+}
+
+impl From<crate::fleet::Error> for Fail {
+    fn from(e: crate::fleet::Error) -> Fail {
+        use crate::fleet::Error;
+        match e {
+            Error::Input(m) => Fail::Input(m),
+            Error::Busy(m) => Fail::Busy(m),
+            Error::Store(e) => e.into(),
+            e @ Error::Spool(_) => Fail::Run(e.to_string()),
+        }
+    }
 }
 
 pub type CmdResult = Result<(), Fail>;
@@ -157,6 +196,12 @@ impl From<crate::store::Error> for Fail {
 
 /// The exit code of a run (or reproduce) that finished with failed points.
 pub const PARTIAL: i32 = 3;
+/// The exit code of a run this host cannot give what it needs: skipped, not failed.
+pub const SKIPPED: i32 = 4;
+/// The exit code of a run whose store was away: its points are in its spool.
+pub const STORE_AWAY: i32 = 5;
+/// The exit code of a run refused because another run holds the host.
+pub const BUSY: i32 = 6;
 
 #[cfg(test)]
 mod tests {
@@ -168,7 +213,29 @@ mod tests {
             Fail::Run(_) => "run",
             Fail::Interrupted(_) => "interrupted",
             Fail::Partial(_) => "partial",
+            Fail::Skipped(_) => "skipped",
+            Fail::StoreAway(_) => "store away",
+            Fail::Busy(_) => "busy",
         }
+    }
+
+    #[test]
+    fn every_outcome_a_fleet_engine_acts_on_has_its_own_exit_code() {
+        let all = [
+            Fail::Run(String::new()),
+            Fail::Input(String::new()),
+            Fail::Partial(String::new()),
+            Fail::Skipped(String::new()),
+            Fail::StoreAway(String::new()),
+            Fail::Busy(String::new()),
+            Fail::Interrupted(String::new()),
+        ];
+        let codes: Vec<i32> = all.iter().map(Fail::code).collect();
+        assert_eq!(codes, [1, 2, 3, 4, 5, 6, 130]);
+        let busy = crate::fleet::Error::Busy("held".into());
+        assert_eq!(Fail::from(busy).code(), 6);
+        let bad = crate::fleet::Error::Input("bad".into());
+        assert_eq!(Fail::from(bad).code(), 2);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 mod bench_cmds;
 mod exp_cmds;
 mod fail;
+mod farm_cmds;
 mod lab_cmds;
 mod peers;
 mod plan_cmds;
@@ -65,6 +66,8 @@ enum Cmd {
     Reproduce(repro_cmds::ReproduceArgs),
     /// Bring a store written by an older vnetlab up to date (reading never writes)
     Migrate(exp_cmds::MigrateArgs),
+    /// Send a farm run's spool (`run --spool DIR`) to the store, each point once
+    Import(farm_cmds::ImportArgs),
     /// Capacity plan: host CPU on a VDI server's networks per datapath (paper 1's Eq. 5) and desktops per server
     Plan(plan_cmds::PlanArgs),
     /// Build (or reuse) the QEMU guest image from Debian packages and print its paths
@@ -106,12 +109,19 @@ pub fn main() -> i32 {
                     0
                 };
             }
-            let first = e.to_string();
-            let first = first
-                .lines()
+            let text = e.to_string();
+            let mut lines = text.lines();
+            let mut first = lines
                 .next()
                 .unwrap_or("bad arguments")
-                .trim_start_matches("error: ");
+                .trim_start_matches("error: ")
+                .to_string();
+            // "the following required arguments were not provided:" names them on the next line.
+            if first.ends_with(':') {
+                if let Some(next) = lines.next() {
+                    first = format!("{first} {}", next.trim());
+                }
+            }
             crate::errln!("vnetlab: {first} (see --help)");
             return 2;
         }
@@ -139,6 +149,7 @@ pub fn main() -> i32 {
         Cmd::Compare(a) => exp_cmds::compare(a),
         Cmd::Reproduce(a) => repro_cmds::reproduce(a),
         Cmd::Migrate(a) => exp_cmds::migrate(a),
+        Cmd::Import(a) => farm_cmds::import(a),
     };
     // The reader of our output went away (`| head`): the command stopped cleanly; end quietly.
     if crate::sys::signals::is_output_closed() {
@@ -146,21 +157,9 @@ pub fn main() -> i32 {
     }
     match r {
         Ok(()) => 0,
-        Err(Fail::Input(m)) => {
-            crate::errln!("vnetlab: {m}");
-            2
-        }
-        Err(Fail::Run(m)) => {
-            crate::errln!("vnetlab: {m}");
-            1
-        }
-        Err(Fail::Interrupted(m)) => {
-            crate::errln!("vnetlab: {m}");
-            130
-        }
-        Err(Fail::Partial(m)) => {
-            crate::errln!("vnetlab: {m}");
-            PARTIAL
+        Err(f) => {
+            crate::errln!("vnetlab: {f}");
+            f.code()
         }
     }
 }

@@ -95,7 +95,10 @@ pub fn reproduce(a: ReproduceArgs) -> CmdResult {
     output_dir(&a.out)?;
     let t0 = std::time::Instant::now();
     crate::sys::signals::install();
-    let mut runner = |l: &crate::experiment::run::Loaded, s: &Store| execute(l, s, a.json);
+    let mut runner = |l: &crate::experiment::run::Loaded, s: &Store| {
+        let outlet = crate::experiment::run::begin(l, Ok(s), None, None)?;
+        execute(l, &outlet, a.json)
+    };
     let done = reproduce::run::reproduce(&ask, &mut runner, &store, &papers)?;
     let secs = t0.elapsed().as_secs_f64();
     if a.json {

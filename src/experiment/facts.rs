@@ -2,7 +2,7 @@
 //! model, cores, memory, cgroups, counters, the hypervisor beneath it) and, per lab, the MTU and
 //! offloads read back from the kernel.
 
-use crate::records::{EndpointFacts, HostFacts, IfaceFacts, LabFacts};
+use crate::records::{EndpointFacts, HostFacts, IfaceFacts, LabFacts, NicFacts};
 
 fn first_line_value(text: &str, key: &str) -> Option<String> {
     text.lines()
@@ -38,6 +38,42 @@ pub fn host() -> HostFacts {
             &read_small("/sys/class/dmi/id/sys_vendor"),
             &cpuinfo,
         ),
+        nics: nics(),
+    }
+}
+
+/// The host's network devices, those with a device behind them (not the lab's, not virtual
+/// links), each as `ethtool -i` reads it; reading is all that is done to them.
+fn nics() -> Vec<NicFacts> {
+    let mut names: Vec<String> = std::fs::read_dir("/sys/class/net")
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.path().join("device").exists())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with("vl"))
+                .take(64)
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+        .into_iter()
+        .map(|name| {
+            let info = crate::lab::hostcmd::read(&["ethtool", "-i", &name]).unwrap_or_default();
+            nic(&name, &info)
+        })
+        .collect()
+}
+
+/// A device's facts from `ethtool -i`'s text.
+pub fn nic(name: &str, ethtool_i: &str) -> NicFacts {
+    let v = |k: &str| first_line_value(ethtool_i, &format!("{k}:")).unwrap_or_default();
+    NicFacts {
+        name: name.into(),
+        driver: v("driver"),
+        version: v("version"),
+        firmware: v("firmware-version"),
+        bus: v("bus-info"),
     }
 }
 
@@ -130,6 +166,24 @@ pub fn lab(name: &str) -> LabFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_nic_is_read_from_ethtool_i() {
+        let text = "driver: ixgbe\nversion: 5.19.6-k\nfirmware-version: 0x800003df\nexpansion-rom-version: \nbus-info: 0000:3b:00.0\n";
+        let n = nic("enp59s0f0", text);
+        assert_eq!(
+            (n.driver.as_str(), n.firmware.as_str()),
+            ("ixgbe", "0x800003df")
+        );
+        assert_eq!(n.bus, "0000:3b:00.0");
+        assert_eq!(n.describe(), "ixgbe fw 0x800003df");
+        let v = nic(
+            "eth0",
+            "driver: virtio_net\nversion: 1.0.0\nfirmware-version: \n",
+        );
+        assert_eq!(v.describe(), "virtio_net");
+        assert_eq!(nic("x", "").driver, "");
+    }
 
     #[test]
     fn the_hypervisor_is_named_by_what_the_kernel_shows() {

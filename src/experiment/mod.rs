@@ -4,6 +4,7 @@
 pub mod facts;
 pub mod file;
 pub mod matrix;
+pub mod outlet;
 pub mod run;
 
 /// Why an experiment or a test could not run. Its `Display` is the one line users see; the

@@ -3,11 +3,12 @@
 //! after the point under way, keeps the finished points, marks the run interrupted and removes the lab.
 
 use super::matrix::{self, Point};
+use super::outlet::{Begin, Delivery, Outlet};
 use super::Error;
 use super::{facts, file};
 use crate::lab::owned::Lab;
 use crate::measure::{self, Measured, Target};
-use crate::records::{LabFacts, PointKey, PointRecord, Repeat, Rounds};
+use crate::records::{Fleet, LabFacts, PointKey, PointRecord, Repeat, Rounds};
 use crate::store::Store;
 use crate::vocab::RunStatus;
 
@@ -16,6 +17,12 @@ pub struct Outcome {
     pub status: RunStatus,
     pub points_done: usize,
     pub points_failed: usize,
+    /// Points an earlier try of this farm run had stored: skipped.
+    pub points_skipped: usize,
+    /// Failed points of an earlier try, measured again.
+    pub points_retried: usize,
+    /// Where the points went besides the store, and whether the store took them.
+    pub delivery: Delivery,
 }
 
 /// The point's identity (what was asked), without figures.
@@ -268,6 +275,8 @@ struct Gathered {
 enum Stored {
     Measured,
     Failed,
+    /// By an earlier try of the same farm run.
+    Before,
 }
 
 /// The run's progress: point-rounds done, the most there can be, and the time they took.
@@ -291,40 +300,64 @@ impl Pace {
     }
 }
 
+/// Begins a run: its row in the store (or, for a farm's run the store has, the row taken up
+/// again) and its spool.
+pub fn begin<'a>(
+    exp: &Loaded,
+    store: Result<&'a Store, String>,
+    spool: Option<std::path::PathBuf>,
+    fleet: Option<Fleet>,
+) -> Result<Outlet<'a>, Error> {
+    Outlet::begin(
+        Begin {
+            name: &exp.file.name,
+            description: &exp.file.description,
+            text: &exp.text,
+            hash: &sha256_hex(exp.text.as_bytes()),
+            facts: facts::host(),
+            planned: exp.points.len() as u32,
+        },
+        store,
+        spool,
+        fleet,
+    )
+}
+
 /// Runs an experiment into the store. `progress` gets (point-rounds done, the most there can be,
 /// seconds left at most, what). Round by round every lab is built anew and its unfinished points
 /// measured; a point is stored once it is done (its interval within the goal past its least
 /// rounds, or its most rounds, or the budget spent). SIGINT/SIGTERM (or a closed output) stop it
 /// after the point under way (at once on a second Ctrl-C): the points measured so far are kept
-/// (with the rounds they had), the run is marked interrupted and the lab removed.
+/// (with the rounds they had; a farm's run keeps only finished points, its rerun measures the
+/// rest whole), the run is marked interrupted and the lab removed. Points the outlet says an
+/// earlier try stored are skipped.
 pub fn run_experiment(
     exp: &Loaded,
-    store: &Store,
+    out: &Outlet,
     progress: &mut dyn FnMut(usize, usize, f64, &str),
 ) -> Result<Outcome, Error> {
     let points = &exp.points;
-    let hash = sha256_hex(exp.text.as_bytes());
     crate::sys::signals::install();
     let stopping = crate::sys::signals::stop_requested;
-    let run_id = store.begin_run(
-        &exp.file.name,
-        &exp.file.description,
-        &exp.text,
-        &hash,
-        &facts::host(),
-        points.len() as u32,
-    )?;
+    let run_id = out.run_id;
     let groups = lab_groups(points);
     let it = exp.stop.iterations;
+    let mut got: Vec<Gathered> = points
+        .iter()
+        .map(|p| Gathered {
+            stored: out.done_before.contains(&p.seq).then_some(Stored::Before),
+            ..Default::default()
+        })
+        .collect();
+    let skipped = got.iter().filter(|g| g.stored.is_some()).count();
     let mut pace = Pace {
         done: 0,
-        most: points.len() * it.max as usize,
+        most: (points.len() - skipped) * it.max as usize,
         started: std::time::Instant::now(),
         per: None,
         guess: points.iter().map(matrix::estimate_round_s).sum::<f64>()
             / points.len().max(1) as f64,
     };
-    let mut got: Vec<Gathered> = points.iter().map(|_| Gathered::default()).collect();
     let mut result: Result<(), Error> = Ok(());
     'rounds: for round in 1..=it.max {
         let open: Vec<_> = groups
@@ -344,7 +377,7 @@ pub fn run_experiment(
             }
             let mut lab = LabRound {
                 exp,
-                store,
+                out,
                 run_id,
                 points: &points[g.clone()],
                 got: &mut got[g.clone()],
@@ -360,10 +393,11 @@ pub fn run_experiment(
         }
     }
     // Done, out of rounds or budget, or interrupted between rounds: what was measured is kept,
-    // with the rounds it had.
+    // with the rounds it had (a farm's interrupted run keeps only what finished).
+    let cut_short = stopping() && out.fleet.is_some();
     for (p, g) in points.iter().zip(got.iter_mut()) {
-        if g.stored.is_none() && !g.runs.is_empty() {
-            store_gathered(store, run_id, p, g, &exp.stop)?;
+        if g.stored.is_none() && !g.runs.is_empty() && !cut_short {
+            store_gathered(out, run_id, p, g, &exp.stop)?;
         }
     }
     let status = if result.is_err() {
@@ -373,7 +407,7 @@ pub fn run_experiment(
     } else {
         RunStatus::Complete
     };
-    store.finish_run(run_id, status)?;
+    let delivery = out.finish(status)?;
     progress(pace.done, pace.done, 0.0, status.name());
     result.map(|_| Outcome {
         run_id,
@@ -383,6 +417,9 @@ pub fn run_experiment(
             .iter()
             .filter(|g| g.stored == Some(Stored::Failed))
             .count(),
+        points_skipped: skipped,
+        points_retried: out.retried,
+        delivery,
     })
 }
 
@@ -395,7 +432,7 @@ fn done(stop: &measure::Stopping, p: &Point, g: &Gathered) -> bool {
 
 /// Stores a point from all its rounds' runs: one record, every repeat kept.
 fn store_gathered(
-    store: &Store,
+    out: &Outlet,
     run_id: i64,
     p: &Point,
     g: &mut Gathered,
@@ -422,7 +459,7 @@ fn store_gathered(
         repeat: n,
         ..record(p, &m, &facts)
     };
-    store.add_point(run_id, &rec)?;
+    out.add(&rec)?;
     g.stored = Some(Stored::Measured);
     Ok(())
 }
@@ -430,7 +467,7 @@ fn store_gathered(
 /// One lab of one round: built, its unfinished points measured, removed.
 struct LabRound<'a> {
     exp: &'a Loaded,
-    store: &'a Store,
+    out: &'a Outlet<'a>,
     run_id: i64,
     points: &'a [Point],
     got: &'a mut [Gathered],
@@ -459,7 +496,7 @@ impl LabRound<'_> {
                 let why = format!("building the {} lab failed: {e}", cfg.mode);
                 for (p, g) in self.points.iter().zip(self.got.iter_mut()) {
                     if g.stored.is_none() {
-                        fail(self.store, self.run_id, p, g, &why)?;
+                        fail(self.out, p, g, &why)?;
                         pace.step();
                     }
                 }
@@ -507,13 +544,13 @@ impl LabRound<'_> {
                     g.facts = Some(lab_facts.clone());
                     // Stored as soon as it is done: a run killed later keeps it.
                     if done(&self.exp.stop, p, g) {
-                        store_gathered(self.store, self.run_id, p, g, &self.exp.stop)?;
+                        store_gathered(self.out, self.run_id, p, g, &self.exp.stop)?;
                     }
                 }
                 // An interrupted point is not a failed one: it is not stored (its earlier
                 // rounds are).
                 Err(_) if crate::sys::signals::stop_requested() => return Ok(false),
-                Err(e) => fail(self.store, self.run_id, p, g, &e.to_string())?,
+                Err(e) => fail(self.out, p, g, &e.to_string())?,
             }
             pace.step();
         }
@@ -522,9 +559,9 @@ impl LabRound<'_> {
 }
 
 /// A point that failed in any round failed: stored with why, its other rounds dropped.
-fn fail(store: &Store, run_id: i64, p: &Point, g: &mut Gathered, why: &str) -> Result<(), Error> {
+fn fail(out: &Outlet, p: &Point, g: &mut Gathered, why: &str) -> Result<(), Error> {
     if g.stored.is_none() {
-        store.add_point(run_id, &failed_record(p, why))?;
+        out.add(&failed_record(p, why))?;
         (g.runs, g.stored) = (Vec::new(), Some(Stored::Failed));
     }
     Ok(())

@@ -89,3 +89,12 @@ impl From<addr::Error> for Error {
         Error::Input(e.to_string())
     }
 }
+
+/// What this host lacks for `mode` (one line naming the closest mode that works), if anything:
+/// QEMU and its devices for the VM modes, a datapath's own needs for the rest.
+pub fn lacks(mode: crate::vocab::Mode) -> Option<String> {
+    match plan::datapath::of(mode).vm() {
+        Some(_) => vms::missing(mode),
+        None => plan::datapath::of(mode).missing(),
+    }
+}

@@ -136,3 +136,27 @@ impl Drop for Lab {
         let _ = self.teardown();
     }
 }
+
+/// Removes the labs of this state folder whose owner is gone and that `up` did not keep (an
+/// interrupted run's): the labs removed, and what could not be.
+pub fn remove_abandoned() -> (Vec<String>, Vec<String>) {
+    let (mut removed, mut errors) = (Vec::new(), Vec::new());
+    for lab in super::folder::labs() {
+        let entries = match super::journal::read(&super::folder::journal_path(&lab), &lab) {
+            Ok(e) => e,
+            Err(e) => {
+                errors.push(e.to_string());
+                continue;
+            }
+        };
+        if let super::journal::Usage::Abandoned { .. } =
+            super::journal::usage(&entries, crate::sys::alive)
+        {
+            match Lab::down(&lab) {
+                Ok(_) => removed.push(lab),
+                Err(e) => errors.push(format!("{lab}: {e}")),
+            }
+        }
+    }
+    (removed, errors)
+}

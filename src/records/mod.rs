@@ -157,6 +157,46 @@ pub struct HostFacts {
     pub cpu_accounting: String,
     /// The hypervisor beneath this machine ("KVM"), or "none: bare metal".
     pub virtualization: String,
+    /// The machine's network devices (those with a device behind them), as `ethtool -i` reads them.
+    pub nics: Vec<NicFacts>,
+}
+
+/// A network device of the host: its driver and firmware (`ethtool -i`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
+pub struct NicFacts {
+    pub name: String,
+    pub driver: String,
+    pub version: String,
+    pub firmware: String,
+    pub bus: String,
+}
+
+impl NicFacts {
+    /// "virtio_net (fw n/a)", as a host's class is told apart.
+    pub fn describe(&self) -> String {
+        match self.firmware.as_str() {
+            "" | "N/A" | "n/a" => self.driver.clone(),
+            fw => format!("{} fw {fw}", self.driver),
+        }
+    }
+}
+
+/// A run of a farm, as the fleet engine names it: the id every host's run of it shares, this
+/// host's label, and the operator's own labels. (run, host) is one run in the store.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Fleet {
+    pub run: String,
+    pub host: String,
+    #[serde(default)]
+    pub labels: Vec<Label>,
+}
+
+/// An operator's label of a run (`--label rack=r12`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Label {
+    pub key: String,
+    pub value: String,
 }
 
 impl HostFacts {
@@ -172,6 +212,14 @@ impl HostFacts {
             ("vnetlab", self.vnetlab.clone()),
             ("cpu_accounting", self.cpu_accounting.clone()),
             ("virtualization", self.virtualization.clone()),
+            (
+                "nics",
+                self.nics
+                    .iter()
+                    .map(|n| format!("{}: {}", n.name, n.describe()))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
         ]
     }
 }
@@ -333,9 +381,21 @@ pub struct RunRow {
     /// The machine that measured it (stores written before hosts were recorded: None).
     #[serde(default)]
     pub host: Option<String>,
+    /// The farm's run id and this host's label, when a fleet engine ran it (`--run-id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<Fleet>,
 }
 
 impl RunRow {
+    /// The host as a farm names it: its fleet label, else the machine's name.
+    pub fn host_label(&self) -> String {
+        self.fleet
+            .as_ref()
+            .map(|f| f.host.clone())
+            .or_else(|| self.host.clone())
+            .unwrap_or_default()
+    }
+
     /// A complete run of that id and name with nothing else recorded, for tests.
     #[cfg(test)]
     pub fn sample(id: i64, name: &str, host: Option<&str>) -> RunRow {
@@ -353,6 +413,7 @@ impl RunRow {
             host_facts: Default::default(),
             experiment_text: String::new(),
             host: host.map(str::to_string),
+            fleet: None,
         }
     }
 }

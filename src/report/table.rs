@@ -131,16 +131,14 @@ pub fn runs(rows: &[RunRow]) -> String {
         "run", "name", "host", "status", "points", "started", "description"
     );
     for r in rows {
+        // A farm's run says its run id beside its host's label.
+        let host = match &r.fleet {
+            Some(f) => format!("{} ({})", f.host, f.run),
+            None => r.host.clone().unwrap_or_else(|| "-".into()),
+        };
         s += &format!(
             "{:>4}  {:<14} {:<16} {:<12} {:>3}/{:<3}  {:<21} {}\n",
-            r.id,
-            r.name,
-            r.host.as_deref().unwrap_or("-"),
-            r.status,
-            r.points,
-            r.planned_points,
-            r.started_at,
-            r.description
+            r.id, r.name, host, r.status, r.points, r.planned_points, r.started_at, r.description
         );
     }
     s

@@ -6,16 +6,19 @@
 //! never written; readers open the store read-only and never write.
 
 pub mod error;
+mod fleet;
 pub mod pg;
 mod points;
 mod schema;
+
+pub use fleet::FleetRun;
 
 pub use error::{Error, Result};
 
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
 
-use crate::records::{HostFacts, RunRef, RunRow};
+use crate::records::{Fleet, HostFacts, Label, RunRef, RunRow};
 use crate::vocab::RunStatus;
 use schema::MIGRATIONS;
 
@@ -41,6 +44,67 @@ fn is_corrupt(e: &rusqlite::Error) -> bool {
         e.sqlite_error_code(),
         Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
     )
+}
+
+/// A run to begin: what its row holds.
+pub struct NewRun<'a> {
+    pub name: &'a str,
+    pub description: &'a str,
+    pub text: &'a str,
+    pub hash: &'a str,
+    pub facts: &'a HostFacts,
+    pub planned: u32,
+    /// The farm's run id and this host's label, when a fleet engine runs it.
+    pub fleet: Option<&'a Fleet>,
+    /// When it began (an imported run keeps its spooled start); None: now.
+    pub started_at: Option<&'a str>,
+}
+
+impl<'a> NewRun<'a> {
+    /// A run of this host alone, begun now.
+    pub fn plain(
+        name: &'a str,
+        description: &'a str,
+        text: &'a str,
+        hash: &'a str,
+        facts: &'a HostFacts,
+        planned: u32,
+    ) -> NewRun<'a> {
+        NewRun {
+            name,
+            description,
+            text,
+            hash,
+            facts,
+            planned,
+            fleet: None,
+            started_at: None,
+        }
+    }
+}
+
+/// A fleet identity as the runs table's columns: run id, host label, labels (a typed list).
+fn fleet_columns(f: Option<&Fleet>) -> (Option<String>, Option<String>, Option<String>) {
+    match f {
+        Some(f) => (
+            Some(f.run.clone()),
+            Some(f.host.clone()),
+            Some(serde_json::to_string(&f.labels).unwrap_or_default()),
+        ),
+        None => (None, None, None),
+    }
+}
+
+/// The fleet identity back from its columns (labels that do not parse read as none).
+fn fleet_of(run: Option<String>, host: Option<String>, labels: Option<String>) -> Option<Fleet> {
+    let labels: Vec<Label> = labels
+        .and_then(|l| serde_json::from_str(&l).ok())
+        .unwrap_or_default();
+    Some(Fleet {
+        run: run?,
+        host: host?,
+        labels,
+    })
 }
 
 pub struct Store {
@@ -395,24 +459,19 @@ impl Store {
         Ok(())
     }
 
-    pub fn begin_run(
-        &self,
-        name: &str,
-        description: &str,
-        text: &str,
-        hash: &str,
-        facts: &HostFacts,
-        planned: u32,
-    ) -> Result<i64> {
+    /// Begins a run: its row says running, by this process.
+    pub fn begin_run(&self, r: &NewRun) -> Result<i64> {
+        let started = r.started_at.map_or_else(now, str::to_string);
         if let Some(p) = self.pg() {
-            return p.begin_run((name, description, text, hash), facts, planned, &now());
+            return p.begin_run(r, &started);
         }
-        let facts = serde_json::to_string(facts).unwrap_or_default();
+        let facts = serde_json::to_string(r.facts).unwrap_or_default();
+        let (fleet_run, fleet_host, labels) = fleet_columns(r.fleet);
         self.conn()
             .execute(
-                "INSERT INTO runs (name, description, experiment_text, experiment_hash, vnetlab_version, started_at, status, pid, planned_points, host_facts, host)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                params![name, description, text, hash, env!("CARGO_PKG_VERSION"), now(), RunStatus::Running.name(), std::process::id(), planned, facts, pg::hostname()],
+                "INSERT INTO runs (name, description, experiment_text, experiment_hash, vnetlab_version, started_at, status, pid, planned_points, host_facts, host, fleet_run, fleet_host, fleet_labels)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                params![r.name, r.description, r.text, r.hash, env!("CARGO_PKG_VERSION"), started, RunStatus::Running.name(), std::process::id(), r.planned, facts, pg::hostname(), fleet_run, fleet_host, labels],
             )
             .map_err(self.sql())?;
         Ok(self.conn().last_insert_rowid())
@@ -460,11 +519,13 @@ impl Store {
             points: r.get(10)?,
             experiment_text: r.get(11)?,
             host: r.get(13)?,
+            fleet: fleet_of(r.get(14)?, r.get(15)?, r.get(16)?),
         })
     }
 
     const RUN_COLS: &'static str = "r.id, r.name, r.description, r.experiment_hash, r.vnetlab_version, r.started_at, r.finished_at, r.status,
-        r.planned_points, r.host_facts, (SELECT COUNT(*) FROM points p WHERE p.run_id = r.id), r.experiment_text, r.pid, r.host";
+        r.planned_points, r.host_facts, (SELECT COUNT(*) FROM points p WHERE p.run_id = r.id), r.experiment_text, r.pid, r.host,
+        r.fleet_run, r.fleet_host, r.fleet_labels";
 
     pub fn runs(&self) -> Result<Vec<RunRow>> {
         if let Some(p) = self.pg() {

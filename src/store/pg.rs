@@ -12,7 +12,7 @@ use postgres::{Client, NoTls};
 use std::cell::RefCell;
 
 use super::error::{Error, Result};
-use crate::records::{HostFacts, PointRecord, RunRow};
+use crate::records::{PointRecord, RunRow};
 use crate::vocab::RunStatus;
 
 const SCHEMA: &str = "
@@ -36,6 +36,11 @@ INSERT INTO vnetlab_meta (key, value) VALUES ('app', 'vnetlab'), ('schema', '1')
 const MIGRATIONS: &[&str] = &[
     // 2: a point's record is a versioned document.
     LABEL_OLD_RECORDS,
+    // 3: a farm's run (its id, this host's label) is one run per (run, host); a point is
+    // stored once per run.
+    "ALTER TABLE vnetlab_runs ADD COLUMN fleet_run TEXT, ADD COLUMN fleet_host TEXT, ADD COLUMN fleet_labels TEXT;
+    CREATE UNIQUE INDEX vnetlab_runs_fleet ON vnetlab_runs(fleet_run, fleet_host) WHERE fleet_run IS NOT NULL;
+    CREATE UNIQUE INDEX vnetlab_points_run_seq ON vnetlab_points(run_id, seq);",
 ];
 
 /// Records written before points were versioned (the point's fields alone) get the version they
@@ -212,22 +217,18 @@ impl Pg {
         Ok(())
     }
 
-    pub fn begin_run(
-        &self,
-        (name, description, text, hash): (&str, &str, &str, &str),
-        facts: &HostFacts,
-        planned: u32,
-        started_at: &str,
-    ) -> Result<i64> {
-        let facts = serde_json::to_string(facts).unwrap_or_default();
+    pub fn begin_run(&self, r: &super::NewRun, started_at: &str) -> Result<i64> {
+        let facts = serde_json::to_string(r.facts).unwrap_or_default();
+        let (fleet_run, fleet_host, labels) = super::fleet_columns(r.fleet);
         let row = self
             .client
             .borrow_mut()
             .query_one(
-                "INSERT INTO vnetlab_runs (host, name, description, experiment_text, experiment_hash, vnetlab_version, started_at, status, pid, planned_points, host_facts)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
-                &[&hostname(), &name, &description, &text, &hash, &env!("CARGO_PKG_VERSION"), &started_at,
-                  &RunStatus::Running.name(), &(std::process::id() as i64), &(planned as i64), &facts],
+                "INSERT INTO vnetlab_runs (host, name, description, experiment_text, experiment_hash, vnetlab_version, started_at, status, pid, planned_points, host_facts, fleet_run, fleet_host, fleet_labels)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id",
+                &[&hostname(), &r.name, &r.description, &r.text, &r.hash, &env!("CARGO_PKG_VERSION"), &started_at,
+                  &RunStatus::Running.name(), &(std::process::id() as i64), &(r.planned as i64), &facts,
+                  &fleet_run, &fleet_host, &labels],
             )
             .map_err(self.err())?;
         Ok(row.get(0))
@@ -244,6 +245,31 @@ impl Pg {
         Ok(())
     }
 
+    /// Takes a run up again: running, by this process, not finished.
+    pub fn resume_run(&self, run: i64) -> Result<()> {
+        self.client
+            .borrow_mut()
+            .execute(
+                "UPDATE vnetlab_runs SET status = $1, pid = $2, finished_at = NULL, host = $3 WHERE id = $4",
+                &[&RunStatus::Running.name(), &(std::process::id() as i64), &hostname(), &run],
+            )
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// Removes these points of a run; how many.
+    pub fn delete_points(&self, run: i64, ids: &[i64]) -> Result<usize> {
+        let n = self
+            .client
+            .borrow_mut()
+            .execute(
+                "DELETE FROM vnetlab_points WHERE run_id = $1 AND id = ANY($2)",
+                &[&run, &ids],
+            )
+            .map_err(self.err())?;
+        Ok(n as usize)
+    }
+
     /// Every host's runs, oldest first. A run still "running" whose process on this host is gone
     /// reads as incomplete; another host's is taken at its word.
     pub fn runs(&self) -> Result<Vec<RunRow>> {
@@ -254,7 +280,8 @@ impl Pg {
             .query(
                 "SELECT r.id, r.name, r.description, r.experiment_hash, r.vnetlab_version, r.started_at, r.finished_at,
                         r.status, r.planned_points, r.host_facts,
-                        (SELECT COUNT(*) FROM vnetlab_points p WHERE p.run_id = r.id), r.experiment_text, r.pid, r.host
+                        (SELECT COUNT(*) FROM vnetlab_points p WHERE p.run_id = r.id), r.experiment_text, r.pid, r.host,
+                        r.fleet_run, r.fleet_host, r.fleet_labels
                  FROM vnetlab_runs r ORDER BY r.id",
                 &[],
             )
@@ -291,6 +318,7 @@ impl Pg {
                     points: r.get::<_, i64>(10) as u32,
                     experiment_text: r.get(11),
                     host: Some(host),
+                    fleet: super::fleet_of(r.get(14), r.get(15), r.get(16)),
                 })
             })
             .collect()

@@ -85,4 +85,11 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE repeats ADD COLUMN host_foreign_pct REAL;
     ALTER TABLE repeats ADD COLUMN host_meter_pm REAL;
     ALTER TABLE repeats ADD COLUMN unmeasurable TEXT;",
+    // Farms: a run a fleet engine names (its run id and this host's label) is one run per
+    // (run, host); a point is stored once per run.
+    "ALTER TABLE runs ADD COLUMN fleet_run TEXT;
+    ALTER TABLE runs ADD COLUMN fleet_host TEXT;
+    ALTER TABLE runs ADD COLUMN fleet_labels TEXT;
+    CREATE UNIQUE INDEX runs_fleet ON runs(fleet_run, fleet_host) WHERE fleet_run IS NOT NULL;
+    CREATE UNIQUE INDEX points_run_seq ON points(run_id, seq);",
 ];

@@ -53,7 +53,14 @@ fn round_trip_of_runs_points_samples_and_parts() {
         ..Default::default()
     };
     let run = s
-        .begin_run("quick", "d", "name = \"quick\"", "abc", &facts, 2)
+        .begin_run(&NewRun::plain(
+            "quick",
+            "d",
+            "name = \"quick\"",
+            "abc",
+            &facts,
+            2,
+        ))
         .unwrap();
     let rep = |g: f64| Repeat {
         throughput_gbps: g,
@@ -171,7 +178,7 @@ fn a_run_whose_process_died_is_incomplete() {
     let p = tmp("dead");
     let s = Store::open(&p, false).unwrap();
     let run = s
-        .begin_run("q", "", "", "", &HostFacts::default(), 3)
+        .begin_run(&NewRun::plain("q", "", "", "", &HostFacts::default(), 3))
         .unwrap();
     s.conn()
         .execute("UPDATE runs SET pid = 999999999 WHERE id = ?1", [run])
@@ -259,14 +266,14 @@ fn a_damaged_store_is_not_written_and_reads_with_a_warning() {
     {
         let s = Store::open(&p, false).unwrap();
         for i in 0..200 {
-            s.begin_run(
+            s.begin_run(&NewRun::plain(
                 &format!("r{i}"),
                 &"x".repeat(2000),
                 "",
                 "",
                 &HostFacts::default(),
                 1,
-            )
+            ))
             .unwrap();
         }
     }
@@ -294,7 +301,7 @@ fn a_reader_leaves_no_files_beside_the_store() {
     let p = tmp("reader");
     Store::open(&p, false)
         .unwrap()
-        .begin_run("q", "", "", "", &HostFacts::default(), 1)
+        .begin_run(&NewRun::plain("q", "", "", "", &HostFacts::default(), 1))
         .unwrap();
     let beside = |s: &str| std::path::PathBuf::from(format!("{}{s}", p.display())).exists();
     assert!(!beside("-wal") && !beside("-shm"), "the writer cleaned up");
@@ -309,7 +316,14 @@ fn a_stored_result_reads_back_as_measured_and_a_corrupt_one_names_its_point() {
     let p = tmp("result");
     let s = Store::open(&p, false).unwrap();
     let run = s
-        .begin_run("q", "d", "name = \"q\"", "abc", &HostFacts::default(), 2)
+        .begin_run(&NewRun::plain(
+            "q",
+            "d",
+            "name = \"q\"",
+            "abc",
+            &HostFacts::default(),
+            2,
+        ))
         .unwrap();
     let mut m = crate::records::measured::sample();
     m.result.throughput_gbps = 2.5;
@@ -349,8 +363,54 @@ fn a_store_that_turns_read_only_under_a_writer_is_the_users_to_fix() {
     let s = Store::open(&f, false).unwrap();
     s.conn().pragma_update(None, "query_only", "ON").unwrap();
     let e = s
-        .begin_run("q", "", "", "", &HostFacts::default(), 1)
+        .begin_run(&NewRun::plain("q", "", "", "", &HostFacts::default(), 1))
         .unwrap_err();
     assert!(matches!(e, Error::ReadOnly(_)), "{e:?}");
     assert!(e.is_bad_input(), "exit 2, not 1: {e}");
+}
+
+#[test]
+fn a_farm_run_is_found_again_its_failures_dropped_and_no_point_stored_twice() {
+    let p = tmp("fleet");
+    let s = Store::open(&p, false).unwrap();
+    let f = crate::fleet::fleet("r1", "h1", &["rack=a".into()]).unwrap();
+    let facts = HostFacts::default();
+    let run = s
+        .begin_run(&NewRun {
+            fleet: Some(&f),
+            ..NewRun::plain("q", "", "t", "abc", &facts, 2)
+        })
+        .unwrap();
+    let ok = PointRecord {
+        seq: 1,
+        throughput_gbps: Some(1.0),
+        ..Default::default()
+    };
+    let bad = PointRecord {
+        seq: 2,
+        error: Some("the lab failed".into()),
+        ..Default::default()
+    };
+    s.add_point(run, &ok).unwrap();
+    s.add_point(run, &bad).unwrap();
+    // The unique index refuses a second point 1.
+    assert!(s.add_point(run, &ok).is_err());
+    let found = s.fleet_run(&f).unwrap().unwrap();
+    assert_eq!(
+        (found.row.id, found.measured, found.failed),
+        (run, vec![1], vec![2])
+    );
+    assert_eq!(found.row.fleet.as_ref().unwrap().labels[0].value, "a");
+    assert_eq!(s.drop_failed_points(run).unwrap(), 1);
+    assert_eq!(s.fleet_run(&f).unwrap().unwrap().failed, Vec::<u32>::new());
+    // Another host of the same farm run is another run; a second row for (r1, h1) is refused.
+    let other = crate::fleet::fleet("r1", "h2", &[]).unwrap();
+    assert!(s.fleet_run(&other).unwrap().is_none());
+    assert!(s
+        .begin_run(&NewRun {
+            fleet: Some(&f),
+            ..NewRun::plain("q", "", "t", "abc", &facts, 2)
+        })
+        .is_err());
+    assert_eq!(s.farm_runs("r1").unwrap().len(), 1);
 }
