@@ -1,6 +1,7 @@
 //! The capacity planner: paper 1's model (Eq. 1–5, Tables IV and V), generalized to any number of
 //! datapaths, with per-Gbit costs from a paper preset, the command line, a file, or a stored run.
 
+pub mod farm;
 pub mod from_run;
 pub mod model;
 pub mod preset;

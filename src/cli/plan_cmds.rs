@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::fail::{CmdResult, Fail};
 use super::shared::print_json;
-use crate::capacity::{from_run, model, preset};
+use crate::capacity::{farm, from_run, model, preset};
 use crate::records::PointRecord;
 
 #[derive(Args)]
@@ -21,9 +21,16 @@ pub struct PlanArgs {
     /// Per-Gbit costs from a stored run (its id, or latest): VM network per mode, VDI network from host → client
     #[arg(long)]
     from_run: Option<crate::records::RunRef>,
-    /// The store for --from-run
+    /// The store for --from-run and --farm
     #[command(flatten)]
     db: super::exp_cmds::DbArgs,
+    /// Plan a farm: each host's costs from its run of --run-id (hosts grouped by CPU and NICs,
+    /// a host that differs from its class marked) and the farm's desktops per datapath
+    #[arg(long, requires = "run_id", conflicts_with_all = ["from_run", "preset", "file", "datapaths"])]
+    farm: bool,
+    /// --farm: the farm's run id (`run --run-id`)
+    #[arg(long, value_name = "ID", requires = "farm")]
+    run_id: Option<String>,
     /// --from-run: take the points at this message size [default: 8K, else the largest]
     #[arg(long)]
     size: Option<String>,
@@ -124,6 +131,9 @@ fn parse_list(s: &str) -> Result<Vec<f64>, Fail> {
 }
 
 pub fn plan(a: PlanArgs) -> CmdResult {
+    if a.farm {
+        return plan_farm(&a);
+    }
     let file = read_file(a.file.as_deref())?;
     let (s, from) = scenario(&a, &file)?;
     let share = file.desktop_share.unwrap_or(a.desktop_share);
@@ -274,6 +284,50 @@ fn costs_from_run(
     let store = a.db.read()?;
     let r = store.find_run(run)?;
     let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
+    let pick = pick(a)?;
+    let c = from_run::costs(&r, &pts, pick, a.vdi_offload, true)?;
+    s.datapaths = c.datapaths;
+    Ok(Provenance {
+        source: format!("run {} ({})", r.id, r.name),
+        used: c.used.into_iter().chain(c.notes).collect(),
+        host_cores: c.host_cores,
+    })
+}
+
+/// `--farm`: every host's run of the farm's run id, planned together.
+fn plan_farm(a: &PlanArgs) -> CmdResult {
+    let run = a.run_id.clone().unwrap_or_default();
+    crate::fleet::fleet(&run, "h", &[])?;
+    let store = a.db.read()?;
+    let mut runs = Vec::new();
+    for r in store.farm_runs(&run)? {
+        let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
+        runs.push((r, pts));
+    }
+    let s = preset::get("icsnc2013")?;
+    let vdi_gbps = a.vdi_net_gbit.unwrap_or(s.vdi_net_gbit) / a.play_s.unwrap_or(s.play_s);
+    let ask = farm::Ask {
+        pick: pick(a)?,
+        vdi_offload: a.vdi_offload,
+        desktop_share_pct: a.desktop_share,
+        vm_gbps: crate::units::parse_rate(&a.vm_rate)? as f64 / 1e9,
+        vdi_gbps,
+    };
+    let f = farm::plan(&run, &runs, ask)?;
+    if a.json {
+        print_json(&f);
+        return Ok(());
+    }
+    crate::outln!(
+        "desktops at {} % of the host each for their own work, {} VM network and a {:.4} Gb/s screen stream each",
+        a.desktop_share, a.vm_rate, vdi_gbps
+    );
+    crate::report::plan::farm(&f);
+    Ok(())
+}
+
+/// Which points a plan from stored runs takes (`--size`, `--load`, `--allow-bound`, `--allow-wide`).
+fn pick(a: &PlanArgs) -> Result<from_run::Pick, Fail> {
     let size = a
         .size
         .as_deref()
@@ -286,17 +340,10 @@ fn costs_from_run(
             crate::units::parse_rate(r).map_err(|e| Fail::Input(format!("--load: {e}, or max")))?,
         )),
     };
-    let pick = from_run::Pick {
+    Ok(from_run::Pick {
         size: size.map(|v| v as u64),
         load,
         allow_bound: a.allow_bound,
         allow_wide: a.allow_wide,
-    };
-    let c = from_run::costs(&r, &pts, pick, a.vdi_offload, true)?;
-    s.datapaths = c.datapaths;
-    Ok(Provenance {
-        source: format!("run {} ({})", r.id, r.name),
-        used: c.used.into_iter().chain(c.notes).collect(),
-        host_cores: c.host_cores,
     })
 }

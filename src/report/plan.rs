@@ -118,3 +118,86 @@ pub fn density(
         None => crate::outln!("  the saving at T_buffer {t} s cannot be spent as desktops here: {last} does not fit on this host at these costs"),
     }
 }
+
+/// A cost with its interval, as the farm's table shows it.
+fn with_interval(v: f64, iv: Option<[f64; 2]>) -> String {
+    match iv {
+        Some([lo, hi]) => format!("{v:.2} [{lo:.2}, {hi:.2}]"),
+        None => format!("{v:.2}"),
+    }
+}
+
+/// The farm's plan: its classes, each host's cost and desktops per datapath (a `*` where the
+/// host differs from its class), and the farm's desktops per datapath.
+pub fn farm(f: &crate::capacity::farm::Farm) {
+    let n = |k: usize, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
+    crate::outln!(
+        "farm run {}: {} in {}",
+        f.run,
+        n(f.hosts.len(), "host", "hosts"),
+        n(f.classes.len(), "class", "classes")
+    );
+    for (i, c) in f.classes.iter().enumerate() {
+        crate::outln!("  class {}: {} — {}", i + 1, c.class, c.hosts.join(", "));
+    }
+    crate::outln!(
+        "\n{:<16} {:>5}  {:<12} {:>28} {:>24} {:>9}",
+        "host",
+        "class",
+        "datapath",
+        "VM net %/Gb/s [95% CI]",
+        "VDI net %/Gb/s [95% CI]",
+        "desktops"
+    );
+    for h in &f.hosts {
+        let class = f
+            .classes
+            .iter()
+            .position(|c| c.class == h.class)
+            .map_or(0, |i| i + 1);
+        for c in &h.cells {
+            let desktops = model::desktops_text(&model::DensityRow {
+                name: String::new(),
+                network_pct_per_desktop: 0.0,
+                max_desktops: c.desktops,
+                more_than_last: 0,
+                desktops_range: c.desktops_range,
+            });
+            crate::outln!(
+                "{:<16} {:>5}  {:<12} {:>28} {:>24} {:>9}{}",
+                h.host,
+                class,
+                c.datapath,
+                with_interval(c.cost.vm_net_pct_per_gbps, c.cost.vm_net_interval),
+                with_interval(c.cost.vdi_net_pct_per_gbps, c.cost.vdi_net_interval),
+                desktops,
+                if c.differs {
+                    "  * differs from its class"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    crate::outln!("\nthe farm's desktops per datapath:");
+    for t in &f.totals {
+        let range = t
+            .desktops_range
+            .map(|[a, b]| format!(" ({a}–{b} within the intervals)"))
+            .unwrap_or_default();
+        crate::outln!(
+            "  {:<12} {} desktops on {}{range}",
+            t.datapath,
+            t.desktops,
+            n(t.hosts, "host", "hosts")
+        );
+    }
+    for l in &f.left_out {
+        crate::outln!("left out: {l}");
+    }
+    for h in f.hosts.iter().filter(|h| !h.notes.is_empty()) {
+        for n in &h.notes {
+            crate::outln!("note, {}: {n}", h.host);
+        }
+    }
+}
