@@ -3,7 +3,8 @@
 
 CARGO ?= cargo
 # command:package pairs the lab runs
-DEPS := ip:iproute2 tc:iproute2 ethtool:ethtool nft:nftables sysctl:procps pgrep:procps iperf3:iperf3 sockperf:sockperf chromium:chromium busybox:busybox-static qemu-system-x86_64:qemu-system-x86 strip:binutils pg_ctlcluster:postgresql ss:iproute2 runuser:util-linux unshare:util-linux
+DEPS := ip:iproute2 tc:iproute2 ethtool:ethtool nft:nftables sysctl:procps pgrep:procps iperf3:iperf3 sockperf:sockperf chromium:chromium busybox:busybox-static qemu-system-x86_64:qemu-system-x86 strip:binutils pg_ctlcluster:postgresql ss:iproute2 runuser:util-linux unshare:util-linux nsenter:util-linux \
+  ansible-playbook:ansible-core ansible-lint:ansible-lint sshd:openssh-server ssh-keygen:openssh-client
 # python-module:package pairs the tests use with the distribution's /usr/bin/python3 (a real
 # OpenMetrics parser reads `export --format openmetrics`)
 PYDEPS := prometheus_client:python3-prometheus-client
@@ -43,6 +44,7 @@ lint:
 	@for c in rustfmt clippy; do $(CARGO) $${c#rust} --version >/dev/null 2>&1 || rustup component add $$c; done
 	$(CARGO) fmt --check
 	$(CARGO) clippy --release --all-targets -- -D warnings -D clippy::undocumented_unsafe_blocks
+	cd deploy/ansible && ansible-lint --nocolor -p farm.yml roles
 
 demo: build
 	./scripts/demo.sh $(BIN)

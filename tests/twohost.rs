@@ -423,83 +423,6 @@ fn an_uplink_is_refused_where_it_would_cut_this_machine_off_or_is_not_free() {
     assert!(!c.state.join("tub.journal").exists());
 }
 
-/// Debian's PostgreSQL, started by the test in a folder of its own on a port of its own.
-struct Postgres {
-    dir: PathBuf,
-    pg_ctl: PathBuf,
-}
-
-impl Postgres {
-    fn start(dir: &Path, port: u16) -> Postgres {
-        let bin = std::fs::read_dir("/usr/lib/postgresql")
-            .expect("PostgreSQL is needed for this test: `make deps` installs it")
-            .flatten()
-            .map(|e| e.path().join("bin"))
-            .find(|b| b.join("initdb").exists())
-            .expect("no initdb under /usr/lib/postgresql");
-        std::fs::create_dir_all(dir).unwrap();
-        run(&["chown", "postgres", dir.to_str().unwrap()]);
-        let as_pg = |argv: Vec<String>| {
-            let o = Command::new("runuser")
-                .args(["-u", "postgres", "--"])
-                .args(&argv)
-                .output()
-                .unwrap();
-            assert!(
-                o.status.success(),
-                "{argv:?}: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-        };
-        let data = dir.join("data");
-        as_pg(vec![
-            bin.join("initdb").display().to_string(),
-            "-D".into(),
-            data.display().to_string(),
-            "--auth=trust".into(),
-            "-U".into(),
-            "postgres".into(),
-        ]);
-        let pg_ctl = bin.join("pg_ctl");
-        as_pg(vec![
-            pg_ctl.display().to_string(),
-            "-D".into(),
-            data.display().to_string(),
-            "-l".into(),
-            dir.join("log").display().to_string(),
-            "-w".into(),
-            "-o".into(),
-            format!(
-                "-p {port} -k {} -c listen_addresses=127.0.0.1",
-                dir.display()
-            ),
-            "start".into(),
-        ]);
-        Postgres {
-            dir: dir.to_path_buf(),
-            pg_ctl,
-        }
-    }
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        let _ = Command::new("runuser")
-            .args(["-u", "postgres", "--"])
-            .arg(&self.pg_ctl)
-            .args([
-                "-D",
-                &self.dir.join("data").display().to_string(),
-                "-m",
-                "immediate",
-                "stop",
-            ])
-            .output();
-        // Also when the test failed: nothing of the cluster stays behind.
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 #[test]
 fn a_run_takes_the_uplink_for_every_lab_and_gives_it_back() {
     let c = ctx("uprun");
@@ -566,7 +489,7 @@ fn a_postgresql_store_holds_two_hosts_runs_and_compare_reads_both() {
     let c = ctx("pgstore");
     let before = host_snapshot();
     let pg_dir = PathBuf::from(format!("/tmp/vnetlab-pg-{}", std::process::id()));
-    let _pg = Postgres::start(&pg_dir, 54329);
+    let _pg = Postgres::start(&pg_dir, 54329, "127.0.0.1");
     let url = "postgresql://postgres@127.0.0.1:54329/postgres";
     let exp = c.state.join("one.toml");
     std::fs::write(&exp, "name = \"one\"\n[matrix]\nmodes = [\"bridge\"]\ndirections = [\"guest-to-client\", \"host-to-client\"]\nmessages = [\"64K\"]\nloads = [\"200mbit\"]\n[point]\nduration = 0.5\nwarmup = 0.2\n").unwrap();

@@ -56,11 +56,12 @@ fn nics() -> Vec<NicFacts> {
         })
         .unwrap_or_default();
     names.sort();
+    // A device ethtool cannot read is not in this network namespace (sysfs shows its mounter's).
     names
         .into_iter()
-        .map(|name| {
-            let info = crate::lab::hostcmd::read(&["ethtool", "-i", &name]).unwrap_or_default();
-            nic(&name, &info)
+        .filter_map(|name| {
+            let info = crate::lab::hostcmd::read(&["ethtool", "-i", &name]).ok()?;
+            Some(nic(&name, &info))
         })
         .collect()
 }

@@ -308,3 +308,104 @@ impl Drop for Machine {
         del(&["netns", "del", &self.ns]);
     }
 }
+
+/// Debian's PostgreSQL, started by the test in a folder of its own on a port of its own,
+/// listening on `listen` (one address of this machine or of the test's own network) and trusting
+/// the /24 around it. Stopped and removed when dropped.
+pub struct Postgres {
+    dir: PathBuf,
+    bin: PathBuf,
+    port: u16,
+    listen: String,
+}
+
+impl Postgres {
+    fn as_pg(argv: Vec<String>) {
+        let o = Command::new("runuser")
+            .args(["-u", "postgres", "--"])
+            .args(&argv)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{argv:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+
+    pub fn start(dir: &std::path::Path, port: u16, listen: &str) -> Postgres {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .expect("PostgreSQL is needed for this test: `make deps` installs it")
+            .flatten()
+            .map(|e| e.path().join("bin"))
+            .find(|b| b.join("initdb").exists())
+            .expect("no initdb under /usr/lib/postgresql");
+        std::fs::create_dir_all(dir).unwrap();
+        must(&["chown", "postgres", dir.to_str().unwrap()]);
+        let data = dir.join("data");
+        Self::as_pg(vec![
+            bin.join("initdb").display().to_string(),
+            "-D".into(),
+            data.display().to_string(),
+            "--auth=trust".into(),
+            "-U".into(),
+            "postgres".into(),
+        ]);
+        let net = listen.rsplit_once('.').map(|(a, _)| a).unwrap_or(listen);
+        let hba = data.join("pg_hba.conf");
+        let mut rules = std::fs::read_to_string(&hba).unwrap();
+        rules += &format!("host all all {net}.0/24 trust\n");
+        std::fs::write(&hba, rules).unwrap();
+        let pg = Postgres {
+            dir: dir.to_path_buf(),
+            bin,
+            port,
+            listen: listen.into(),
+        };
+        pg.resume();
+        pg
+    }
+
+    /// Starts the server (again).
+    pub fn resume(&self) {
+        Self::as_pg(vec![
+            self.bin.join("pg_ctl").display().to_string(),
+            "-D".into(),
+            self.dir.join("data").display().to_string(),
+            "-l".into(),
+            self.dir.join("log").display().to_string(),
+            "-w".into(),
+            "-o".into(),
+            format!(
+                "-p {} -k {} -c listen_addresses={}",
+                self.port,
+                self.dir.display(),
+                self.listen
+            ),
+            "start".into(),
+        ]);
+    }
+
+    /// Stops the server at once, as a crash or a lost database host would.
+    pub fn halt(&self) {
+        let _ = Command::new("runuser")
+            .args(["-u", "postgres", "--"])
+            .arg(self.bin.join("pg_ctl"))
+            .args([
+                "-D",
+                &self.dir.join("data").display().to_string(),
+                "-m",
+                "immediate",
+                "stop",
+            ])
+            .output();
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        self.halt();
+        // Also when the test failed: nothing of the cluster stays behind.
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
