@@ -7,8 +7,9 @@ DEPS := ip:iproute2 tc:iproute2 ethtool:ethtool nft:nftables sysctl:procps pgrep
   ansible-playbook:ansible-core ansible-lint:ansible-lint sshd:openssh-server ssh-keygen:openssh-client
 # python-module:package pairs the tests use with the distribution's /usr/bin/python3 (a real
 # OpenMetrics parser reads `export --format openmetrics`)
-PYDEPS := prometheus_client:python3-prometheus-client
+PYDEPS := prometheus_client:python3-prometheus-client ensurepip:python3-venv
 BIN := target/release/vnetlab
+KV := target/venv/bin/kubernetes-validate
 
 .PHONY: all deps build install test lint demo bench reproduce fuzz clean
 
@@ -27,6 +28,9 @@ deps:
 	  else echo "vnetlab needs these packages:$$missing (install them with your package manager)"; exit 1; fi; \
 	fi
 	@command -v $(CARGO) >/dev/null 2>&1 || { echo "vnetlab needs Rust (cargo): see https://rustup.rs"; exit 1; }
+	@# The Kubernetes API schemas deploy/k8s is checked against (PyPI's kubernetes-validate, which
+	@# ships them), in a virtualenv of the build's own; for the tests only.
+	@[ -x $(KV) ] || { /usr/bin/python3 -m venv target/venv && target/venv/bin/pip install -q kubernetes-validate; }
 
 build: deps
 	$(CARGO) build --release
@@ -45,6 +49,7 @@ lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --release --all-targets -- -D warnings -D clippy::undocumented_unsafe_blocks
 	cd deploy/ansible && ansible-lint --nocolor -p farm.yml roles
+	$(KV) --strict --quiet deploy/k8s/*.yaml
 
 demo: build
 	./scripts/demo.sh $(BIN)
