@@ -515,3 +515,43 @@ fn the_engine_bench_runs_both_tools_inside_its_lab() {
     }
     assert_eq!(before, host_snapshot());
 }
+
+#[test]
+fn dash_j_is_read_by_jq_as_iperf3s_and_a_failure_is_an_error_document() {
+    let (mut s, port) = serve("jq-token-0123456789");
+    let p = port.to_string();
+    let cmd = format!(
+        "{BIN} test -H 127.0.0.1 -p {p} --token jq-token-0123456789 -l 1 --rate 50mbit -J | jq .end.sum_received.bits_per_second"
+    );
+    let o = Command::new("sh").args(["-c", &cmd]).output().unwrap();
+    let bps: f64 = String::from_utf8_lossy(&o.stdout)
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    assert!(
+        (45e6..=55e6).contains(&bps),
+        "--rate 50mbit read back as {bps} b/s"
+    );
+    let _ = s.kill();
+    let _ = s.wait();
+    // Nothing listens now: iperf3's error document, with its start, and a failing exit.
+    let o = Command::new(BIN)
+        .args([
+            "test",
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "--token",
+            "jq-token-0123456789",
+            "-l",
+            "1",
+            "-J",
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(!doc["error"].as_str().unwrap().is_empty(), "{doc}");
+    assert_eq!(doc["start"]["connecting_to"]["host"], "127.0.0.1", "{doc}");
+}

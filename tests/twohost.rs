@@ -636,7 +636,22 @@ fn an_iperf3_users_flags_reach_a_serve_on_another_machine() {
             "{a:?}: {}",
             String::from_utf8_lossy(&o.stderr)
         );
-        serde_json::from_slice(&o.stdout).unwrap()
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        // iperf3's shape, and vnetlab's own document beside it.
+        let got = doc["end"]["sum_received"]["bits_per_second"]
+            .as_f64()
+            .unwrap();
+        let own = doc["vnetlab"]["throughput_gbps"].as_f64().unwrap();
+        assert!((got - own * 1e9).abs() < 1.0, "{doc}");
+        assert!(
+            doc["intervals"][0]["sum"]["bytes"].as_u64().unwrap() > 0,
+            "{doc}"
+        );
+        assert!(
+            doc["start"]["timestamp"]["timesecs"].as_i64().is_some(),
+            "{doc}"
+        );
+        doc["vnetlab"].clone()
     };
     let paced = json(&["-b", "100M"]);
     let g = paced["throughput_gbps"].as_f64().unwrap();

@@ -165,9 +165,14 @@ pub struct TestArgs {
     /// only towards machines you run
     #[arg(long)]
     allow_remote: bool,
-    /// One JSON document on stdout (iperf3's -J)
-    #[arg(short = 'J', long)]
+    /// One JSON document on stdout: vnetlab's result
+    #[arg(long)]
     json: bool,
+    /// One JSON document on stdout shaped as iperf3's -J (start, intervals[].streams/sum,
+    /// end.sum_sent/sum_received/cpu_utilization_percent), vnetlab's result beside it under
+    /// "vnetlab"; a failed test prints {"error": …} with its start
+    #[arg(short = 'J', conflicts_with = "json")]
+    iperf3_json: bool,
 }
 
 impl TestArgs {
@@ -473,9 +478,39 @@ impl TestArgs {
     }
 }
 
-/// `vnetlab test`: one test, measured through the measuring core, printed or as JSON.
-// Long on purpose: the command's steps in order (refusals, target, repeats, output).
+/// `vnetlab test`: one test, measured through the measuring core, printed, as vnetlab's JSON or
+/// as iperf3's (`-J`, an error document on failure).
 pub fn test(a: TestArgs) -> CmdResult {
+    if !a.iperf3_json {
+        return measured(&a).map(|out| match a.json {
+            true => print_json(&out),
+            false => crate::report::text::measured(&out, a.desktop_load),
+        });
+    }
+    let far = match &a.host {
+        Some(h) => h.clone(),
+        None => format!(
+            "{} in lab {}",
+            a.to.map(|r| r.to_string()).unwrap_or_default(),
+            a.lab.clone().unwrap_or_default()
+        ),
+    };
+    let start = crate::report::iperf3::start(&far, a.port);
+    match measured(&a) {
+        Ok(out) => {
+            print_json(&crate::report::iperf3::document(&out, start));
+            Ok(())
+        }
+        Err(e) => {
+            print_json(&crate::report::iperf3::error(start, &e.to_string()));
+            Err(e)
+        }
+    }
+}
+
+/// One test, measured through the measuring core.
+// Long on purpose: the command's steps in order (refusals, target, repeats).
+fn measured(a: &TestArgs) -> Result<crate::records::measured::Measured, Fail> {
     let spec = a.spec()?;
     let stop = a.stopping()?;
     let (from, to) = a.endpoints()?;
@@ -496,7 +531,7 @@ pub fn test(a: TestArgs) -> CmdResult {
         None => a.in_lab(from, to)?,
     };
     let progress = |i: u32, n: u32| {
-        if n > 1 && !a.json {
+        if n > 1 && !a.json && !a.iperf3_json {
             crate::errln!("run {i}/{n}");
         }
     };
@@ -523,12 +558,7 @@ pub fn test(a: TestArgs) -> CmdResult {
             });
         }
     };
-    if a.json {
-        print_json(&out);
-    } else {
-        crate::report::text::measured(&out, a.desktop_load);
-    }
-    Ok(())
+    Ok(out)
 }
 
 /// When a test in a lab fails because the lab went away under it (`vnetlab down`), says so.

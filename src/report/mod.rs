@@ -8,6 +8,7 @@ pub mod compare;
 pub mod error;
 pub mod export;
 pub mod html;
+pub mod iperf3;
 pub mod openmetrics;
 pub mod plan;
 pub mod series;
