@@ -4,7 +4,8 @@
 CARGO ?= cargo
 # command:package pairs the lab runs
 DEPS := ip:iproute2 tc:iproute2 ethtool:ethtool nft:nftables sysctl:procps pgrep:procps iperf3:iperf3 sockperf:sockperf chromium:chromium busybox:busybox-static qemu-system-x86_64:qemu-system-x86 strip:binutils pg_ctlcluster:postgresql ss:iproute2 runuser:util-linux unshare:util-linux nsenter:util-linux \
-  ansible-playbook:ansible-core ansible-lint:ansible-lint sshd:openssh-server ssh-keygen:openssh-client
+  ansible-playbook:ansible-core ansible-lint:ansible-lint sshd:openssh-server ssh-keygen:openssh-client \
+  jq:jq promtool:prometheus
 # python-module:package pairs the tests use with the distribution's /usr/bin/python3 (a real
 # OpenMetrics parser reads `export --format openmetrics`)
 PYDEPS := prometheus_client:python3-prometheus-client ensurepip:python3-venv
@@ -24,7 +25,9 @@ deps:
 	  if command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing:$$missing"; \
 	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
+	    case " $$missing " in *" prometheus "*) command -v systemctl >/dev/null 2>&1 && \
+	      systemctl disable --now prometheus >/dev/null 2>&1 || true;; esac; \
 	  else echo "vnetlab needs these packages:$$missing (install them with your package manager)"; exit 1; fi; \
 	fi
 	@command -v $(CARGO) >/dev/null 2>&1 || { echo "vnetlab needs Rust (cargo): see https://rustup.rs"; exit 1; }

@@ -3,6 +3,7 @@
 mod common;
 use common::*;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Duration;
 
 const SMALL: &str = r#"
@@ -101,11 +102,69 @@ fn a_run_is_stored_reported_exported_and_compared() {
         om.display()
     ));
     assert!(
-        parsed.contains("vnetlab_throughput_gbps") && parsed.contains("vnetlab_part_busy_percent"),
+        parsed.contains("vnetlab_throughput_bits_per_second")
+            && parsed.contains("vnetlab_part_busy_ratio")
+            && parsed.contains("'target'"),
         "{parsed}"
     );
     let samples: usize = parsed.split_whitespace().next().unwrap().parse().unwrap();
     assert!(samples >= 4 * 4, "{parsed}");
+    // A stored run backfilled by Prometheus' own promtool, every sample at the run's end.
+    let bf = c.state.join("backfill.om");
+    let (bfs, tsdb) = (bf.to_str().unwrap(), c.state.join("tsdb"));
+    c.ok(&[
+        "export",
+        "1",
+        "--format",
+        "openmetrics",
+        "--timestamps",
+        "--db",
+        dbs,
+        "-o",
+        bfs,
+    ]);
+    let o = Command::new("promtool")
+        .args(["tsdb", "create-blocks-from", "openmetrics", bfs])
+        .arg(&tsdb)
+        .output()
+        .expect("promtool is needed for this test: `make deps` installs it");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let listed = sh(&format!("promtool tsdb list {}", tsdb.display()));
+    let blocks = listed
+        .lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .count();
+    assert!(blocks >= 1, "{listed}");
+    // node_exporter's textfile: Prometheus' text format, one file per host, no timestamps.
+    let tf = c.state.join("textfiles");
+    std::fs::create_dir_all(&tf).unwrap();
+    c.ok(&[
+        "export",
+        "1",
+        "--format",
+        "openmetrics",
+        "--textfile-dir",
+        tf.to_str().unwrap(),
+        "--db",
+        dbs,
+    ]);
+    let prom = std::fs::read_dir(&tf)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    assert!(
+        prom.to_string_lossy().ends_with(".prom"),
+        "{}",
+        prom.display()
+    );
+    let parsed = sh(&format!(
+        "/usr/bin/python3 -c 'import sys; from prometheus_client.parser import text_string_to_metric_families as p; fams = list(p(open(sys.argv[1]).read())); print(len(fams), all(s.timestamp is None for f in fams for s in f.samples))' {}",
+        prom.display()
+    ));
+    assert!(parsed.trim().ends_with("True"), "{parsed}");
     assert!(c.ok(&["runs", "--db", dbs]).contains("small"));
     let cmp = c.json(&["compare", "1", "1", "--db", dbs, "--json"]);
     assert_eq!(cmp["rows"].as_array().unwrap().len(), 4);

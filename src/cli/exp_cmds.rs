@@ -580,9 +580,24 @@ pub struct ExportArgs {
     /// Write to this file instead of stdout
     #[arg(short = 'o', long)]
     output: Option<PathBuf>,
+    /// openmetrics: every sample at the run's end, so `promtool tsdb create-blocks-from
+    /// openmetrics` can backfill a stored run
+    #[arg(long, conflicts_with = "textfile_dir")]
+    timestamps: bool,
+    /// openmetrics: write node_exporter textfiles in this folder instead, vnetlab_HOST.prom per
+    /// host (atomically; no timestamps), for the run or, with --run-id, every host's run of a
+    /// farm run, so the farm's monitoring sees each host's last result
+    #[arg(long, value_name = "DIR", conflicts_with = "output")]
+    textfile_dir: Option<PathBuf>,
+    /// --textfile-dir: every host's run of this farm run id (the run argument is then ignored)
+    #[arg(long, value_name = "ID", requires = "textfile_dir")]
+    run_id: Option<String>,
 }
 
 pub fn export(a: ExportArgs) -> CmdResult {
+    if let Some(dir) = &a.textfile_dir {
+        return textfiles(&a, dir);
+    }
     let format = match (a.format, a.csv) {
         (Some(f), _) => f,
         (None, true) => crate::report::export::Format::Csv,
@@ -598,11 +613,60 @@ pub fn export(a: ExportArgs) -> CmdResult {
     let store = a.db.read()?;
     let r = store.find_run(a.run)?;
     let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
-    let text = crate::report::export::export(format, &r, &pts);
+    let om = crate::report::openmetrics::Options {
+        timestamps: a.timestamps,
+        textfile: false,
+    };
+    let text = crate::report::export::export(format, &r, &pts, om);
     match &a.output {
         Some(p) if !is_stdout(p) => crate::sys::file::replace(p, text.as_bytes(), 0o644)
             .map_err(|e| Fail::Input(format!("cannot write {}: {e}", p.display())))?,
         _ => crate::out!("{text}"),
+    }
+    Ok(())
+}
+
+/// `export --textfile-dir`: a node_exporter textfile per host, each replaced atomically.
+fn textfiles(a: &ExportArgs, dir: &Path) -> CmdResult {
+    if !dir.is_dir() {
+        return Err(Fail::Input(format!(
+            "--textfile-dir {}: not a folder (node_exporter's --collector.textfile.directory)",
+            dir.display()
+        )));
+    }
+    let store = a.db.read()?;
+    let runs = match &a.run_id {
+        Some(id) => store.farm_runs(id)?,
+        None => vec![store.find_run(a.run)?],
+    };
+    if runs.is_empty() {
+        return Err(Fail::Input(format!(
+            "the store holds no run of farm run id {}: `vnetlab runs` lists them",
+            a.run_id.as_deref().unwrap_or_default()
+        )));
+    }
+    let om = crate::report::openmetrics::Options {
+        timestamps: false,
+        textfile: true,
+    };
+    for r in runs {
+        let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
+        let host: String = r
+            .host_label()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let path = dir.join(format!("vnetlab_{host}.prom"));
+        let text = crate::report::openmetrics::render(&r, &pts, om);
+        crate::sys::file::replace(&path, text.as_bytes(), 0o644)
+            .map_err(|e| Fail::Run(format!("cannot write {}: {e}", path.display())))?;
+        crate::outln!("{}", path.display());
     }
     Ok(())
 }

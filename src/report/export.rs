@@ -33,13 +33,18 @@ impl std::str::FromStr for Format {
     }
 }
 
-/// The run in `format`.
-pub fn export(format: Format, run: &RunRow, points: &[PointRecord]) -> String {
+/// The run in `format` (`om`: how OpenMetrics is written).
+pub fn export(
+    format: Format,
+    run: &RunRow,
+    points: &[PointRecord],
+    om: super::openmetrics::Options,
+) -> String {
     match format {
         Format::Csv => points_csv(run, points),
         Format::RepeatsCsv => repeats_csv(run, points),
         Format::PartsCsv => parts_csv(run, points),
-        Format::Openmetrics => super::openmetrics::render(run, points),
+        Format::Openmetrics => super::openmetrics::render(run, points, om),
     }
 }
 
@@ -311,7 +316,7 @@ mod tests {
             error: Some("a, \"b\"".into()),
             ..Default::default()
         };
-        let c = export(Format::Csv, &run, &[p]);
+        let c = export(Format::Csv, &run, &[p], Default::default());
         let lines: Vec<&str> = c.lines().collect();
         assert!(lines[0].starts_with("run,host,seq,mode"));
         assert!(lines[1].starts_with("3,,1,bridge,"));
@@ -332,7 +337,7 @@ mod tests {
             sd_host: Some(40.0),
             ..stream.clone()
         };
-        let c = export(Format::Csv, &run, &[stream, rr]);
+        let c = export(Format::Csv, &run, &[stream, rr], Default::default());
         let lines: Vec<Vec<&str>> = c.lines().map(|l| l.split(',').collect()).collect();
         let col = |name: &str| lines[0].iter().position(|h| *h == name).unwrap();
         let (kb, tran) = (col("sd_host_us_per_kb"), col("sd_host_us_per_tran"));
@@ -373,10 +378,15 @@ mod tests {
             ],
             ..Default::default()
         };
-        let r = export(Format::RepeatsCsv, &run, std::slice::from_ref(&p));
+        let r = export(
+            Format::RepeatsCsv,
+            &run,
+            std::slice::from_ref(&p),
+            Default::default(),
+        );
         assert_eq!(r.lines().count(), 4, "{r}");
         assert!(r.lines().nth(3).unwrap().starts_with("7,hostA,2,"));
-        let c = export(Format::PartsCsv, &run, &[p]);
+        let c = export(Format::PartsCsv, &run, &[p], Default::default());
         assert_eq!(c.lines().count(), 3, "{c}");
         assert!(c.contains(",g1,guest,4,0.04"), "{c}");
     }
