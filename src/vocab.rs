@@ -735,9 +735,55 @@ impl PartId {
     }
 }
 
+/// What a lab interface (`vl<lab><suffix>`) is by its role, for names that outlive the lab (a
+/// metric's part name): the wire's host or client end, the bridge, a guest's NIC or its port.
+pub fn role_of_iface(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("vl")?;
+    // The lab name is 1 to 6 of [a-z0-9] from a letter; the suffix is what follows it.
+    (1..=6.min(rest.len())).rev().find_map(|n| {
+        let (lab, suffix) = rest.split_at(n);
+        let named = lab.starts_with(|c: char| c.is_ascii_lowercase())
+            && lab
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        named.then_some(())?;
+        let guest = |s: &str| {
+            s.strip_prefix('g')
+                .filter(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
+                .map(str::to_string)
+        };
+        match suffix {
+            "w" => Some("wire host end".into()),
+            "c" => Some("wire client end".into()),
+            "br" => Some("bridge".into()),
+            s if s.ends_with('h') => guest(&s[..s.len() - 1]).map(|g| format!("g{g} port")),
+            s => guest(s).map(|g| format!("g{g} NIC")),
+        }
+    })
+}
+
+/// A text with every lab interface name in it told by its role ("NAPI vlx1w" → "NAPI wire host end").
+pub fn by_role(text: &str) -> String {
+    text.split(' ')
+        .map(|w| role_of_iface(w).unwrap_or_else(|| w.to_string()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lab_interface_is_told_by_its_role() {
+        assert_eq!(by_role("NAPI vlx1w"), "NAPI wire host end");
+        assert_eq!(by_role("NAPI vlx12c"), "NAPI wire client end");
+        assert_eq!(role_of_iface("vlx1g1h").as_deref(), Some("g1 port"));
+        assert_eq!(role_of_iface("vlag1g12").as_deref(), Some("g12 NIC"));
+        assert_eq!(role_of_iface("vlx1br").as_deref(), Some("bridge"));
+        assert_eq!(role_of_iface("eth0"), None);
+        assert_eq!(by_role("ksoftirqd/1"), "ksoftirqd/1");
+    }
 
     #[test]
     fn roles_and_senders_round_trip() {

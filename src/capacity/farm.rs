@@ -27,6 +27,16 @@ pub struct Cell {
     pub differs: bool,
 }
 
+impl Cell {
+    /// Desktops as a number, or the range its intervals allow.
+    pub fn desktops_text(&self) -> String {
+        match self.desktops_range {
+            Some([fewest, most]) => format!("{fewest}–{most}"),
+            None => self.desktops.to_string(),
+        }
+    }
+}
+
 /// One host of the farm.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Host {
@@ -69,6 +79,16 @@ pub struct Farm {
     pub left_out: Vec<String>,
 }
 
+impl Farm {
+    /// A host's class as the tables number them (from 1).
+    pub fn class_number(&self, h: &Host) -> usize {
+        self.classes
+            .iter()
+            .position(|c| c.class == h.class)
+            .map_or(0, |i| i + 1)
+    }
+}
+
 /// How a farm is planned: which points, and what a desktop costs besides its networks.
 #[derive(Clone, Copy, Debug)]
 pub struct Ask {
@@ -77,6 +97,20 @@ pub struct Ask {
     pub desktop_share_pct: f64,
     pub vm_gbps: f64,
     pub vdi_gbps: f64,
+}
+
+impl Ask {
+    /// Paper 1's scenario for a farm: its desktop share (2.5 % of the host), 100 Mb/s of VM
+    /// network and its screen stream per desktop, points picked as `plan --from-run` picks them.
+    pub fn paper1() -> Ask {
+        Ask {
+            pick: Pick::default(),
+            vdi_offload: true,
+            desktop_share_pct: 2.5,
+            vm_gbps: 0.1,
+            vdi_gbps: super::SCREEN_GBPS,
+        }
+    }
 }
 
 /// A host's class: its CPU model, cores and NIC drivers.
@@ -142,7 +176,7 @@ fn host(r: &RunRow, pts: &[PointRecord], ask: Ask) -> Result<Host, Error> {
         ask.vm_gbps,
         ask.vdi_gbps,
     )?;
-    let cells = c
+    let mut cells: Vec<Cell> = c
         .datapaths
         .iter()
         .zip(&d.datapaths)
@@ -154,6 +188,7 @@ fn host(r: &RunRow, pts: &[PointRecord], ask: Ask) -> Result<Host, Error> {
             differs: false,
         })
         .collect();
+    cells.sort_by(|a, b| a.datapath.cmp(&b.datapath));
     Ok(Host {
         host: r.host_label(),
         class: class_of(r),
@@ -188,7 +223,8 @@ fn mark(hosts: &mut [Host]) -> Vec<Class> {
                     .map(|c| c.cost.vm_net_pct_per_gbps)
                     .collect();
                 let m = median(&mut costs);
-                if costs.len() >= 2 {
+                // Of two hosts neither can be told the odd one: marking needs three.
+                if costs.len() >= 3 {
                     for &i in &members {
                         if let Some(c) = hosts[i].cells.iter_mut().find(|c| c.datapath == dp) {
                             c.differs = differs(&c.cost, m);
@@ -206,7 +242,7 @@ fn mark(hosts: &mut [Host]) -> Vec<Class> {
         .collect()
 }
 
-/// Whether a host's VM network cost differs from its class's median.
+/// Whether a host's VM network cost differs from its class's median (of three hosts or more).
 fn differs(cost: &Datapath, class_median: f64) -> bool {
     match cost.vm_net_interval {
         Some([lo, hi]) => !(lo..=hi).contains(&class_median),

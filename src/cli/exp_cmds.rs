@@ -11,7 +11,7 @@ use crate::report::{compare as rcompare, table};
 use crate::store::Store;
 use crate::vocab::RunStatus;
 
-const DEFAULT_DB: &str = "vnetlab.sqlite";
+pub use super::shared::{existing, DbArgs, DEFAULT_DB};
 
 /// The schema version of the JSON documents `run`, `report` and `compare` print (that of a
 /// point's `Measured`: named fields throughout since 3).
@@ -97,52 +97,6 @@ impl SiteArgs {
             force_uplink: self.force_uplink,
         }))
     }
-}
-
-/// Opens an existing store for reading only; never makes one, never writes.
-/// Where results are stored: an SQLite file (`--db`, the default) or a PostgreSQL database that
-/// several hosts share (`--store postgresql://…`).
-#[derive(Args, Clone, Debug)]
-pub struct DbArgs {
-    /// The results store (SQLite)
-    #[arg(long, default_value = DEFAULT_DB)]
-    pub db: PathBuf,
-    /// A PostgreSQL store instead, shared by several hosts: postgresql://USER@HOST[:PORT]/DB
-    /// (every run and point records the host that measured it)
-    #[arg(long, value_name = "URL", conflicts_with = "db")]
-    pub store: Option<String>,
-}
-
-impl DbArgs {
-    /// The store to read: it must exist.
-    pub fn read(&self) -> Result<Store, Fail> {
-        match &self.store {
-            Some(url) => Ok(Store::open_pg(url)?),
-            None => existing(&self.db),
-        }
-    }
-    /// The store to write: made if missing (an empty SQLite file only with `create`).
-    pub fn write(&self, create: bool) -> Result<Store, Fail> {
-        match &self.store {
-            Some(url) => Ok(Store::open_pg(url)?),
-            None => Ok(Store::open(&self.db, create)?),
-        }
-    }
-    /// As messages name it.
-    pub fn shown(&self) -> String {
-        match &self.store {
-            Some(url) => crate::store::pg::shown(url),
-            None => crate::text::clip(&self.db.display().to_string()),
-        }
-    }
-}
-
-pub fn existing(db: &Path) -> Result<Store, Fail> {
-    let name = crate::text::clip(&db.display().to_string());
-    if !db.exists() {
-        return Err(Fail::Input(format!("no store at {name}: run an experiment first (`vnetlab run experiments/quick.toml`) or pass --db")));
-    }
-    Ok(Store::open_read(db)?)
 }
 
 /// Reads, checks and counts an experiment file, then expands it; refuses a matrix too large to
@@ -390,7 +344,11 @@ pub fn run(a: RunArgs) -> CmdResult {
     // A farm's run: skipped where the host lacks a datapath, one at a time per host, after the
     // labs an interrupted try left are gone.
     let _lock = match &farm {
-        Some(f) => Some(super::farm_cmds::prepare(&loaded, f)?),
+        Some(f) => Some(super::farm_cmds::prepare(
+            &loaded,
+            f,
+            std::time::Duration::from_secs(a.farm.wait),
+        )?),
         None => None,
     };
     let out = output_dir(&a.out)?;
@@ -477,11 +435,18 @@ pub struct ReportArgs {
     /// One JSON document on stdout, for scripts
     #[arg(long)]
     json: bool,
+    /// A farm: every host's run of this farm run id (`run --run-id`), hosts side by side per
+    /// datapath, planned at paper 1's scenario (`plan --farm` sets the scenario)
+    #[arg(long, value_name = "ID")]
+    run_id: Option<String>,
 }
 
 pub fn report(a: ReportArgs) -> CmdResult {
     if let Some(h) = &a.html {
         output_file(h, "--html")?;
+    }
+    if let Some(id) = &a.run_id {
+        return farm_report(&a, id);
     }
     let store = a.db.read()?;
     let r = store.find_run(a.run)?;
@@ -526,6 +491,39 @@ pub fn report(a: ReportArgs) -> CmdResult {
         }
     }
     Ok(())
+}
+
+/// `report --run-id`: the farm's plan as text, JSON or a page.
+fn farm_report(a: &ReportArgs, id: &str) -> CmdResult {
+    let runs = super::farm_cmds::farm_runs(&a.db.read()?, id)?;
+    let f = crate::capacity::farm::plan(id, &runs, crate::capacity::farm::Ask::paper1())?;
+    match (&a.html, a.json) {
+        (Some(h), true) if is_stdout(h) => Err(Fail::Input(
+            "--html - and --json both write to standard output: pick one".into(),
+        )),
+        (Some(h), json) => {
+            let page = crate::report::farm::page(&f)?;
+            if is_stdout(h) {
+                crate::out!("{page}");
+                return Ok(());
+            }
+            crate::sys::file::replace(h, page.as_bytes(), 0o644)
+                .map_err(|e| Fail::Input(format!("cannot write {}: {e}", h.display())))?;
+            match json {
+                true => print_json(&f),
+                false => crate::outln!("report: {}", h.display()),
+            }
+            Ok(())
+        }
+        (None, true) => {
+            print_json(&f);
+            Ok(())
+        }
+        (None, false) => {
+            crate::report::plan::farm(&f);
+            Ok(())
+        }
+    }
 }
 
 #[derive(Args)]

@@ -5,8 +5,8 @@
 use clap::Args;
 use std::path::PathBuf;
 
-use super::exp_cmds::DbArgs;
 use super::fail::{CmdResult, Fail};
+use super::shared::DbArgs;
 use crate::experiment::outlet::Outlet;
 use crate::experiment::run as erun;
 use crate::records::Fleet;
@@ -39,6 +39,10 @@ pub struct FarmArgs {
     /// No spool, even for a PostgreSQL store
     #[arg(long, conflicts_with = "spool", requires = "run_id")]
     pub no_spool: bool,
+    /// Wait up to this many seconds for another run that holds this machine (one run at a time
+    /// per machine, whatever its state folder) [default: 0, refused at once with exit 6]
+    #[arg(long, value_name = "SECONDS", requires = "run_id", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub wait: u64,
 }
 
 impl FarmArgs {
@@ -68,7 +72,11 @@ impl FarmArgs {
 /// Before a farm's run: the host has every datapath the experiment builds (else it is
 /// skipped), no other run holds it (its lock, held until the run ends), and the labs an
 /// interrupted try left are removed.
-pub fn prepare(loaded: &erun::Loaded, f: &Fleet) -> Result<crate::fleet::lock::HostLock, Fail> {
+pub fn prepare(
+    loaded: &erun::Loaded,
+    f: &Fleet,
+    wait: std::time::Duration,
+) -> Result<crate::fleet::lock::HostLock, Fail> {
     let mut modes: Vec<crate::vocab::Mode> = loaded
         .points
         .iter()
@@ -83,8 +91,12 @@ pub fn prepare(loaded: &erun::Loaded, f: &Fleet) -> Result<crate::fleet::lock::H
             f.host
         )));
     }
-    let dir = crate::lab::folder::ensure_dir()?;
-    let lock = crate::fleet::lock::take(&dir, &format!("run {} of host {}", f.run, f.host))?;
+    crate::lab::folder::ensure_dir()?;
+    let lock = crate::fleet::lock::take(
+        &crate::fleet::lock::host_dir()?,
+        &format!("run {} of host {}", f.run, f.host),
+        wait,
+    )?;
     let (removed, errors) = crate::lab::owned::remove_abandoned();
     for lab in removed {
         crate::errln!("vnetlab: removed lab {lab}, left by an interrupted run");
@@ -179,4 +191,18 @@ pub fn import(a: ImportArgs) -> CmdResult {
         total.already
     );
     Ok(())
+}
+
+/// Every host's run of a farm run id, with its points.
+pub fn farm_runs(
+    store: &crate::store::Store,
+    run: &str,
+) -> Result<Vec<(crate::records::RunRow, Vec<crate::records::PointRecord>)>, Fail> {
+    crate::fleet::fleet(run, "h", &[])?;
+    let mut runs = Vec::new();
+    for r in store.farm_runs(run)? {
+        let pts = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
+        runs.push((r, pts));
+    }
+    Ok(runs)
 }

@@ -297,13 +297,7 @@ fn costs_from_run(
 /// `--farm`: every host's run of the farm's run id, planned together.
 fn plan_farm(a: &PlanArgs) -> CmdResult {
     let run = a.run_id.clone().unwrap_or_default();
-    crate::fleet::fleet(&run, "h", &[])?;
-    let store = a.db.read()?;
-    let mut runs = Vec::new();
-    for r in store.farm_runs(&run)? {
-        let pts: Vec<PointRecord> = store.points(r.id)?.into_iter().map(|(_, p)| p).collect();
-        runs.push((r, pts));
-    }
+    let runs = super::farm_cmds::farm_runs(&a.db.read()?, &run)?;
     let s = preset::get("icsnc2013")?;
     let vdi_gbps = a.vdi_net_gbit.unwrap_or(s.vdi_net_gbit) / a.play_s.unwrap_or(s.play_s);
     let ask = farm::Ask {

@@ -1,7 +1,11 @@
 //! What several commands share: the root check, JSON on stdout, the flags that say when a point
-//! stops (`StopArgs`) and the serve token.
+//! stops (`StopArgs`), the serve token, and the store's flags (`DbArgs`).
+
+use clap::Args;
+use std::path::PathBuf;
 
 use super::fail::{CmdResult, Fail};
+use crate::store::Store;
 
 /// Refuses early when not root, naming the fix.
 pub fn need_root(what: &str) -> CmdResult {
@@ -136,4 +140,53 @@ mod tests {
         );
         std::fs::remove_file(&f).unwrap();
     }
+}
+
+/// The SQLite store a command reads or writes unless told otherwise.
+pub const DEFAULT_DB: &str = "vnetlab.sqlite";
+
+/// Where results are stored: an SQLite file (`--db`, the default) or a PostgreSQL database that
+/// several hosts share (`--store postgresql://…`).
+#[derive(Args, Clone, Debug)]
+pub struct DbArgs {
+    /// The results store (SQLite)
+    #[arg(long, default_value = DEFAULT_DB)]
+    pub db: PathBuf,
+    /// A PostgreSQL store instead, shared by several hosts: postgresql://USER@HOST[:PORT]/DB
+    /// (every run and point records the host that measured it)
+    #[arg(long, value_name = "URL", conflicts_with = "db")]
+    pub store: Option<String>,
+}
+
+impl DbArgs {
+    /// The store to read: it must exist.
+    pub fn read(&self) -> Result<Store, Fail> {
+        match &self.store {
+            Some(url) => Ok(Store::open_pg(url)?),
+            None => existing(&self.db),
+        }
+    }
+    /// The store to write: made if missing (an empty SQLite file only with `create`).
+    pub fn write(&self, create: bool) -> Result<Store, Fail> {
+        match &self.store {
+            Some(url) => Ok(Store::open_pg(url)?),
+            None => Ok(Store::open(&self.db, create)?),
+        }
+    }
+    /// As messages name it.
+    pub fn shown(&self) -> String {
+        match &self.store {
+            Some(url) => crate::store::pg::shown(url),
+            None => crate::text::clip(&self.db.display().to_string()),
+        }
+    }
+}
+
+/// Opens an existing store for reading only; never makes one, never writes.
+pub fn existing(db: &std::path::Path) -> Result<Store, Fail> {
+    let name = crate::text::clip(&db.display().to_string());
+    if !db.exists() {
+        return Err(Fail::Input(format!("no store at {name}: run an experiment first (`vnetlab run experiments/quick.toml`) or pass --db")));
+    }
+    Ok(Store::open_read(db)?)
 }

@@ -1,13 +1,39 @@
-//! The per-host lock: one farm run at a time on a host. An advisory lock (`flock`) on
-//! `run.lock` in the host's state folder, held for the run's whole life and let go by the kernel
-//! when the process ends however it ends, so a killed run never leaves the host locked.
+//! The per-host lock: one farm run at a time on a machine. An advisory lock (`flock`) on
+//! `/run/vnetlab/run.lock`, whatever state folder a run uses (two runs on one kernel share its
+//! cores, so their figures would be each other's), held for the run's whole life and let go by
+//! the kernel when the process ends however it ends, so a killed run never leaves the host
+//! locked. A run may wait for it (`--wait`) or is refused at once.
 
 use std::fs::{File, TryLockError};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use super::Error;
+
+/// The machine's lock folder (the default state folder, a tmpfs).
+pub const HOST_DIR: &str = "/run/vnetlab";
+
+/// The machine's lock folder, made if missing; it must be a real folder of root's.
+pub fn host_dir() -> Result<PathBuf, Error> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let d = PathBuf::from(HOST_DIR);
+    match std::fs::symlink_metadata(&d) {
+        Ok(m) if m.is_dir() && m.uid() == 0 => Ok(d),
+        Ok(_) => Err(Error::Spool(format!(
+            "{HOST_DIR} is not a folder of root's: remove what is there"
+        ))),
+        Err(_) => {
+            std::fs::DirBuilder::new()
+                .mode(0o755)
+                .create(&d)
+                .or_else(|e| if d.is_dir() { Ok(()) } else { Err(e) })
+                .map_err(|e| Error::Spool(format!("cannot make {HOST_DIR}: {e}")))?;
+            Ok(d)
+        }
+    }
+}
 
 /// The lock, held while this lives.
 #[derive(Debug)]
@@ -16,9 +42,10 @@ pub struct HostLock {
     pub path: PathBuf,
 }
 
-/// Takes the host's lock in `dir`, or says who holds it. The file is opened without following a
-/// link and checked to be a plain file of our own before anything is written to it.
-pub fn take(dir: &Path, what: &str) -> Result<HostLock, Error> {
+/// Takes the host's lock in `dir`, waiting up to `wait` for the run that holds it, or says who
+/// holds it. The file is opened without following a link and checked to be a plain file of our
+/// own before anything is written to it.
+pub fn take(dir: &Path, what: &str, wait: Duration) -> Result<HostLock, Error> {
     let path = dir.join("run.lock");
     let shown = path.display().to_string();
     let io = |e: std::io::Error| Error::Spool(format!("cannot open the host's lock {shown}: {e}"));
@@ -32,19 +59,30 @@ pub fn take(dir: &Path, what: &str) -> Result<HostLock, Error> {
         .open(&path)
         .map_err(io)?;
     crate::sys::file::check(&f).map_err(io)?;
-    match f.try_lock() {
-        Ok(()) => {}
-        Err(TryLockError::WouldBlock) => {
-            let holder = crate::text::read_capped(&path, 4096).unwrap_or_default();
-            return Err(Error::Busy(format!(
-                "another vnetlab run holds this host ({}): wait for it to end, or give the other run's host another VNETLAB_STATE_DIR",
-                match holder.trim() {
-                    "" => "its lock is {shown}".replace("{shown}", &shown),
+    let t0 = Instant::now();
+    let mut said = false;
+    loop {
+        match f.try_lock() {
+            Ok(()) => break,
+            Err(TryLockError::WouldBlock) => {
+                let holder = crate::text::read_capped(&path, 4096).unwrap_or_default();
+                let holder = match holder.trim() {
+                    "" => format!("its lock is {shown}"),
                     h => crate::text::clip(h),
+                };
+                if t0.elapsed() >= wait {
+                    return Err(Error::Busy(format!(
+                        "another vnetlab run holds this host ({holder}): wait for it to end, or give --wait SECONDS"
+                    )));
                 }
-            )));
+                if !said {
+                    crate::errln!("vnetlab: waiting for the run that holds this host ({holder})");
+                    said = true;
+                }
+                std::thread::sleep(Duration::from_millis(250));
+            }
+            Err(TryLockError::Error(e)) => return Err(io(e)),
         }
-        Err(TryLockError::Error(e)) => return Err(io(e)),
     }
     f.set_len(0).map_err(io)?;
     writeln!(f, "pid {}: {what}", std::process::id()).map_err(io)?;
@@ -58,11 +96,17 @@ mod tests {
         let d = std::env::temp_dir().join(format!("vl-lock-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
-        let held = super::take(&d, "run r1 on h1").unwrap();
-        let e = super::take(&d, "run r2").unwrap_err().to_string();
+        let none = std::time::Duration::ZERO;
+        let held = super::take(&d, "run r1 on h1", none).unwrap();
+        let e = super::take(&d, "run r2", none).unwrap_err().to_string();
         assert!(e.contains("run r1 on h1"), "{e}");
-        drop(held);
-        assert!(super::take(&d, "run r2").is_ok());
+        // A waiter gets it once the holder lets go.
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            drop(held);
+        });
+        assert!(super::take(&d, "run r2", std::time::Duration::from_secs(10)).is_ok());
+        t.join().unwrap();
         let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -97,37 +97,6 @@ impl Names {
     }
 }
 
-/// What a lab interface (`vl<lab><suffix>`) is by its role, for names that outlive the lab (a
-/// metric's part name): the wire's host or client end, the bridge, a guest's NIC or its port.
-pub fn role_of_iface(name: &str) -> Option<String> {
-    let rest = name.strip_prefix("vl")?;
-    // The lab name is 1 to 6 of [a-z0-9] from a letter; the suffix is what follows it.
-    (1..=MAX_LAB_NAME.min(rest.len())).rev().find_map(|n| {
-        let (lab, suffix) = rest.split_at(n);
-        check_lab_name(lab).ok()?;
-        let guest = |s: &str| {
-            s.strip_prefix('g')
-                .filter(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
-                .map(str::to_string)
-        };
-        match suffix {
-            "w" => Some("wire host end".into()),
-            "c" => Some("wire client end".into()),
-            "br" => Some("bridge".into()),
-            s if s.ends_with('h') => guest(&s[..s.len() - 1]).map(|g| format!("g{g} port")),
-            s => guest(s).map(|g| format!("g{g} NIC")),
-        }
-    })
-}
-
-/// A text with every lab interface name in it told by its role ("NAPI vlx1w" → "NAPI wire host end").
-pub fn by_role(text: &str) -> String {
-    text.split(' ')
-        .map(|w| role_of_iface(w).unwrap_or_else(|| w.to_string()))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,16 +126,5 @@ mod tests {
         for bad in ["", "1lab", "Lab", "la-b", "toolong", "la b", "ląb"] {
             assert!(check_lab_name(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn a_lab_interface_is_told_by_its_role() {
-        assert_eq!(by_role("NAPI vlx1w"), "NAPI wire host end");
-        assert_eq!(by_role("NAPI vlx12c"), "NAPI wire client end");
-        assert_eq!(super::role_of_iface("vlx1g1h").as_deref(), Some("g1 port"));
-        assert_eq!(super::role_of_iface("vlag1g12").as_deref(), Some("g12 NIC"));
-        assert_eq!(super::role_of_iface("vlx1br").as_deref(), Some("bridge"));
-        assert_eq!(super::role_of_iface("eth0"), None);
-        assert_eq!(by_role("ksoftirqd/1"), "ksoftirqd/1");
     }
 }

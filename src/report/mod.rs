@@ -7,6 +7,7 @@ pub mod charts;
 pub mod compare;
 pub mod error;
 pub mod export;
+pub mod farm;
 pub mod html;
 pub mod iperf3;
 pub mod openmetrics;

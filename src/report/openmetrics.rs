@@ -242,7 +242,7 @@ pub fn render(run: &RunRow, points: &[PointRecord], o: Options) -> String {
             s += &format!(
                 "{part}{{{},part=\"{}\",kind=\"{}\"}} {}{at}\n",
                 labels(run, p),
-                esc(&crate::lab::names::by_role(name)),
+                esc(&crate::vocab::by_role(name)),
                 esc(&kind),
                 num(*busy / 100.0)
             );

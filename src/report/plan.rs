@@ -150,19 +150,9 @@ pub fn farm(f: &crate::capacity::farm::Farm) {
         "desktops"
     );
     for h in &f.hosts {
-        let class = f
-            .classes
-            .iter()
-            .position(|c| c.class == h.class)
-            .map_or(0, |i| i + 1);
+        let class = f.class_number(h);
         for c in &h.cells {
-            let desktops = model::desktops_text(&model::DensityRow {
-                name: String::new(),
-                network_pct_per_desktop: 0.0,
-                max_desktops: c.desktops,
-                more_than_last: 0,
-                desktops_range: c.desktops_range,
-            });
+            let desktops = c.desktops_text();
             crate::outln!(
                 "{:<16} {:>5}  {:<12} {:>28} {:>24} {:>9}{}",
                 h.host,
