@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::path::PathBuf;
 
 use super::Error;
-use crate::fleet::spool::{self, Spool, SpooledRun};
+use crate::fleet::spool::{self, Spool, Spooled, SpooledRun};
 use crate::records::{Fleet, HostFacts, PointRecord};
 use crate::store::{NewRun, Store};
 use crate::vocab::RunStatus;
@@ -61,9 +61,13 @@ impl<'a> Outlet<'a> {
             Err(why) if spool_root.is_some() && fleet.is_some() => (None, Some(why)),
             Err(why) => return Err(Error::Failed(why)),
         };
-        let spool = match (&spool_root, &fleet) {
-            (Some(root), Some(f)) => Some(open_spool(root, f, &b)?),
-            _ => None,
+        // The spool, and what an earlier try of the run left in it (read once).
+        let (spool, earlier) = match (&spool_root, &fleet) {
+            (Some(root), Some(f)) => {
+                let (s, earlier) = open_spool(root, f, &b)?;
+                (Some(s), earlier)
+            }
+            _ => (None, None),
         };
         let mut o = Outlet {
             store,
@@ -75,9 +79,8 @@ impl<'a> Outlet<'a> {
             sent_late: 0,
             away: RefCell::new(away),
         };
-        if let Some(s) = o.spool.as_ref() {
+        if let Some(earlier) = &earlier {
             // What an earlier try spooled is done, whether or not the store has it.
-            let earlier = spool::read_run(&s.dir).map_err(fleet_err)?;
             o.done_before = earlier
                 .points
                 .iter()
@@ -86,7 +89,7 @@ impl<'a> Outlet<'a> {
                 .collect();
         }
         if let Some(store) = o.store {
-            if let Err(e) = o.begin_in(store, &b) {
+            if let Err(e) = o.begin_in(store, &b, earlier.as_ref()) {
                 o.went_away(e)?;
             }
         }
@@ -97,7 +100,12 @@ impl<'a> Outlet<'a> {
 
     /// The run's row in the store: a farm's run found again (its spooled points sent, its failed
     /// ones dropped), else a new one.
-    fn begin_in(&mut self, store: &Store, b: &Begin) -> Result<(), Error> {
+    fn begin_in(
+        &mut self,
+        store: &Store,
+        b: &Begin,
+        earlier: Option<&Spooled>,
+    ) -> Result<(), Error> {
         let new = NewRun {
             name: b.name,
             description: b.description,
@@ -112,9 +120,8 @@ impl<'a> Outlet<'a> {
             self.run_id = store.begin_run(&new)?;
             return Ok(());
         };
-        if let Some(s) = &self.spool {
-            let earlier = spool::read_run(&s.dir).map_err(fleet_err)?;
-            self.sent_late = crate::fleet::import::import_run(&earlier, store)
+        if let Some(earlier) = earlier {
+            self.sent_late = crate::fleet::import::import_run(earlier, store)
                 .map_err(fleet_err)?
                 .sent;
         }
@@ -203,8 +210,12 @@ fn fleet_err(e: crate::fleet::Error) -> Error {
     }
 }
 
-/// The run's spool folder, its run document written.
-fn open_spool(root: &std::path::Path, f: &Fleet, b: &Begin) -> Result<Spool, Error> {
+/// The run's spool folder, its run document written, and what an earlier try left in it.
+fn open_spool(
+    root: &std::path::Path,
+    f: &Fleet,
+    b: &Begin,
+) -> Result<(Spool, Option<Spooled>), Error> {
     let doc = SpooledRun {
         version: spool::VERSION,
         fleet: f.clone(),
@@ -220,7 +231,8 @@ fn open_spool(root: &std::path::Path, f: &Fleet, b: &Begin) -> Result<Spool, Err
     };
     let dir = spool::run_dir(root, f);
     if dir.join("run.json").is_file() {
-        let was = spool::read_run(&dir).map_err(fleet_err)?.run;
+        let earlier = spool::read_run(&dir).map_err(fleet_err)?;
+        let was = &earlier.run;
         if was.hash != doc.hash {
             return Err(Error::Input(format!(
                 "{} holds run {} of host {} with another experiment: give this experiment a new --run-id",
@@ -230,14 +242,15 @@ fn open_spool(root: &std::path::Path, f: &Fleet, b: &Begin) -> Result<Spool, Err
             )));
         }
         // Taken up again: the run keeps its first start.
-        return Spool::open(
+        let spool = Spool::open(
             root,
             &SpooledRun {
-                started_at: was.started_at,
+                started_at: was.started_at.clone(),
                 ..doc
             },
         )
-        .map_err(fleet_err);
+        .map_err(fleet_err)?;
+        return Ok((spool, Some(earlier)));
     }
-    Spool::open(root, &doc).map_err(fleet_err)
+    Ok((Spool::open(root, &doc).map_err(fleet_err)?, None))
 }
