@@ -101,6 +101,17 @@ pub fn replace(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     done
 }
 
+/// Writes `bytes` as the file at `path` like `replace`, without waiting for the disk: for a file
+/// rewritten every moment that nothing needs after a crash (a backend's counters).
+pub fn replace_volatile(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let (mut f, tmp) = create_beside(path, mode)?;
+    let done = f.write_all(bytes).and_then(|_| std::fs::rename(&tmp, path));
+    if done.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    done
+}
+
 /// A new empty file at `path` (mode `mode`), replacing what was there, open for writing: a log.
 pub fn create(path: &Path, mode: u32) -> io::Result<File> {
     let (f, tmp) = create_beside(path, mode)?;

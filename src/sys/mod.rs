@@ -10,6 +10,7 @@ pub mod signals;
 pub mod sock;
 pub mod spawn;
 pub mod tap;
+pub mod uring;
 
 /// A CPU affinity mask of the kernel's size (CPU_SETSIZE bits).
 fn cpu_set(cpus: &[usize]) -> io::Result<libc::cpu_set_t> {
@@ -136,6 +137,18 @@ pub fn enter_netns(ns: &str) -> Result<(), Error> {
         });
     }
     Ok(())
+}
+
+/// The index of interface `dev` in the calling thread's network namespace.
+pub fn if_index(dev: &str) -> io::Result<u32> {
+    let name =
+        std::ffi::CString::new(dev).map_err(|_| io::Error::other("a NUL in a device name"))?;
+    // SAFETY: `name` is a NUL-terminated string living across the call.
+    let i = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    if i == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(i)
 }
 
 /// Sends SIGKILL to process `pid`; a process already gone is no error worth reporting.
@@ -281,11 +294,17 @@ impl Epoll {
 
     /// Watches `fd` for input, edge-triggered; events for it carry `tag`.
     pub fn add_input(&self, fd: std::os::fd::RawFd, tag: u64) -> io::Result<()> {
+        self.add(fd, tag, (libc::EPOLLIN | libc::EPOLLET) as u32)
+    }
+
+    /// Watches `fd` for input, level-triggered: every wait reports it while it has input.
+    pub fn add_input_level(&self, fd: std::os::fd::RawFd, tag: u64) -> io::Result<()> {
+        self.add(fd, tag, libc::EPOLLIN as u32)
+    }
+
+    fn add(&self, fd: std::os::fd::RawFd, tag: u64, events: u32) -> io::Result<()> {
         use std::os::fd::AsRawFd;
-        let mut ev = libc::epoll_event {
-            events: (libc::EPOLLIN | libc::EPOLLET) as u32,
-            u64: tag,
-        };
+        let mut ev = libc::epoll_event { events, u64: tag };
         // SAFETY: both fds are open; `ev` is a valid epoll_event the kernel only reads.
         if unsafe { libc::epoll_ctl(self.0.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
             return Err(io::Error::last_os_error());

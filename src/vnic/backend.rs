@@ -8,14 +8,15 @@
 
 use super::Error;
 use serde::{Deserialize, Serialize};
-use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::frame::{self, VnetHdr, ETH_LEN, GSO_NONE, GSO_TCPV4, GSO_TCPV6, VNET_HDR_LEN};
+use super::frame::{
+    self, VnetHdr, ETH_LEN, GSO_NONE, GSO_TCPV4, GSO_TCPV6, GSO_UDP_L4, VNET_HDR_LEN,
+};
 use super::lro::{Lro, LroStats};
 use super::tap::{self, Tap};
-use crate::records::vnic::{DirDelta, LroDelta, LroTotals, Model, VnicDelta};
+use crate::records::vnic::{DirDelta, Io, LroDelta, LroTotals, Model, VnicDelta};
 
 impl std::str::FromStr for Model {
     type Err = super::Error;
@@ -65,6 +66,11 @@ pub struct Stats {
     pub model: Option<Model>,
     pub pid: u32,
     pub wakeups: u64,
+    /// System calls made to move frames (waits, reads including empty ones, writes).
+    #[serde(default)]
+    pub syscalls: u64,
+    #[serde(default)]
+    pub io: Option<Io>,
     pub from_guest: DirStats,
     pub to_guest: DirStats,
     pub lro: Option<LroTotals>,
@@ -76,9 +82,7 @@ pub struct Stats {
 }
 
 /// The largest frame a reader can get: a 64 KB GSO super-frame with headers.
-const BUF: usize = 65536 + 256;
-/// Frames moved per direction before the other side gets a turn.
-const BATCH: usize = 256;
+pub const BUF: usize = 65536 + 256;
 
 /// Why a frame from the guest is dropped (each counted on its own).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,7 +107,10 @@ pub fn check_from_guest(pkt: &[u8], model: Model, mtu: usize) -> Result<bool, Dr
     }
     let gso = match hdr {
         Some(h) => {
-            if !matches!(h.gso_type & 0x7f, GSO_NONE | GSO_TCPV4 | GSO_TCPV6) {
+            if !matches!(
+                h.gso_type & 0x7f,
+                GSO_NONE | GSO_TCPV4 | GSO_TCPV6 | GSO_UDP_L4
+            ) {
                 return Err(Drop::Malformed);
             }
             if h.flags & frame::F_NEEDS_CSUM != 0
@@ -126,7 +133,8 @@ pub fn check_from_guest(pkt: &[u8], model: Model, mtu: usize) -> Result<bool, Dr
 }
 
 fn write_stats(path: &std::path::Path, s: &Stats) {
-    let _ = crate::sys::file::replace(path, &serde_json::to_vec(s).unwrap_or_default(), 0o600);
+    let bytes = serde_json::to_vec(s).unwrap_or_default();
+    let _ = crate::sys::file::replace_volatile(path, &bytes, 0o600);
 }
 
 pub fn forward_frames(cfg: Config) -> Result<(), Error> {
@@ -135,92 +143,170 @@ pub fn forward_frames(cfg: Config) -> Result<(), Error> {
     let guest = Tap::attach(&cfg.guest_tap, vnet)?;
     crate::sys::enter_netns(&cfg.host_ns)?;
     let host = Tap::attach(&cfg.host_tap, vnet)?;
-    let offload = if vnet {
-        tap::TUN_F_CSUM | tap::TUN_F_TSO4 | tap::TUN_F_TSO6
-    } else {
-        0
-    };
-    guest.set_offload(offload)?;
-    host.set_offload(offload)?;
-    let ep = crate::sys::Epoll::new().map_err(|e| Error::Failed(format!("epoll: {e}")))?;
-    for (i, t) in [&guest, &host].iter().enumerate() {
-        ep.add_input(t.as_raw_fd(), i as u64)
-            .map_err(|e| Error::Failed(format!("epoll_ctl: {e}")))?;
+    set_offloads(&guest, &host, vnet)?;
+    let mut f = Frames::new(&cfg);
+    // The paravirtual model batches like a virtqueue; the emulated one exits per frame.
+    if vnet {
+        match super::uring::ring() {
+            Ok(ring) => {
+                f.st.io = Some(Io::Uring);
+                f.write_now();
+                return super::uring::run(ring, &guest, &host, &mut f);
+            }
+            Err(e) => eprintln!("vnic: no io_uring here ({e}): frames move by read and write"),
+        }
     }
-    let mut st = Stats {
-        model: Some(cfg.model),
-        pid: std::process::id(),
-        ..Default::default()
-    };
-    let mut lro = (cfg.lro && vnet).then(Lro::default);
-    write_stats(&cfg.stats, &st);
-    let mut stats_out = StatsFile {
-        path: cfg.stats.clone(),
-        at: Instant::now(),
-        seen: 0,
-    };
-    let mut buf = vec![0u8; BUF];
-    let mut out: Vec<Vec<u8>> = Vec::with_capacity(BATCH);
-    // Pending work per side: edge-triggered, so a side stays "ready" until read to EAGAIN.
-    let mut ready = [true, true];
-    let mut tags = Vec::with_capacity(8);
-    loop {
-        if !ready[0] && !ready[1] {
-            ep.wait(stats_out.wait_ms(&st), &mut tags)
-                .map_err(|e| Error::Failed(format!("epoll_wait: {e}")))?;
-            st.wakeups += 1;
-            for &t in &tags {
-                ready[t as usize] = true;
+    f.st.io = Some(Io::ReadWrite);
+    f.write_now();
+    super::rw::run(&guest, &host, &mut f)
+}
+
+/// The offloads both taps accept: none for the emulated model (the kernel segments and
+/// checksums every frame for it); checksum, TSO and, where the kernel has it (6.2+), USO for the
+/// paravirtual one, so a 64 KB TCP or UDP send crosses the backend as one super-frame.
+fn set_offloads(guest: &Tap, host: &Tap, vnet: bool) -> Result<(), Error> {
+    if !vnet {
+        guest.set_offload(0)?;
+        return host.set_offload(0);
+    }
+    let tso = tap::TUN_F_CSUM | tap::TUN_F_TSO4 | tap::TUN_F_TSO6;
+    let uso = tso | tap::TUN_F_USO4 | tap::TUN_F_USO6;
+    if guest
+        .set_offload(uso)
+        .and_then(|_| host.set_offload(uso))
+        .is_ok()
+    {
+        return Ok(());
+    }
+    eprintln!("vnic: this kernel's taps take no UDP segmentation offload: TCP's only");
+    guest.set_offload(tso)?;
+    host.set_offload(tso)
+}
+
+/// What every way of moving frames shares: the checks, the counters, the LRO toward the guest
+/// and the stats file.
+pub struct Frames {
+    model: Model,
+    mtu: usize,
+    pub st: Stats,
+    lro: Option<Lro>,
+    out: Vec<Vec<u8>>,
+    file: StatsFile,
+}
+
+impl Frames {
+    fn new(cfg: &Config) -> Frames {
+        Frames {
+            model: cfg.model,
+            mtu: cfg.mtu,
+            st: Stats {
+                model: Some(cfg.model),
+                pid: std::process::id(),
+                ..Default::default()
+            },
+            lro: (cfg.lro && cfg.model == Model::Paravirt).then(Lro::default),
+            out: Vec::new(),
+            file: StatsFile {
+                path: cfg.stats.clone(),
+                at: Instant::now(),
+                seen: 0,
+            },
+        }
+    }
+
+    /// A frame read from the guest, counted: whether it goes on to the host.
+    pub fn from_guest(&mut self, pkt: &[u8]) -> bool {
+        let d = &mut self.st.from_guest;
+        match check_from_guest(pkt, self.model, self.mtu) {
+            Ok(gso) => {
+                d.frames += 1;
+                d.bytes += pkt.len() as u64;
+                d.gso_frames += gso as u64;
+                true
+            }
+            Err(Drop::Oversize) => {
+                d.oversize += 1;
+                false
+            }
+            Err(Drop::Malformed) => {
+                d.malformed += 1;
+                false
             }
         }
-        // Guest → host.
-        if ready[0] {
-            ready[0] = drain(&guest, &mut buf, |pkt| {
-                match check_from_guest(pkt, cfg.model, cfg.mtu) {
-                    Ok(gso) => {
-                        st.from_guest.frames += 1;
-                        st.from_guest.bytes += pkt.len() as u64;
-                        st.from_guest.gso_frames += gso as u64;
-                        if host.write(pkt).is_err() {
-                            st.from_guest.write_errors += 1;
-                        }
-                    }
-                    Err(Drop::Oversize) => st.from_guest.oversize += 1,
-                    Err(Drop::Malformed) => st.from_guest.malformed += 1,
-                }
-            })
-            .map_err(|e| {
-                Error::Failed(format!(
-                    "reading {}: {e} (the guest's link went away)",
-                    cfg.guest_tap
-                ))
-            })?;
-        }
-        // Host → guest (through LRO when on), written at the end of each batch.
-        if ready[1] {
-            ready[1] = drain(&host, &mut buf, |pkt| {
-                st.to_guest.bytes += pkt.len() as u64;
-                match &mut lro {
-                    Some(l) => l.push(pkt, &mut out),
-                    None => to_guest(&guest, &mut st.to_guest, pkt, vnet),
-                }
-            })
-            .map_err(|e| Error::Failed(format!("reading {}: {e}", cfg.host_tap)))?;
-            if let Some(l) = &mut lro {
-                l.flush_all(&mut out);
-                for o in out.drain(..) {
-                    to_guest(&guest, &mut st.to_guest, &o, vnet);
-                    l.recycle(o);
-                }
+    }
+
+    /// A frame read from the host: whether it goes to the guest as it is (counted as written),
+    /// or (false) LRO took it, to come out of `flush_lro`.
+    pub fn from_host(&mut self, pkt: &[u8]) -> bool {
+        self.st.to_guest.bytes += pkt.len() as u64;
+        match &mut self.lro {
+            Some(l) => {
+                l.push(pkt, &mut self.out);
+                false
+            }
+            None => {
+                self.count_to_guest(pkt);
+                true
             }
         }
-        stats_out.publish(&mut st, lro.as_ref(), !ready[0] && !ready[1]);
+    }
+
+    /// Counts a frame written to the guest (and whether it is a GSO super-frame).
+    fn count_to_guest(&mut self, pkt: &[u8]) {
+        self.st.to_guest.frames += 1;
+        if self.model == Model::Paravirt && pkt.len() > 1 && pkt[1] != GSO_NONE {
+            self.st.to_guest.gso_frames += 1;
+        }
+    }
+
+    /// The super-frames LRO holds, flushed at the end of a batch, each counted as written.
+    pub fn flush_lro(&mut self) -> Vec<Vec<u8>> {
+        let Some(l) = &mut self.lro else {
+            return Vec::new();
+        };
+        l.flush_all(&mut self.out);
+        let out = std::mem::take(&mut self.out);
+        for o in &out {
+            self.count_to_guest(o);
+        }
+        out
+    }
+
+    /// A buffer `flush_lro` gave out, written: LRO reuses it.
+    pub fn give_back(&mut self, buf: Vec<u8>) {
+        if let Some(l) = &mut self.lro {
+            l.recycle(buf);
+        }
+    }
+
+    pub fn write_failed(&mut self, from_guest: bool) {
+        match from_guest {
+            true => self.st.from_guest.write_errors += 1,
+            false => self.st.to_guest.write_errors += 1,
+        }
+    }
+
+    /// How long an idle backend may sleep before the stats file is due.
+    pub fn wait_ms(&self) -> i32 {
+        self.file.wait_ms(&self.st)
+    }
+
+    /// Writes the counters now (`up` waits for the first write: the taps are attached).
+    pub fn write_now(&mut self) {
+        write_stats(&self.file.path, &self.st);
+        self.file.at = Instant::now();
+    }
+
+    /// Publishes the counters when due (`idle`: the last wait found nothing to move).
+    pub fn publish(&mut self, idle: bool) {
+        self.file.publish(&mut self.st, self.lro.as_ref(), idle);
     }
 }
 
-/// Publishes the counters to the stats file: every 250 ms while busy, and within 50 ms of the
-/// backend going idle after frames were counted, so a reader that waits for a burst to be counted
-/// sees it once the burst has been read, not a period later.
+/// Publishes the counters to the stats file: every 250 ms while frames move, and within 50 ms of
+/// the backend going idle after frames were counted, so a reader that waits for a burst to be
+/// counted sees it once the burst has been read, not a period later. An idle backend with nothing
+/// new writes nothing (200 idle guests cost the host nothing).
 struct StatsFile {
     path: PathBuf,
     at: Instant,
@@ -233,7 +319,7 @@ impl StatsFile {
         if Self::seen(st) != self.seen {
             50
         } else {
-            250
+            1000
         }
     }
 
@@ -244,8 +330,9 @@ impl StatsFile {
     fn publish(&mut self, st: &mut Stats, lro: Option<&Lro>, idle: bool) {
         let seen = Self::seen(st);
         let since = self.at.elapsed();
-        let settled = idle && seen != self.seen && since >= Duration::from_millis(50);
-        if settled || since >= Duration::from_millis(250) {
+        let new = seen != self.seen;
+        let settled = idle && new && since >= Duration::from_millis(50);
+        if settled || (new && since >= Duration::from_millis(250)) {
             if let Some(l) = lro {
                 fill_lro(st, &l.stats);
             }
@@ -253,29 +340,6 @@ impl StatsFile {
             self.at = Instant::now();
             self.seen = seen;
         }
-    }
-}
-
-/// Reads frames from a tap until it is empty (Ok(false): wait for the next edge) or a batch is
-/// done (Ok(true): still ready, so the other side gets its turn first), handing each to `each`.
-fn drain(tap: &Tap, buf: &mut [u8], mut each: impl FnMut(&[u8])) -> std::io::Result<bool> {
-    for _ in 0..BATCH {
-        match tap.read(buf)? {
-            Some(n) => each(&buf[..n]),
-            None => return Ok(false),
-        }
-    }
-    Ok(true)
-}
-
-/// Writes one frame to the guest's tap, counting it (and whether it is a GSO super-frame).
-fn to_guest(guest: &Tap, st: &mut DirStats, pkt: &[u8], vnet: bool) {
-    st.frames += 1;
-    if vnet && pkt.len() > 1 && pkt[1] != GSO_NONE {
-        st.gso_frames += 1;
-    }
-    if guest.write(pkt).is_err() {
-        st.write_errors += 1;
     }
 }
 
@@ -317,6 +381,8 @@ pub fn delta(a: &Stats, b: &Stats) -> VnicDelta {
         from_guest: dir(&a.from_guest, &b.from_guest),
         to_guest: dir(&a.to_guest, &b.to_guest),
         wakeups: d(a.wakeups, b.wakeups),
+        syscalls: d(a.syscalls, b.syscalls),
+        io: b.io,
         lro: b.lro.as_ref().map(|l| LroDelta {
             frames_in: d(a.lro_frames_in, b.lro_frames_in),
             superframes_out: d(a.lro_superframes_out, b.lro_superframes_out),

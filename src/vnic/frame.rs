@@ -10,6 +10,8 @@ pub const F_DATA_VALID: u8 = 2;
 pub const GSO_NONE: u8 = 0;
 pub const GSO_TCPV4: u8 = 1;
 pub const GSO_TCPV6: u8 = 4;
+/// UDP segmentation (USO): a super-frame of datagrams of gso_size each.
+pub const GSO_UDP_L4: u8 = 5;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct VnetHdr {

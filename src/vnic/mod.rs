@@ -6,7 +6,9 @@
 pub mod backend;
 pub mod frame;
 pub mod lro;
+mod rw;
 pub mod tap;
+mod uring;
 
 /// Why a vNIC backend could not start or stopped. Its `Display` is the one line users see.
 #[derive(Debug, thiserror::Error)]

@@ -7,6 +7,9 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use crate::sys::tap as sys;
 pub use libc::{TUN_F_CSUM, TUN_F_TSO4, TUN_F_TSO6};
+/// UDP segmentation offload (linux/if_tun.h, Linux 6.2+; not in `libc`).
+pub const TUN_F_USO4: libc::c_uint = 0x20;
+pub const TUN_F_USO6: libc::c_uint = 0x40;
 
 pub struct Tap {
     fd: OwnedFd,
