@@ -1,6 +1,7 @@
 //! Benchmarks run side by side with a named peer tool, reported as ratios.
 
 pub mod engine;
+pub mod labs;
 pub mod paced;
 pub mod store;
 pub mod table;

@@ -9,22 +9,27 @@ use super::vnic::{self, VnicRow};
 /// `bench vnic` / `bench qemu`: each datapath's rate, host CPU per Gb/s and parts, then the ratios.
 pub fn vnic_table(rows: &[VnicRow], qemu: bool) {
     crate::outln!(
-        "{:<36} {:<16} {:>8} {:>12} {:>12} {:>10} {:>9} {:>7} {:>8}  bound by",
+        "{:<34} {:<8} {:<12} {:>7} {:>11} {:>12} {:>9} {:>7} {:>7} {:>7} {:>6} {:>6} {:>6}  bound by",
         "datapath",
+        "load",
         "direction",
         "Gb/s",
         "host %/Gb/s",
         "guest %/Gb/s",
         "backend %",
-        "LRO ratio",
+        "LRO",
         "vCPU %",
-        "emul. %"
+        "emul. %",
+        "KB/fr",
+        "wake/fr",
+        "sys/fr"
     );
     for r in rows {
         let o = |v: Option<f64>, p: usize| v.map(|x| format!("{x:.p$}")).unwrap_or("-".into());
         crate::outln!(
-            "{:<36} {:<16} {:>8.2} {:>12.3} {:>12} {:>10} {:>9} {:>7} {:>8}  {}",
+            "{:<34} {:<8} {:<12} {:>7.2} {:>11.3} {:>12} {:>9} {:>7} {:>7} {:>7} {:>6} {:>6} {:>6}  {}",
             r.lab,
+            r.test,
             r.direction,
             r.gbps,
             r.host_pct_per_gbps,
@@ -33,11 +38,17 @@ pub fn vnic_table(rows: &[VnicRow], qemu: bool) {
             o(r.lro_ratio, 1),
             o(r.vcpu_pct, 1),
             o(r.emulation_pct, 1),
+            o(r.bytes_per_frame.map(|b| b / 1024.0), 1),
+            o(r.wakeups_per_frame, 2),
+            o(r.syscalls_per_frame, 2),
             r.bound
                 .as_ref()
                 .map(|b| b.to_string())
                 .unwrap_or("nothing".into())
         );
+    }
+    if let Some(io) = rows.iter().find(|r| r.lab == "paravirt").and_then(|r| r.io) {
+        crate::outln!("(the paravirt backend moved frames with {io})");
     }
     crate::outln!();
     let lines = if qemu {

@@ -1,5 +1,6 @@
 //! `vnetlab bench vnic`: vnetlab's device models (paravirt, emulated) beside the kernel bridge,
-//! TCP_STREAM 64K both ways, and software LRO in the backend on vs off; `vnetlab bench qemu`:
+//! TCP_STREAM 64K at full speed and 8K paced at 250 Mb/s, both ways, with each backend's
+//! wake-ups and system calls per frame, and software LRO in the backend on vs off; `vnetlab bench qemu`:
 //! QEMU's e1000 and virtio-net beside vnetlab's emulated and paravirt models. Each datapath is
 //! built, measured with repeats and removed in turn.
 
@@ -15,6 +16,8 @@ use super::Error;
 #[derive(serde::Serialize, Clone)]
 pub struct VnicRow {
     pub lab: String,
+    /// The load: "64K max" or "8K 250M".
+    pub test: String,
     pub direction: String,
     pub gbps: f64,
     pub host_pct_per_gbps: f64,
@@ -27,13 +30,39 @@ pub struct VnicRow {
     pub emulation_pct: Option<f64>,
     /// What bound the point (a saturated core, the client, the wire), if anything.
     pub bound: Option<crate::vocab::Bound>,
+    /// The backend's wake-ups and system calls per frame it moved, and how it moves them.
+    pub wakeups_per_frame: Option<f64>,
+    pub syscalls_per_frame: Option<f64>,
+    /// Bytes per frame the backend moved (64 KB super-frames or MTU frames).
+    pub bytes_per_frame: Option<f64>,
+    pub io: Option<crate::records::vnic::Io>,
 }
+
+/// A load of the bench: its label and what the engine runs.
+#[derive(Clone)]
+struct Load {
+    label: &'static str,
+    msg: usize,
+    rate: Option<u64>,
+}
+
+const MAX_64K: Load = Load {
+    label: "64K max",
+    msg: 65536,
+    rate: None,
+};
+const PACED_8K: Load = Load {
+    label: "8K 250M",
+    msg: 8192,
+    rate: Some(250_000_000),
+};
 
 /// One datapath of the bench: its lab and label, and whether it is measured client → g1 only.
 struct Case {
     label: &'static str,
     topology: Topology,
     receive_only: bool,
+    loads: Vec<Load>,
 }
 
 fn cases() -> Vec<Case> {
@@ -44,31 +73,37 @@ fn cases() -> Vec<Case> {
         lro,
         ..Default::default()
     };
+    let both = || vec![MAX_64K, PACED_8K];
     vec![
         Case {
             label: "bridge",
             topology: t("bench1", Mode::Bridge, Gro::Both, false),
             receive_only: false,
+            loads: both(),
         },
         Case {
             label: "paravirt",
             topology: t("bench2", Mode::Paravirt, Gro::Both, false),
             receive_only: false,
+            loads: both(),
         },
         Case {
             label: "emulated",
             topology: t("bench3", Mode::Emulated, Gro::Both, false),
             receive_only: false,
+            loads: both(),
         },
         Case {
             label: "paravirt, host GRO off",
             topology: t("bench4", Mode::Paravirt, Gro::Guest, false),
             receive_only: true,
+            loads: vec![MAX_64K],
         },
         Case {
             label: "paravirt, host GRO off, LRO guest",
             topology: t("bench5", Mode::Paravirt, Gro::Guest, true),
             receive_only: true,
+            loads: vec![MAX_64K],
         },
     ]
 }
@@ -91,6 +126,7 @@ fn qemu_cases() -> Vec<Case> {
         label,
         topology: t(name, mode),
         receive_only: false,
+        loads: vec![MAX_64K],
     })
     .collect()
 }
@@ -117,12 +153,6 @@ fn run_cases(
     repeat: u32,
     progress: &dyn Fn(&str),
 ) -> Result<Vec<VnicRow>, Error> {
-    let spec = crate::engine::spec::Spec {
-        msg: 65536,
-        duration: seconds,
-        warmup: 0.5,
-        ..Default::default()
-    };
     let mut rows = Vec::new();
     for case in cases {
         // A free name: two benches at once never take the same lab.
@@ -130,37 +160,7 @@ fn run_cases(
             name: name.into(),
             ..case.topology.clone()
         })?;
-        let rec = lab.record();
-        let (g1, client) = (Role::Guest(1), Role::Client);
-        let dirs: &[(Role, Role)] = if case.receive_only {
-            &[(client, g1)]
-        } else {
-            &[(g1, client), (client, g1)]
-        };
-        let mut result = Ok(());
-        for &(from, to) in dirs {
-            progress(&format!("{} {from} → {to}", case.label));
-            let target = Target::Lab {
-                rec: Box::new(rec.clone()),
-                from: Senders::One(from),
-                to,
-                loads: vec![],
-                other: None,
-            };
-            match measure::repeated(
-                &target,
-                &spec,
-                &Engine,
-                &measure::Stopping::fixed(repeat),
-                &|_, _| {},
-            ) {
-                Ok(m) => rows.push(row(case.label, from, to, &m)),
-                Err(e) => {
-                    result = Err(Error::Measure(e));
-                    break;
-                }
-            }
-        }
+        let result = measure_case(&case, &lab, seconds, repeat, progress, &mut rows);
         let down = lab.remove();
         result?;
         down?;
@@ -168,7 +168,54 @@ fn run_cases(
     Ok(rows)
 }
 
-fn row(label: &str, from: Role, to: Role, m: &measure::Measured) -> VnicRow {
+/// Every load of `case` in each of its directions, in its built lab.
+fn measure_case(
+    case: &Case,
+    lab: &Lab,
+    seconds: f64,
+    repeat: u32,
+    progress: &dyn Fn(&str),
+    rows: &mut Vec<VnicRow>,
+) -> Result<(), Error> {
+    let rec = lab.record();
+    let (g1, client) = (Role::Guest(1), Role::Client);
+    let dirs: &[(Role, Role)] = if case.receive_only {
+        &[(client, g1)]
+    } else {
+        &[(g1, client), (client, g1)]
+    };
+    for load in &case.loads {
+        let spec = crate::engine::spec::Spec {
+            msg: load.msg,
+            rate: load.rate,
+            duration: seconds,
+            warmup: 0.5,
+            ..Default::default()
+        };
+        for &(from, to) in dirs {
+            progress(&format!("{} {} {from} → {to}", case.label, load.label));
+            let target = Target::Lab {
+                rec: Box::new(rec.clone()),
+                from: Senders::One(from),
+                to,
+                loads: vec![],
+                other: None,
+            };
+            let m = measure::repeated(
+                &target,
+                &spec,
+                &Engine,
+                &measure::Stopping::fixed(repeat),
+                &|_, _| {},
+            )
+            .map_err(Error::Measure)?;
+            rows.push(row(case.label, load.label, from, to, &m));
+        }
+    }
+    Ok(())
+}
+
+fn row(label: &str, test: &str, from: Role, to: Role, m: &measure::Measured) -> VnicRow {
     let g = m.result.throughput_gbps;
     let c = m.cpu.as_ref();
     let g1 = Role::Guest(1);
@@ -180,8 +227,13 @@ fn row(label: &str, from: Role, to: Role, m: &measure::Measured) -> VnicRow {
                 .map(|p| p.busy_pct)
         })
     };
+    let v = m.vnic.as_ref().and_then(|v| v.get("g1"));
+    let per = v.and_then(|v| v.per_frame());
+    let moved =
+        v.map(|v| (v.from_guest.bytes + v.to_guest.bytes) as f64 / v.frames_read().max(1) as f64);
     VnicRow {
         lab: label.to_string(),
+        test: test.to_string(),
         direction: format!("{from} → {to}"),
         gbps: g,
         host_pct_per_gbps: c.and_then(|c| c.normalized_pct_per_gbps).unwrap_or(0.0),
@@ -199,6 +251,10 @@ fn row(label: &str, from: Role, to: Role, m: &measure::Measured) -> VnicRow {
         emulation_pct: part(PartKind::Emulation),
         vcpu_pct: part(PartKind::Vcpu),
         bound: c.and_then(|c| c.bound_by),
+        wakeups_per_frame: per.map(|p| p.0),
+        syscalls_per_frame: per.map(|p| p.1),
+        bytes_per_frame: moved.filter(|_| per.is_some()),
+        io: v.and_then(|v| v.io),
     }
 }
 
@@ -225,24 +281,30 @@ pub fn qemu_ratios(rows: &[VnicRow]) -> Vec<String> {
 }
 
 /// The comparisons the bench exists for, one line each: paravirt and emulated against the
-/// bridge per direction, and LRO on against off.
+/// bridge per load and direction, and LRO on against off.
 pub fn ratios(rows: &[VnicRow]) -> Vec<String> {
-    let find = |lab: &str, dir: &str| rows.iter().find(|r| r.lab == lab && r.direction == dir);
+    let find = |lab: &str, test: &str, dir: &str| {
+        rows.iter()
+            .find(|r| r.lab == lab && r.test == test && r.direction == dir)
+    };
     let mut out = Vec::new();
-    for dir in ["g1 → client", "client → g1"] {
-        if let (Some(b), Some(p), Some(e)) = (
-            find("bridge", dir),
-            find("paravirt", dir),
-            find("emulated", dir),
-        ) {
-            out.push(format!(
-                "{dir}: paravirt/bridge throughput {:.2}×, CPU per Gb/s {:.2}×; emulated/paravirt CPU per Gb/s {:.2}×",
-                p.gbps / b.gbps,
-                p.host_pct_per_gbps / b.host_pct_per_gbps,
-                e.host_pct_per_gbps / p.host_pct_per_gbps
-            ));
+    for test in [MAX_64K.label, PACED_8K.label] {
+        for dir in ["g1 → client", "client → g1"] {
+            if let (Some(b), Some(p), Some(e)) = (
+                find("bridge", test, dir),
+                find("paravirt", test, dir),
+                find("emulated", test, dir),
+            ) {
+                out.push(format!(
+                    "{test} {dir}: paravirt/bridge throughput {:.2}×, CPU per Gb/s {:.2}×; emulated/paravirt CPU per Gb/s {:.2}×",
+                    p.gbps / b.gbps,
+                    p.host_pct_per_gbps / b.host_pct_per_gbps,
+                    e.host_pct_per_gbps / p.host_pct_per_gbps
+                ));
+            }
         }
     }
+    let find = |lab: &str, dir: &str| find(lab, MAX_64K.label, dir);
     if let (Some(off), Some(on)) = (
         find("paravirt, host GRO off", "client → g1"),
         find("paravirt, host GRO off, LRO guest", "client → g1"),

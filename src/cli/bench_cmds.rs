@@ -20,10 +20,14 @@ enum BenchWhat {
     Engine(EngineArgs),
     /// The store and report: time to store a point (vs a point's length) and to report 1 000 points
     Store(StoreArgs),
-    /// The vNIC device models beside the bridge: TCP_STREAM 64K both ways, and LRO on vs off
+    /// The vNIC device models beside the bridge: TCP_STREAM 64K at full speed and 8K paced at 250 Mb/s, both ways, with wake-ups and system calls per frame; LRO on vs off
     Vnic(VnicBenchArgs),
-    /// QEMU's e1000 and virtio-net beside vnetlab's emulated and paravirt: TCP_STREAM 64K both ways
-    Qemu(VnicBenchArgs),
+    /// QEMU's e1000 and virtio-net beside vnetlab's emulated and paravirt: TCP_STREAM 64K both
+    /// ways; with --boot, the time from `up` to a guest whose agent answers
+    Qemu(QemuArgs),
+    /// `up` and `down` of labs of many guests (200 of bridge and of paravirt), timed for this
+    /// build and, with --against, another one side by side
+    Labs(LabsArgs),
 }
 
 #[derive(Args)]
@@ -37,6 +41,118 @@ struct VnicBenchArgs {
     /// One JSON document on stdout, for scripts
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Args)]
+struct QemuArgs {
+    #[command(flatten)]
+    v: VnicBenchArgs,
+    /// Time `up --mode qemu-virtio --guests 1` to a working agent instead (each run boots a guest)
+    #[arg(long)]
+    boot: bool,
+    /// With --boot: another build of vnetlab (the previous one) timed the same way, side by side
+    #[arg(long, value_name = "BIN")]
+    against: Option<std::path::PathBuf>,
+}
+
+#[derive(Args)]
+struct LabsArgs {
+    /// Guests per lab
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=250))]
+    guests: u32,
+    /// Datapaths, comma-separated
+    #[arg(long, default_value = "bridge,paravirt")]
+    modes: String,
+    /// Timed runs per build and lab (after one untimed)
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    repeat: u32,
+    /// Another build of vnetlab (the previous one) timed the same way, side by side
+    #[arg(long, value_name = "BIN")]
+    against: Option<std::path::PathBuf>,
+    /// One JSON document on stdout, for scripts
+    #[arg(long)]
+    json: bool,
+}
+
+/// This build and, if named, the other one.
+fn builds(against: Option<std::path::PathBuf>) -> Result<Vec<crate::bench::labs::Build>, Fail> {
+    use crate::bench::labs::Build;
+    let this = std::env::current_exe()
+        .map_err(|e| Fail::Run(format!("cannot find vnetlab's own binary: {e}")))?;
+    let mut v = vec![Build {
+        label: "this build".into(),
+        bin: this,
+    }];
+    if let Some(bin) = against {
+        if !bin.is_file() {
+            return Err(Fail::Input(format!(
+                "--against {}: no such file; name a vnetlab binary",
+                bin.display()
+            )));
+        }
+        let label = bin
+            .file_name()
+            .map(|n| crate::text::clip(&n.to_string_lossy()))
+            .unwrap_or_default();
+        v.push(Build { label, bin });
+    }
+    Ok(v)
+}
+
+fn bench_labs(a: LabsArgs) -> CmdResult {
+    need_root("vnetlab bench labs")?;
+    let modes = a
+        .modes
+        .split(',')
+        .map(|m| {
+            m.trim().parse::<Mode>().map_err(|_| {
+                Fail::Input(format!(
+                    "--modes: unknown mode '{}': {}",
+                    crate::text::clip(m),
+                    Mode::names()
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let cases: Vec<(Mode, u32)> = modes.into_iter().map(|m| (m, a.guests)).collect();
+    timed(builds(a.against)?, &cases, a.repeat, a.json)
+}
+
+fn timed(
+    builds: Vec<crate::bench::labs::Build>,
+    cases: &[(Mode, u32)],
+    repeat: u32,
+    json: bool,
+) -> CmdResult {
+    let progress = |what: &str| crate::errln!("bench: {what}");
+    let rows = crate::bench::labs::measure(&builds, cases, repeat, &progress)?;
+    if json {
+        print_json(&rows);
+        return Ok(());
+    }
+    for l in crate::bench::labs::table(&rows) {
+        crate::outln!("{l}");
+    }
+    Ok(())
+}
+
+fn bench_qemu(a: QemuArgs) -> CmdResult {
+    if !a.boot {
+        if a.against.is_some() {
+            return Err(Fail::Input("--against goes with --boot".into()));
+        }
+        return bench_vnic(a.v, true);
+    }
+    need_root("vnetlab bench qemu --boot")?;
+    if let Some(why) = crate::lab::vms::missing(Mode::QemuVirtio) {
+        return Err(Fail::Skipped(why));
+    }
+    timed(
+        builds(a.against)?,
+        &[(Mode::QemuVirtio, 1)],
+        a.v.repeat,
+        a.v.json,
+    )
 }
 
 fn bench_vnic(a: VnicBenchArgs, qemu: bool) -> CmdResult {
@@ -125,7 +241,8 @@ pub fn bench(a: BenchArgs) -> CmdResult {
         BenchWhat::Engine(e) => bench_engine(e),
         BenchWhat::Store(s) => bench_store(s),
         BenchWhat::Vnic(v) => bench_vnic(v, false),
-        BenchWhat::Qemu(v) => bench_vnic(v, true),
+        BenchWhat::Qemu(q) => bench_qemu(q),
+        BenchWhat::Labs(l) => bench_labs(l),
     }
 }
 
