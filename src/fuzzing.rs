@@ -97,8 +97,9 @@ fn control_protocol(s: &str) {
     }
 }
 
-/// Runs arbitrary bytes through the device models' frame handling: the guest-frame checks and
-/// the LRO coalescer (the input is cut into frames by its own first bytes). Never panics.
+/// Runs arbitrary bytes through the device models' frame handling (the guest-frame checks and
+/// the LRO coalescer) and the netlink answers a lab build reads (the input is cut into frames
+/// by its own first bytes). Never panics.
 pub fn frames(data: &[u8]) {
     use crate::vnic::{backend, lro::Lro};
     let mut l = Lro::default();
@@ -110,6 +111,7 @@ pub fn frames(data: &[u8]) {
         let _ = backend::check_from_guest(f, crate::records::vnic::Model::Paravirt, 1500);
         let _ = backend::check_from_guest(f, crate::records::vnic::Model::Emulated, 1500);
         let _ = crate::vnic::frame::parse_tcp(f);
+        let _ = crate::lab::hostcmd::netlink::acks(f);
         l.push(f, &mut out);
         rest = &rest[2 + n..];
     }

@@ -290,6 +290,19 @@ fn procs_in(dir: &std::os::fd::OwnedFd) -> Vec<i32> {
 
 /// Kills every process in the lab's folder `dir` (still the one made, `id`) and waits until it
 /// is empty (at most 5 s). A folder gone is nothing to do; another folder by that name is refused.
+/// Sends SIGKILL once to every process in cgroup folder `dir` (if it is still the folder of
+/// identity `id`), without waiting: a lab's folders are all signalled first, then waited for
+/// with `kill_all`, so 200 backends die together rather than one wait after another.
+pub fn signal_all(dir: &Path, id: FileId) -> Result<(), Error> {
+    let Some(fd) = open_own(dir, id)? else {
+        return Ok(());
+    };
+    for p in procs_in(&fd) {
+        crate::sys::kill9_if(p, |pid| procs_in(&fd).contains(&pid));
+    }
+    Ok(())
+}
+
 pub fn kill_all(dir: &Path, id: FileId) -> Result<(), Error> {
     let Some(fd) = open_own(dir, id)? else {
         return Ok(());

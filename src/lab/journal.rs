@@ -153,6 +153,8 @@ impl TryFrom<String> for NsObject {
 pub struct Journal {
     path: PathBuf,
     file: File,
+    /// What was recorded so far (this process wrote every line of its journal).
+    written: Vec<Entry>,
 }
 
 impl Journal {
@@ -176,6 +178,7 @@ impl Journal {
         let mut j = Journal {
             path: path.to_path_buf(),
             file,
+            written: Vec::new(),
         };
         let pid = std::process::id();
         j.record(&[Entry::Owner {
@@ -188,25 +191,47 @@ impl Journal {
         Ok(j)
     }
 
-    /// What this journal holds so far, read back.
+    /// What this journal holds so far.
     pub fn entries(&self) -> Result<Vec<Entry>, Error> {
-        let lab = self.path.file_stem().unwrap_or_default().to_string_lossy();
-        read(&self.path, &lab)
+        Ok(self.written.clone())
     }
 
-    /// Records entries durably; called before the objects are made.
+    /// Records entries; called before the objects are made. The lines reach the file (the
+    /// kernel's page cache) before this returns, so they outlive vnetlab's death; they are
+    /// synced to the disk only where an object would outlive the machine's (a folder on disk):
+    /// every other object a lab makes (namespaces, links, cgroups, taps, folders under /run)
+    /// is gone after a reboot, and a journal of an earlier boot is known by its boot id.
     pub fn record(&mut self, entries: &[Entry]) -> Result<(), Error> {
         let mut buf = String::new();
         for e in entries {
             buf.push_str(&serde_json::to_string(e).unwrap());
             buf.push('\n');
         }
+        let durable = entries.iter().any(Entry::outlives_reboot);
         self.file
             .write_all(buf.as_bytes())
-            .and_then(|_| self.file.sync_data())
+            .and_then(|_| {
+                if durable {
+                    self.file.sync_data()
+                } else {
+                    Ok(())
+                }
+            })
             .map_err(|e| {
                 Error::Failed(format!("cannot write journal {}: {e}", self.path.display()))
-            })
+            })?;
+        self.written.extend_from_slice(entries);
+        Ok(())
+    }
+}
+
+impl Entry {
+    /// Whether the object named would still be there after the machine restarts.
+    fn outlives_reboot(&self) -> bool {
+        match self {
+            Entry::VmFolder { path } => !path.starts_with("/run") && !path.starts_with("/dev/shm"),
+            _ => false,
+        }
     }
 }
 

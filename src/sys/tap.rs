@@ -57,6 +57,42 @@ pub fn open_tap(name: &str, vnet_hdr_len: Option<usize>) -> io::Result<OwnedFd> 
     Ok(fd)
 }
 
+/// Makes tap `name` in this thread's namespace and leaves it there, persistent and detached (as
+/// `ip tuntap add dev NAME mode tap [vnet_hdr]` does); fails if a device of that name exists.
+pub fn make_persistent(name: &str, vnet_hdr: bool) -> io::Result<()> {
+    if name.len() >= libc::IFNAMSIZ {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "name too long"));
+    }
+    if super::if_index(name).is_ok() {
+        return Err(io::Error::from_raw_os_error(libc::EEXIST));
+    }
+    let path = c"/dev/net/tun";
+    // SAFETY: `path` is a NUL-terminated C string literal.
+    let raw = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: open just returned this fd and nothing else owns it.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let vnet = if vnet_hdr { libc::IFF_VNET_HDR } else { 0 };
+    let mut req = IfReq {
+        name: [0; libc::IFNAMSIZ],
+        flags: (libc::IFF_TAP | libc::IFF_NO_PI | vnet) as libc::c_short,
+        _pad: [0; 22],
+    };
+    req.name[..name.len()].copy_from_slice(name.as_bytes());
+    ioctl_ptr(fd.as_raw_fd(), libc::TUNSETIFF, &req)?;
+    persist(fd.as_raw_fd())
+}
+
+fn persist(fd: RawFd) -> io::Result<()> {
+    // SAFETY: TUNSETPERSIST takes its flag by value; the fd is attached to a tap.
+    if unsafe { libc::ioctl(fd, libc::TUNSETPERSIST, 1 as libc::c_ulong) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The offloads this reader accepts (TUN_F_*; 0 = none: the kernel segments and checksums).
 pub fn set_offload(fd: RawFd, flags: libc::c_uint) -> io::Result<()> {
     // SAFETY: TUNSETOFFLOAD takes its flags by value, not through a pointer; the fd is a tap's.

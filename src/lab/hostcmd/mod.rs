@@ -3,6 +3,7 @@
 //! Commands arrive typed (`cmds`) and become text only here.
 
 mod cmds;
+pub mod netlink;
 pub use cmds::{IpCmd, NftCmd, Offloads, TcCmd};
 
 use std::io::{Read, Write};
@@ -127,8 +128,31 @@ impl HostCmd {
         s
     }
 
-    /// Runs the command; the error is one line with the command's own complaint.
+    /// Runs the command; the error is one line with the command's own complaint. A namespace's
+    /// link commands and offloads are made in-process over netlink and ioctl (`netlink`).
     pub fn run(&self) -> Result<(), Error> {
+        match self {
+            HostCmd::Ip {
+                netns: Some(ns),
+                cmds,
+            } if netlink::handles(cmds) => {
+                return netlink::run_ip(Some(ns), cmds).map_err(|(i, e)| {
+                    let line = cmds.get(i).map(ToString::to_string).unwrap_or_default();
+                    kernel_refused(&format!("ip -n {ns} {line}"), e)
+                });
+            }
+            HostCmd::Ethtool { netns, offloads } => {
+                let out = netlink::ethtool_in(netns, &offloads.args())
+                    .map_err(|e| Error::Run(format!("{}: {e}", self.shell())))?;
+                return self.judged(out);
+            }
+            _ => {}
+        }
+        self.run_tool()
+    }
+
+    /// Runs the command's tool as a child process.
+    fn run_tool(&self) -> Result<(), Error> {
         let ns_exec = |netns: &str, tool: &str, args: &[String]| {
             let mut c = Command::new("ip");
             c.args(["netns", "exec", netns, tool]).args(args);
@@ -175,6 +199,11 @@ impl HostCmd {
             ),
         };
         let out = run_child(&mut cmd, input.as_deref(), TIMEOUT)?;
+        self.judged(out)
+    }
+
+    /// The command's outcome from its tool's exit status and complaint.
+    fn judged(&self, out: Output) -> Result<(), Error> {
         if out.status == 0 {
             Ok(())
         } else {
@@ -205,6 +234,20 @@ pub enum Error {
         stderr: String,
         failure: Failure,
     },
+}
+
+/// A command the kernel refused in-process, as the tool would have reported it.
+fn kernel_refused(cmd: &str, e: std::io::Error) -> Error {
+    let failure = if e.raw_os_error() == Some(libc::ENODEV) {
+        Failure::NoSuchDevice
+    } else {
+        Failure::Other
+    };
+    Error::Failed {
+        cmd: cmd.to_string(),
+        stderr: format!("the kernel answered: {e}"),
+        failure,
+    }
 }
 
 /// What the kernel (through the tool) complained of, where a caller acts on it.

@@ -13,7 +13,7 @@ pub fn shell_step(s: &Step) -> String {
         Step::Run { cmd, .. } => cmd.shell(),
         Step::MakeNetns { names } => names
             .iter()
-            .map(|n| format!("ip netns add {n}  # made only if the name is free; its inode journaled"))
+            .map(|n| format!("ip netns add {n}  # made only if the name is free; its inode journaled; IPv6 off in it"))
             .collect::<Vec<_>>()
             .join("\n"),
         Step::MakeCgroup { path, shared } => format!(

@@ -530,7 +530,7 @@ fn device_model_modes_put_taps_and_a_backend_between_guest_and_bridge() {
 fn dry_run_text_is_the_commands_iproute2_reads() {
     let text = shell(&plan_of(&topo(Mode::Bridge, 1)).steps).join("\n");
     assert!(text.contains(
-        "ip netns add vllab-host  # made only if the name is free; its inode journaled\nip netns add vllab-client  # made only if the name is free; its inode journaled\nip netns add vllab-g1  # made only if the name is free; its inode journaled\nip -batch - <<'EOF'\nlink add vllabw netns vllab-host index 100 type veth peer name vllabc netns vllab-client index 101\n"
+        "ip netns add vllab-host  # made only if the name is free; its inode journaled; IPv6 off in it\nip netns add vllab-client  # made only if the name is free; its inode journaled; IPv6 off in it\nip netns add vllab-g1  # made only if the name is free; its inode journaled; IPv6 off in it\nip -batch - <<'EOF'\nlink add vllabw netns vllab-host index 100 type veth peer name vllabc netns vllab-client index 101\n"
     ));
     assert!(text.contains("ip netns exec vllab-host ethtool -K vllabw gro on tso on gso on"));
 }
