@@ -169,6 +169,9 @@ pub struct GuestImageArgs {
     /// Where the kernel package is extracted and the initramfs kept [default: $VNETLAB_CACHE_DIR/guest, else /var/cache/vnetlab/guest, where `up` looks]
     #[arg(long)]
     cache: Option<std::path::PathBuf>,
+    /// The image of a passed-through VF's guest (mode qemu-vfio), which also carries the VF drivers
+    #[arg(long)]
+    vf: bool,
 }
 
 fn guest_image(a: GuestImageArgs) -> CmdResult {
@@ -176,7 +179,7 @@ fn guest_image(a: GuestImageArgs) -> CmdResult {
     std::fs::create_dir_all(&cache)
         .map_err(|e| Fail::Run(format!("cannot make {}: {e}", cache.display())))?;
     let t0 = std::time::Instant::now();
-    let img = crate::guest::image::ensure(&cache)?;
+    let img = crate::guest::image::ensure(&cache, a.vf)?;
     crate::outln!("kernel {}", img.kernel.display());
     crate::outln!("initrd {}", img.initrd.display());
     crate::errln!("guest image ready in {:.1} s", t0.elapsed().as_secs_f64());

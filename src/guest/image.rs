@@ -9,12 +9,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Modules the guest loads, in dependency order (the generic kernel builds them as modules):
-/// virtio and e1000 for the emulated devices ([`BASE_MODULES`]), then the common SR-IOV VF
+/// virtio (on MMIO for a microvm, on PCI for q35) and e1000 for the emulated devices
+/// ([`BASE_MODULES`]), then the common SR-IOV VF
 /// drivers a qemu-vfio guest may be handed (Intel igbvf/ixgbevf/iavf, Broadcom bnxt_en,
 /// Mellanox mlx5_core), loaded only with `vnetlab.vf=on`.
-pub const MODULES: [&str; 18] = [
+pub const MODULES: [&str; 19] = [
     "virtio_ring",
     "virtio",
+    "virtio_mmio",
     "virtio_pci_legacy_dev",
     "virtio_pci_modern_dev",
     "virtio_pci",
@@ -34,7 +36,7 @@ pub const MODULES: [&str; 18] = [
 ];
 
 /// How many of [`MODULES`] every guest loads (the rest are VF drivers).
-pub const BASE_MODULES: usize = 10;
+pub const BASE_MODULES: usize = 11;
 
 /// Busybox applets the guest's `/init` uses (ethtool is the host's own, busybox has none).
 const APPLETS: [&str; 10] = [
@@ -62,11 +64,15 @@ pub struct Parts {
     /// Shared libraries vnetlab and ethtool link (absolute paths, kept at the same paths in
     /// the guest).
     pub libs: Vec<PathBuf>,
+    /// The image is for a passed-through VF: it carries the VF drivers too (5 MB more to unpack
+    /// at every boot, so only this image has them).
+    pub vf: bool,
 }
 
 /// The guest's `/init`: mounts, loads the modules, sets up `eth0` from the kernel command line
 /// (`vnetlab.addr=A/LEN vnetlab.mtu=N vnetlab.gro=on|off vnetlab.tso=on|off`), waits for its
-/// link, then serves vnetlab's agent on the virtio-serial port named `vnetlab.agent` (the host's
+/// carrier (frames flow from then; the operational state follows at the kernel's next linkwatch
+/// run, up to a second later, and nothing here needs it), then serves vnetlab's agent on the virtio-serial port named `vnetlab.agent` (the host's
 /// unix socket), never on the measured network. Powers off if the agent ends.
 pub fn init_script() -> String {
     let mods = MODULES[..BASE_MODULES].join(" ");
@@ -96,7 +102,7 @@ if [ -n "$addr" ]; then
   ip addr add "$addr" dev eth0
   ethtool -K eth0 gro "$gro" tso "$tso" gso "$tso" >/dev/null 2>&1
   ip link set eth0 up
-  for i in $(seq 1 500); do [ "$(cat /sys/class/net/eth0/operstate)" = up ] && break; sleep 0.01; done
+  for i in $(seq 1 500); do [ "$(cat /sys/class/net/eth0/carrier 2>/dev/null)" = 1 ] && break; sleep 0.01; done
 fi
 port=
 for i in $(seq 1 500); do
@@ -176,7 +182,8 @@ pub fn initramfs(p: &Parts) -> Result<Vec<u8>, Error> {
             data: &data,
         });
     }
-    for m in MODULES {
+    let count = if p.vf { MODULES.len() } else { BASE_MODULES };
+    for m in &MODULES[..count] {
         let f = find_module(&p.modules, m)
             .ok_or_else(|| Error::Image(format!("the kernel package has no {m}.ko")))?;
         a.add(&Entry::File {
@@ -341,6 +348,15 @@ fn run(argv: &[&str], dir: &Path) -> Result<String, Error> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// The agent the guest runs: `vnetlab-agent` beside this binary (the agent alone, a fraction of
+/// vnetlab's size), else this binary itself (its `agent` command is the same code).
+fn agent_binary() -> Result<PathBuf, Error> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::Image(format!("cannot find vnetlab's own binary: {e}")))?;
+    let alone = exe.with_file_name("vnetlab-agent");
+    Ok(if alone.is_file() { alone } else { exe })
+}
+
 /// A copy of `exe` without its debug information (a fifth of the size: the guest unpacks it into
 /// its memory at every boot), or `exe` itself where binutils' strip is missing.
 fn stripped(exe: &Path, cache: &Path) -> PathBuf {
@@ -360,24 +376,105 @@ fn stripped(exe: &Path, cache: &Path) -> PathBuf {
 }
 
 /// Builds (or reuses) the image under `cache`: the kernel from its package, the initramfs from
-/// busybox-static and this very binary, rebuilt whenever its bytes differ.
-pub fn ensure(cache: &Path) -> Result<Image, Error> {
+/// busybox-static and this build's agent, rebuilt whenever its bytes differ; `vf`: the image of
+/// a passed-through VF's guest (with the VF drivers).
+pub fn ensure(cache: &Path, vf: bool) -> Result<Image, Error> {
     let busybox = PathBuf::from("/bin/busybox");
     if !busybox.exists() {
         return Err(Error::Image(
             "no /bin/busybox: install busybox-static (`make deps` does)".into(),
         ));
     }
+    let exe = agent_binary()?;
+    let stamp = Stamp::of(&exe, vf);
+    if let Some(img) = stamp.as_ref().and_then(|s| s.reuse(cache)) {
+        return Ok(img);
+    }
+    let img = build(cache, &busybox, &exe, vf)?;
+    if let Some(s) = stamp {
+        s.write(cache, &img);
+    }
+    Ok(img)
+}
+
+/// What an image was built from, kept beside it: every input's size and time, so an unchanged
+/// image is reused without asking apt, stripping or packing anything (all that took 0.8 s of
+/// every `up`). The kernel package is looked up again whenever the agent changes (every build).
+struct Stamp(String);
+
+impl Stamp {
+    fn of(exe: &Path, vf: bool) -> Option<Stamp> {
+        let meta = |p: &Path| -> Option<String> {
+            let m = std::fs::metadata(p).ok()?;
+            let t = m
+                .modified()
+                .ok()?
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()?;
+            Some(format!("{}:{}:{}", p.display(), m.len(), t.as_nanos()))
+        };
+        let mut parts = vec![
+            meta(exe)?,
+            meta(Path::new("/bin/busybox"))?,
+            format!("vf={vf}"),
+            sha256_hex(init_script().as_bytes()),
+            MODULES.join(","),
+        ];
+        for e in ["/usr/sbin/ethtool", "/sbin/ethtool"] {
+            parts.extend(meta(Path::new(e)));
+        }
+        Some(Stamp(sha256_hex(parts.join("\n").as_bytes())))
+    }
+
+    fn path(cache: &Path, vf: bool) -> PathBuf {
+        cache.join(if vf { "image-vf.stamp" } else { "image.stamp" })
+    }
+
+    /// The image this stamp names, if it was built from the same inputs and is still there.
+    fn reuse(&self, cache: &Path) -> Option<Image> {
+        for vf in [false, true] {
+            let text = std::fs::read_to_string(Self::path(cache, vf)).ok()?;
+            let mut l = text.lines();
+            if l.next()? != self.0 {
+                continue;
+            }
+            let (kernel, initrd) = (PathBuf::from(l.next()?), PathBuf::from(l.next()?));
+            return (kernel.is_file() && initrd.is_file()).then_some(Image { kernel, initrd });
+        }
+        None
+    }
+
+    fn write(&self, cache: &Path, img: &Image) {
+        let vf = img.initrd.ends_with("initramfs-vf.cpio");
+        let text = format!(
+            "{}\n{}\n{}\n",
+            self.0,
+            img.kernel.display(),
+            img.initrd.display()
+        );
+        let _ = crate::sys::file::replace(&Self::path(cache, vf), text.as_bytes(), 0o644);
+    }
+}
+
+fn sha256_hex(b: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(b)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
+}
+
+/// Builds the image under `cache` (see `ensure`).
+fn build(cache: &Path, busybox: &Path, exe: &Path, vf: bool) -> Result<Image, Error> {
+    let busybox = busybox.to_path_buf();
     let (vmlinuz, modules) = kernel(cache)?;
     let kernel = uncompressed(&vmlinuz).unwrap_or(vmlinuz);
-    let exe = std::env::current_exe()
-        .map_err(|e| Error::Image(format!("cannot find vnetlab's own binary: {e}")))?;
-    let vnetlab = stripped(&exe, cache);
+    let vnetlab = stripped(exe, cache);
     let ethtool = ["/usr/sbin/ethtool", "/sbin/ethtool"]
         .iter()
         .map(PathBuf::from)
         .find(|p| p.exists());
-    let mut libs = linked_libs(&exe)?;
+    let mut libs = linked_libs(exe)?;
     if let Some(e) = &ethtool {
         libs.extend(linked_libs(e)?);
     }
@@ -389,8 +486,13 @@ pub fn ensure(cache: &Path) -> Result<Image, Error> {
         vnetlab,
         ethtool,
         libs,
+        vf,
     })?;
-    let initrd = cache.join("initramfs.cpio");
+    let initrd = cache.join(if vf {
+        "initramfs-vf.cpio"
+    } else {
+        "initramfs.cpio"
+    });
     let same = std::fs::read(&initrd)
         .map(|old| old == bytes)
         .unwrap_or(false);

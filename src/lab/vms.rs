@@ -45,7 +45,7 @@ pub fn host_for(mode: Mode) -> Result<VmHost, Error> {
     let cache = image_cache();
     std::fs::create_dir_all(&cache)
         .map_err(|e| Error::Failed(format!("cannot make {}: {e}", cache.display())))?;
-    let image = crate::guest::image::ensure(&cache)?;
+    let image = crate::guest::image::ensure(&cache, mode == Mode::QemuVfio)?;
     let v = crate::guest::accel::probe(&image.kernel, &cache)?;
     Ok(VmHost {
         image,
