@@ -245,8 +245,8 @@ impl Site {
 }
 
 /// The labs of a run: each range is a run of points that share one lab configuration. Every
-/// round goes through all of them in turn (A B C, A B C, …), each time in a lab built anew, so a
-/// point's units come from labs spread over the run and a disturbed spell lands on different points.
+/// round goes through all of them in turn (A B C, A B C, …), so a point's units come from spells
+/// spread over the run and a disturbed spell lands on different points.
 pub fn lab_groups(points: &[Point]) -> Vec<std::ops::Range<usize>> {
     let mut groups = Vec::new();
     let mut i = 0;
@@ -324,8 +324,8 @@ pub fn begin<'a>(
 }
 
 /// Runs an experiment into the store. `progress` gets (point-rounds done, the most there can be,
-/// seconds left at most, what). Round by round every lab is built anew and its unfinished points
-/// measured; a point is stored once it is done (its interval within the goal past its least
+/// seconds left at most, what). Round by round every lab's unfinished points are measured (each
+/// lab built once and kept between rounds, see `Kept`); a point is stored once it is done (its interval within the goal past its least
 /// rounds, or its most rounds, or the budget spent). SIGINT/SIGTERM (or a closed output) stop it
 /// after the point under way (at once on a second Ctrl-C): the points measured so far are kept
 /// (with the rounds they had; a farm's run keeps only finished points, its rerun measures the
@@ -359,6 +359,7 @@ pub fn run_experiment(
             / points.len().max(1) as f64,
     };
     let mut result: Result<(), Error> = Ok(());
+    let mut kept = Kept::default();
     'rounds: for round in 1..=it.max {
         let open: Vec<_> = groups
             .iter()
@@ -381,6 +382,7 @@ pub fn run_experiment(
                 run_id,
                 points: &points[g.clone()],
                 got: &mut got[g.clone()],
+                kept: &mut kept,
             };
             match lab.run(&mut pace, progress) {
                 Ok(true) => {}
@@ -391,6 +393,10 @@ pub fn run_experiment(
                 }
             }
         }
+    }
+    let removed = kept.remove_all();
+    if result.is_ok() {
+        result = removed;
     }
     // Done, out of rounds or budget, or interrupted between rounds: what was measured is kept,
     // with the rounds it had (a farm's interrupted run keeps only what finished).
@@ -464,13 +470,58 @@ fn store_gathered(
     Ok(())
 }
 
-/// One lab of one round: built, its unfinished points measured, removed.
+/// The labs a run keeps between its rounds: each configuration of namespaces is built once
+/// and measured in round after round (the rounds still go A B C, A B C over the run, so a
+/// disturbed spell lands on different points). A QEMU lab is built anew each round (its idle
+/// guests' emulated CPUs would run beside the other labs' points), as is a lab over an uplink
+/// (the uplink is one lab's at a time) and one whose point failed. Dropped labs are removed.
+#[derive(Default)]
+struct Kept(Vec<(matrix::LabConfig, Lab)>);
+
+impl Kept {
+    fn take(&mut self, cfg: &matrix::LabConfig) -> Option<Lab> {
+        let i = self.0.iter().position(|(c, _)| c == cfg)?;
+        Some(self.0.swap_remove(i).1)
+    }
+
+    /// Keeps `lab` for the next round if it may be, else removes it.
+    fn give_back(
+        &mut self,
+        cfg: &matrix::LabConfig,
+        lab: Lab,
+        site: bool,
+        failed: bool,
+    ) -> Result<(), Error> {
+        let vm = cfg.mode.is_qemu() || cfg.other.is_some_and(|m| m.is_qemu());
+        if vm || site || failed {
+            lab.remove()?;
+        } else {
+            self.0.push((cfg.clone(), lab));
+        }
+        Ok(())
+    }
+
+    /// Removes every kept lab, reporting the first failure.
+    fn remove_all(&mut self) -> Result<(), Error> {
+        let mut first = Ok(());
+        for (_, lab) in self.0.drain(..) {
+            if let Err(e) = lab.remove() {
+                first = first.and(Err(e.into()));
+            }
+        }
+        first
+    }
+}
+
+/// One lab of one round: built (or kept from an earlier round), its unfinished points
+/// measured, then kept or removed.
 struct LabRound<'a> {
     exp: &'a Loaded,
     out: &'a Outlet<'a>,
     run_id: i64,
     points: &'a [Point],
     got: &'a mut [Gathered],
+    kept: &'a mut Kept,
 }
 
 impl LabRound<'_> {
@@ -481,6 +532,9 @@ impl LabRound<'_> {
         progress: &mut dyn FnMut(usize, usize, f64, &str),
     ) -> Result<bool, Error> {
         let cfg = &self.points[0].lab;
+        if let Some(built) = self.kept.take(cfg) {
+            return self.measure_then_keep(built, pace, progress);
+        }
         progress(
             pace.done,
             pace.most,
@@ -503,9 +557,31 @@ impl LabRound<'_> {
                 return Ok(true);
             }
         };
+        self.measure_then_keep(built, pace, progress)
+    }
+
+    /// Measures the round's points in `built`, then keeps the lab for the next round or
+    /// removes it.
+    fn measure_then_keep(
+        &mut self,
+        built: Lab,
+        pace: &mut Pace,
+        progress: &mut dyn FnMut(usize, usize, f64, &str),
+    ) -> Result<bool, Error> {
+        let failed_before = self.failed();
         let went_on = self.measure(&built, pace, progress);
-        built.remove()?;
+        let failed = self.failed() > failed_before || !matches!(went_on, Ok(true));
+        let cfg = &self.points[0].lab;
+        self.kept
+            .give_back(cfg, built, self.exp.site.is_some(), failed)?;
         went_on
+    }
+
+    fn failed(&self) -> usize {
+        self.got
+            .iter()
+            .filter(|g| g.stored == Some(Stored::Failed))
+            .count()
     }
 
     fn measure(

@@ -46,8 +46,9 @@ fn vnic_counters(target: &Target) -> Vec<(String, Option<crate::vnic::backend::S
         .collect()
 }
 
-/// What each backend's counters moved since `before` (backends publish within ~0.1 s of going
-/// idle: the test's tail is waited for). None without backends.
+/// What each backend's counters moved since `before`. A backend publishes within 50 ms of going
+/// idle after moving frames, so the counters are read once every backend's file was written
+/// at least 30 ms after the test ended (its tail counted), or after 300 ms. None without backends.
 fn vnic_delta(
     target: &Target,
     before: &[(String, Option<crate::vnic::backend::Stats>)],
@@ -55,7 +56,18 @@ fn vnic_delta(
     if before.is_empty() {
         return None;
     }
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    let settled = std::time::SystemTime::now() + std::time::Duration::from_millis(30);
+    let t0 = std::time::Instant::now();
+    let written_since = |p: &std::path::Path| {
+        std::fs::metadata(p)
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t >= settled)
+    };
+    while t0.elapsed() < std::time::Duration::from_millis(300)
+        && !target.backends().iter().all(|(_, p, _)| written_since(p))
+    {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     Some(
         before
             .iter()
