@@ -8,7 +8,7 @@
 use super::Error;
 use crate::vocab::Mode;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// A build of vnetlab to time.
@@ -59,7 +59,40 @@ pub fn measure(
     repeat: u32,
     progress: &dyn Fn(&str),
 ) -> Result<Vec<Timed>, Error> {
-    let dirs = folders(builds)?;
+    let top = std::env::temp_dir().join(format!("vnetlab-bench-labs-{}", std::process::id()));
+    let dirs = folders(&top, builds.len())?;
+    let result = measure_in(builds, &dirs, cases, repeat, progress);
+    // A lab left by a run cut short is removed by its own build's cleanup; the folders go only
+    // once no journal is left in them (a journal is how a lab is found and removed).
+    let mut left = false;
+    for (b, d) in builds.iter().zip(&dirs) {
+        let _ = run(b, d, &["cleanup"]);
+        left |= std::fs::read_dir(d.join("state"))
+            .map(|r| {
+                r.flatten()
+                    .any(|e| e.path().extension().is_some_and(|x| x == "journal"))
+            })
+            .unwrap_or(false);
+    }
+    match (left, result) {
+        (false, r) => {
+            let _ = std::fs::remove_dir_all(&top);
+            r
+        }
+        (true, _) => Err(Error::Failed(format!(
+            "a lab of the bench is still there: remove it with VNETLAB_STATE_DIR={}/bN/state vnetlab cleanup",
+            top.display()
+        ))),
+    }
+}
+
+fn measure_in(
+    builds: &[Build],
+    dirs: &[PathBuf],
+    cases: &[(Mode, u32)],
+    repeat: u32,
+    progress: &dyn Fn(&str),
+) -> Result<Vec<Timed>, Error> {
     let mut out = Vec::new();
     for &(mode, guests) in cases {
         let mut rows: Vec<Timed> = builds
@@ -93,13 +126,10 @@ pub fn measure(
     Ok(out)
 }
 
-/// A state and cache folder per build, under a fresh temporary folder.
-fn folders(builds: &[Build]) -> Result<Vec<PathBuf>, Error> {
-    let top = std::env::temp_dir().join(format!("vnetlab-bench-labs-{}", std::process::id()));
-    builds
-        .iter()
-        .enumerate()
-        .map(|(i, _)| {
+/// A state and cache folder per build, under `top`.
+fn folders(top: &Path, builds: usize) -> Result<Vec<PathBuf>, Error> {
+    (0..builds)
+        .map(|i| {
             let d = top.join(format!("b{i}"));
             std::fs::create_dir_all(d.join("state"))
                 .and_then(|_| std::fs::create_dir_all(d.join("cache")))
@@ -125,49 +155,18 @@ fn once(b: &Build, dir: &Path, mode: Mode, guests: u32) -> Result<(f64, f64), Er
 /// Runs `b` with `args` in its folders and returns the seconds it took.
 fn run(b: &Build, dir: &Path, args: &[&str]) -> Result<f64, Error> {
     let t0 = Instant::now();
-    let log = dir.join("last.err");
-    let err_file = std::fs::File::create(&log)
-        .map_err(|e| Error::Failed(format!("cannot write {}: {e}", log.display())))?;
-    let mut child = Command::new(&b.bin)
-        .args(args)
+    let mut cmd = Command::new(&b.bin);
+    cmd.args(args)
         .env("VNETLAB_STATE_DIR", dir.join("state"))
-        .env("VNETLAB_CACHE_DIR", dir.join("cache"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(err_file)
-        .spawn()
-        .map_err(|e| Error::Failed(format!("cannot run {}: {e}", b.bin.display())))?;
-    let status = loop {
-        if let Some(s) = child
-            .try_wait()
-            .map_err(|e| Error::Failed(format!("{}: {e}", b.bin.display())))?
-        {
-            break s;
-        }
-        if t0.elapsed() > LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(Error::Failed(format!(
-                "{} {} took over {} s",
-                b.label,
-                args.join(" "),
-                LIMIT.as_secs()
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    };
+        .env("VNETLAB_CACHE_DIR", dir.join("cache"));
+    let out = crate::lab::hostcmd::run_child(&mut cmd, None, LIMIT)?;
     let secs = t0.elapsed().as_secs_f64();
-    if !status.success() {
-        let mut err = String::new();
-        if let Ok(f) = std::fs::File::open(&log) {
-            use std::io::Read;
-            let _ = f.take(4096).read_to_string(&mut err);
-        }
+    if out.status != 0 {
         return Err(Error::Failed(format!(
             "{} {} failed: {}",
             b.label,
             args.join(" "),
-            crate::lab::hostcmd::one_line(&err)
+            crate::lab::hostcmd::one_line(&out.stderr)
         )));
     }
     Ok(secs)

@@ -23,34 +23,7 @@ fn ioctl_ptr<T>(fd: RawFd, req: libc::Ioctl, arg: &T) -> io::Result<()> {
 /// Opens /dev/net/tun non-blocking and attaches it to tap `name` (at most 15 bytes); with
 /// `vnet_hdr_len`, frames carry a virtio-net header of that length.
 pub fn open_tap(name: &str, vnet_hdr_len: Option<usize>) -> io::Result<OwnedFd> {
-    if name.len() >= libc::IFNAMSIZ {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "name too long"));
-    }
-    let path = c"/dev/net/tun";
-    // SAFETY: `path` is a NUL-terminated C string literal.
-    let fd = unsafe {
-        libc::open(
-            path.as_ptr(),
-            libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: open just returned this fd and nothing else owns it.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let vnet = if vnet_hdr_len.is_some() {
-        libc::IFF_VNET_HDR
-    } else {
-        0
-    };
-    let mut req = IfReq {
-        name: [0; libc::IFNAMSIZ],
-        flags: (libc::IFF_TAP | libc::IFF_NO_PI | vnet) as libc::c_short,
-        _pad: [0; 22],
-    };
-    req.name[..name.len()].copy_from_slice(name.as_bytes());
-    ioctl_ptr(fd.as_raw_fd(), libc::TUNSETIFF, &req)?;
+    let fd = tun(name, vnet_hdr_len.is_some(), libc::O_NONBLOCK)?;
     if let Some(len) = vnet_hdr_len {
         ioctl_ptr(fd.as_raw_fd(), libc::TUNSETVNETHDRSZ, &(len as libc::c_int))?;
     }
@@ -60,15 +33,20 @@ pub fn open_tap(name: &str, vnet_hdr_len: Option<usize>) -> io::Result<OwnedFd> 
 /// Makes tap `name` in this thread's namespace and leaves it there, persistent and detached (as
 /// `ip tuntap add dev NAME mode tap [vnet_hdr]` does); fails if a device of that name exists.
 pub fn make_persistent(name: &str, vnet_hdr: bool) -> io::Result<()> {
-    if name.len() >= libc::IFNAMSIZ {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "name too long"));
-    }
     if super::if_index(name).is_ok() {
         return Err(io::Error::from_raw_os_error(libc::EEXIST));
     }
+    persist(tun(name, vnet_hdr, 0)?.as_raw_fd())
+}
+
+/// /dev/net/tun opened (with `flags`) and attached to tap `name` (made if missing).
+fn tun(name: &str, vnet_hdr: bool, flags: libc::c_int) -> io::Result<OwnedFd> {
+    if name.len() >= libc::IFNAMSIZ {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "name too long"));
+    }
     let path = c"/dev/net/tun";
     // SAFETY: `path` is a NUL-terminated C string literal.
-    let raw = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+    let raw = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC | flags) };
     if raw < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -82,7 +60,7 @@ pub fn make_persistent(name: &str, vnet_hdr: bool) -> io::Result<()> {
     };
     req.name[..name.len()].copy_from_slice(name.as_bytes());
     ioctl_ptr(fd.as_raw_fd(), libc::TUNSETIFF, &req)?;
-    persist(fd.as_raw_fd())
+    Ok(fd)
 }
 
 fn persist(fd: RawFd) -> io::Result<()> {

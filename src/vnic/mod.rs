@@ -5,6 +5,7 @@
 
 pub mod backend;
 pub mod frame;
+mod frames;
 pub mod lro;
 mod rw;
 pub mod tap;

@@ -6,7 +6,7 @@
 //! up to 64), so the read that would find the tap empty (EAGAIN) is left to the next wait, which
 //! reports the tap again only if it has frames.
 
-use super::backend::{Frames, BUF};
+use super::frames::{Frames, BUF};
 use super::tap::Tap;
 use super::Error;
 use std::os::fd::AsRawFd;

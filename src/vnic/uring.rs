@@ -4,7 +4,7 @@
 //! frame (or the stats timer). Where frames trickle in, that is one system call and one
 //! wake-up per frame, against a wait, a read, an empty read and a write with epoll.
 
-use super::backend::Frames;
+use super::frames::Frames;
 use super::tap::Tap;
 use super::Error;
 use crate::sys::uring::{Done, Ring};
@@ -20,7 +20,7 @@ const HOST: usize = 1;
 
 /// A ring for the backend, or why this kernel cannot run one (the caller falls back to epoll).
 pub fn ring() -> std::io::Result<Ring> {
-    Ring::new(2, BUFFERS, super::backend::BUF)
+    Ring::new(2, BUFFERS, super::frames::BUF)
 }
 
 /// Moves frames between the taps until a tap goes away.
