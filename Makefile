@@ -42,6 +42,7 @@ build: deps
 PREFIX ?= /usr/local
 install: build
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/vnetlab
+	install -D -m 0755 $(BIN)-agent $(DESTDIR)$(PREFIX)/bin/vnetlab-agent
 
 # Gates first: formatting, then clippy with every unsafe block documented, then the tests.
 test: deps lint

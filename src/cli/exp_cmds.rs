@@ -323,9 +323,11 @@ pub fn run(a: RunArgs) -> CmdResult {
                 points.iter().map(matrix::estimate_round_s).sum::<f64>() * it.max as f64;
             let rounds = match (it.min, it.max, loaded.stop.goal) {
                 (1, 1, _) => String::new(),
-                (n, m, None) if n == m => format!(" in {n} rounds, each lab built anew"),
-                (n, m, Some(g)) => format!(" in {n} to {m} rounds (each lab built anew) until {g}"),
-                (n, m, None) => format!(" in {n} to {m} rounds, each lab built anew"),
+                (n, m, None) if n == m => format!(" in {n} rounds, the labs taken in turn"),
+                (n, m, Some(g)) => {
+                    format!(" in {n} to {m} rounds (the labs taken in turn) until {g}")
+                }
+                (n, m, None) => format!(" in {n} to {m} rounds, the labs taken in turn"),
             };
             crate::outln!(
                 "{}: {} points{rounds}, about {:.0} s",
