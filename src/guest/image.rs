@@ -82,6 +82,7 @@ pub fn init_script() -> String {
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
+echo "vnetlab guest: /init at $(cat /proc/uptime)"
 for m in {mods}; do insmod /modules/$m.ko 2>/dev/null; done
 case " $(cat /proc/cmdline) " in
   *" vnetlab.vf=on "*) for m in {vf_mods}; do insmod /modules/$m.ko 2>/dev/null; done;;
@@ -361,17 +362,58 @@ fn agent_binary() -> Result<PathBuf, Error> {
 /// its memory at every boot), or `exe` itself where binutils' strip is missing.
 fn stripped(exe: &Path, cache: &Path) -> PathBuf {
     let out = cache.join("vnetlab.stripped");
+    let tmp = cache.join(format!(".vnetlab.stripped.{}", std::process::id()));
     let ok = Command::new("strip")
         .arg("--strip-debug")
         .arg("-o")
-        .arg(&out)
+        .arg(&tmp)
         .arg(exe)
         .status()
-        .is_ok_and(|s| s.success());
+        .is_ok_and(|s| s.success())
+        && std::fs::rename(&tmp, &out).is_ok();
     if ok {
         out
     } else {
+        let _ = std::fs::remove_file(&tmp);
         exe.to_path_buf()
+    }
+}
+
+/// How long a build of the image waits for another process building it.
+const BUILDING: std::time::Duration = std::time::Duration::from_secs(900);
+
+/// Holds `cache/image.lock` while one process builds or checks the image (two labs coming up
+/// at once would otherwise build it over each other), waiting for another holder up to
+/// `BUILDING`; let go when dropped (or by the kernel when the process ends).
+fn lock_cache(cache: &Path) -> Result<std::fs::File, Error> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = cache.join("image.lock");
+    let fail = |e: std::io::Error| Error::Image(format!("cannot lock {}: {e}", path.display()));
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&path)
+        .map_err(fail)?;
+    let t0 = std::time::Instant::now();
+    loop {
+        match f.try_lock() {
+            Ok(()) => return Ok(f),
+            Err(std::fs::TryLockError::WouldBlock) if t0.elapsed() < BUILDING => {
+                std::thread::sleep(std::time::Duration::from_millis(50))
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(Error::Image(format!(
+                    "another process held {} for {} s: is a guest image build stuck?",
+                    path.display(),
+                    BUILDING.as_secs()
+                )))
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(fail(e)),
+        }
     }
 }
 
@@ -386,6 +428,7 @@ pub fn ensure(cache: &Path, vf: bool) -> Result<Image, Error> {
         ));
     }
     let exe = agent_binary()?;
+    let _held = lock_cache(cache)?;
     let stamp = Stamp::of(&exe, vf);
     if let Some(img) = stamp.as_ref().and_then(|s| s.reuse(cache)) {
         return Ok(img);
