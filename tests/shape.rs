@@ -3,7 +3,7 @@
 //! names exactly the keys listed in tests/fixtures/result_keys.txt, which were read off the
 //! vnetlab before results became typed structs (plus `.version` and `.cpu.parts[].role`, added
 //! with the versioned Measured document, and the CPU series' named `t` and `busy_pct` of
-//! version 3). Maps keyed by names (guests, cores, softirqs, flush reasons) count as one
+//! version 3, and a backend's `syscalls` and `io`, optional fields added in issue 51). Maps keyed by names (guests, cores, softirqs, flush reasons) count as one
 //! `<name>` key.
 
 mod common;
