@@ -4,6 +4,7 @@
 //! to tell that a guest is up.
 
 pub mod accel;
+pub mod clock;
 pub mod cpio;
 pub mod deb;
 pub mod image;

@@ -67,6 +67,8 @@ pub struct VmSpec {
     pub vcpus: u32,
     pub memory_mib: u32,
     pub accel: Accel,
+    /// The host's TSC rate in kHz, told to a TCG guest's kernel so it need not calibrate it.
+    pub tsc_khz: Option<u64>,
     pub device: Device,
     /// The host-side interface: the tap (bridge modes), the macvtap, or the VF's PCI address.
     pub host_if: String,
@@ -82,12 +84,14 @@ pub const QEMU: &str = "qemu-system-x86_64";
 /// under TCG here. The guest's security mitigations stay as deployed.
 const BOOT_QUICKLY: &str = "tsc=reliable no_timer_check i8042.nokbd i8042.noaux i8042.nopnp";
 
-/// The kernel command line: a quiet serial console, no reboot on panic, and the NIC's settings;
-/// `vf`: the NIC is a passed-through VF, so the guest loads the VF drivers too.
-pub fn kernel_cmdline(nic: &NicConfig, vf: bool) -> String {
+/// The kernel command line: a quiet serial console, no reboot on panic, the TSC's rate where
+/// known (`guest::clock`) and the NIC's settings; `vf`: the NIC is a passed-through VF, so the
+/// guest loads the VF drivers too.
+pub fn kernel_cmdline(nic: &NicConfig, vf: bool, tsc_khz: Option<u64>) -> String {
     let on = |b: bool| if b { "on" } else { "off" };
+    let tsc = tsc_khz.map_or(String::new(), |k| format!(" tsc_early_khz={k}"));
     format!(
-        "console=ttyS0 quiet panic=-1 {BOOT_QUICKLY} vnetlab.addr={}/{} vnetlab.mtu={} vnetlab.gro={} vnetlab.tso={}{}",
+        "console=ttyS0 quiet panic=-1 {BOOT_QUICKLY}{tsc} vnetlab.addr={}/{} vnetlab.mtu={} vnetlab.gro={} vnetlab.tso={}{}",
         nic.address,
         nic.prefix,
         nic.mtu,
@@ -158,7 +162,7 @@ pub fn args(s: &VmSpec) -> Vec<String> {
         "-initrd".into(),
         path(&s.initrd),
         "-append".into(),
-        kernel_cmdline(&s.nic, s.device == Device::Vfio),
+        kernel_cmdline(&s.nic, s.device == Device::Vfio, s.tsc_khz),
         "-serial".into(),
         format!("file:{}", path(&f.console())),
         "-pidfile".into(),
@@ -257,6 +261,7 @@ mod tests {
             vcpus: 1,
             memory_mib: 256,
             accel: Accel::Tcg,
+            tsc_khz: None,
             device,
             host_if: "vlx-p1".into(),
             nic: NicConfig {
@@ -321,6 +326,15 @@ mod tests {
         ] {
             assert!(append.split(' ').any(|x| x == w), "{w} in {append}");
         }
+        assert!(!append.contains("tsc_early_khz"), "{append}");
+        let mut s = spec(Device::Virtio);
+        s.tsc_khz = Some(2_596_130);
+        let a = args(&s);
+        let append = after(&a, "-append")[0];
+        assert!(
+            append.split(' ').any(|x| x == "tsc_early_khz=2596130"),
+            "{append}"
+        );
     }
 
     #[test]

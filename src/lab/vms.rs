@@ -52,6 +52,10 @@ pub fn host_for(mode: Mode) -> Result<VmHost, Error> {
         accel: v.accel,
         why_not_kvm: v.why_not_kvm,
         bios: qemu::fast_bios(),
+        tsc_khz: match v.accel {
+            qemu::Accel::Tcg => crate::guest::clock::host_tsc_khz(),
+            qemu::Accel::Kvm => None,
+        },
     })
 }
 

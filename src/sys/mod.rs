@@ -230,6 +230,27 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// CLOCK_MONOTONIC_RAW in nanoseconds: the kernel's clock without NTP's slewing, to time a
+/// hardware counter against.
+pub fn monotonic_raw_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec the kernel writes into.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_RAW, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The CPU's time-stamp counter (RDTSC); None where the host is not x86-64.
+pub fn tsc() -> Option<u64> {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: RDTSC exists on every x86-64 CPU, takes no memory operand and only reads a counter.
+    return Some(unsafe { core::arch::x86_64::_rdtsc() });
+    #[cfg(not(target_arch = "x86_64"))]
+    None
+}
+
 /// The kernel's clock ticks per second (USER_HZ), as /proc/stat counts them.
 pub fn clock_ticks_per_s() -> f64 {
     // SAFETY: sysconf takes a constant and touches no memory of ours.

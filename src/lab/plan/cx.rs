@@ -194,6 +194,8 @@ pub struct VmHost {
     pub accel: Accel,
     pub why_not_kvm: Option<String>,
     pub bios: Option<PathBuf>,
+    /// The host's TSC rate told to TCG guests' kernels (see `guest::clock`).
+    pub tsc_khz: Option<u64>,
 }
 
 /// What the host offers beyond the topology: SR-IOV VFs, and the image and acceleration of QEMU

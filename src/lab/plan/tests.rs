@@ -551,6 +551,7 @@ fn vm_host() -> VmHost {
         accel: crate::vocab::Accel::Tcg,
         why_not_kvm: Some("no /dev/kvm".into()),
         bios: None,
+        tsc_khz: Some(2_596_130),
     }
 }
 

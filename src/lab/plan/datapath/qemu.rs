@@ -151,6 +151,7 @@ fn spec(cx: &Cx, vm: &VmHost, dev: Device, k: usize, i: u32) -> VmSpec {
         vcpus: cx.t.vcpus,
         memory_mib: cx.t.memory_mib,
         accel: vm.accel,
+        tsc_khz: vm.tsc_khz,
         device: dev,
         host_if: host_if(cx, dev, k, i),
         nic: NicConfig {
