@@ -203,18 +203,36 @@ fn planted_journals_touch_nothing_vnetlab_did_not_make() {
 
 #[test]
 fn a_state_folder_must_exist_and_be_only_ours() {
-    let o = Command::new(BIN)
-        .args(["up", "--name", "tsd"])
-        .env("VNETLAB_STATE_DIR", "/nonexistent/x")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("VNETLAB_STATE_DIR=/nonexistent/x is not a folder"),
-        "{err}"
-    );
+    let db = std::env::temp_dir().join(format!(
+        "vnetlab-test-nostate-{}.sqlite",
+        std::process::id()
+    ));
+    let db = db.to_str().unwrap();
+    let exp = "experiments/papers/xen-lro/quick.toml";
+    // Commands that build labs as they go refuse it before the first one, not lab by lab.
+    for args in [
+        vec!["up", "--name", "tsd"],
+        vec!["run", exp, "--db", db],
+        vec!["reproduce", "xen-lro", "--quick", "--db", db],
+    ] {
+        let o = Command::new(BIN)
+            .args(&args)
+            .env("VNETLAB_STATE_DIR", "/nonexistent/x")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("VNETLAB_STATE_DIR=/nonexistent/x is not a folder")
+                && err.trim().lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
     assert!(!Path::new("/nonexistent").exists());
+    assert!(
+        !Path::new(db).exists(),
+        "no store is made for a refused run"
+    );
     let c = ctx("openstate");
     let open = c.state.join("open");
     std::fs::create_dir(&open).unwrap();

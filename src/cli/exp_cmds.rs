@@ -4,7 +4,7 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 
 use super::fail::{CmdResult, Fail};
-use super::shared::{need_root, print_json};
+use super::shared::{need_lab_root, print_json};
 use crate::experiment::{file, matrix, run as erun};
 use crate::records::{PointRecord, RunRef};
 use crate::report::{compare as rcompare, table};
@@ -341,7 +341,7 @@ pub fn run(a: RunArgs) -> CmdResult {
         }
         return Ok(());
     }
-    need_root("vnetlab run")?;
+    need_lab_root("vnetlab run")?;
     let farm = a.farm.fleet()?;
     // A farm's run: skipped where the host lacks a datapath, one at a time per host, after the
     // labs an interrupted try left are gone.

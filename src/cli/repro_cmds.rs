@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::exp_cmds::{execute, existing, output_dir};
 use super::fail::{CmdResult, Fail};
-use super::shared::{need_root, print_json};
+use super::shared::{need_lab_root, print_json};
 use crate::reproduce::{self, run::Ask, run::Want};
 use crate::store::Store;
 
@@ -65,7 +65,7 @@ impl From<GuestsArg> for Want {
 pub fn reproduce(a: ReproduceArgs) -> CmdResult {
     let papers = reproduce::select(&a.paper)?;
     let site = if !a.from_runs {
-        need_root("vnetlab reproduce")?;
+        need_lab_root("vnetlab reproduce")?;
         // Refused before the first suite runs, not after it.
         a.site.site()?
     } else if a.site.uplink.is_some() {

@@ -17,6 +17,14 @@ pub fn need_root(what: &str) -> CmdResult {
     Ok(())
 }
 
+/// Root and a state folder labs can be journaled in, for a command that builds labs as it goes:
+/// a bad `VNETLAB_STATE_DIR` is refused before anything runs, not point by point.
+pub fn need_lab_root(what: &str) -> CmdResult {
+    need_root(what)?;
+    crate::lab::folder::ensure_dir()?;
+    Ok(())
+}
+
 /// A JSON document on stdout. serde_json leaves DEL and the C1 controls raw in strings: they are
 /// written as `\u00XX` escapes, so the document stays valid and a terminal obeys none of them.
 pub fn print_json<T: serde::Serialize>(v: &T) {
