@@ -278,8 +278,14 @@ impl Ring {
 
     /// Takes the completions that are ready.
     pub fn completions(&mut self, out: &mut Vec<Done>) {
-        let cq: Vec<cqueue::Entry> = self.ring.completion().collect();
-        for c in cq {
+        let Ring {
+            ring,
+            pools,
+            owned,
+            free_owned,
+            ..
+        } = self;
+        for c in ring.completion() {
             let d = c.user_data();
             let res = c.result();
             match d & KIND {
@@ -287,7 +293,7 @@ impl Ring {
                     let pool = (d & 0xff) as usize;
                     let bid = cqueue::buffer_select(c.flags());
                     if bid.is_some() {
-                        self.pools[pool].offered -= 1;
+                        pools[pool].offered -= 1;
                     }
                     out.push(Done::Read {
                         pool,
@@ -303,8 +309,8 @@ impl Ring {
                 }),
                 _ => {
                     let slot = (d & 0xffff_ffff) as usize;
-                    if let Some(buf) = self.owned.get_mut(slot).and_then(Option::take) {
-                        self.free_owned.push(slot);
+                    if let Some(buf) = owned.get_mut(slot).and_then(Option::take) {
+                        free_owned.push(slot);
                         out.push(Done::WroteOwned { buf, res });
                     }
                 }
