@@ -15,6 +15,11 @@ use crate::records::test::TestResult;
 use crate::records::Repeat;
 use crate::vocab::Role;
 
+/// How much longer than the test's warm-up and window the loads run: they start a few
+/// milliseconds before the test does (its agents are made after theirs), and a flood's senders
+/// go on for their own grace after that, so its end is not waited for longer than needed.
+const LOAD_MARGIN_S: f64 = 0.1;
+
 /// One repeat's headline figures, from its measured result.
 pub fn repeat_of(m: &Measured) -> Repeat {
     let c = m.cpu.as_ref();
@@ -46,27 +51,28 @@ fn vnic_counters(target: &Target) -> Vec<(String, Option<crate::vnic::backend::S
         .collect()
 }
 
-/// What each backend's counters moved since `before`. A backend publishes within 50 ms of going
-/// idle after moving frames, so the counters are read once every backend's file was written
-/// at least 30 ms after the test ended (its tail counted), or after 300 ms. None without backends.
+/// What each backend's counters moved since `before`, read once they count every frame of the
+/// test that ended at `ended` (its agents gone). A backend publishes within 100 ms of its last
+/// frame (`vnic::frames`), so the counters are read once every backend's file was written
+/// after `ended`, or once that much has passed since (a backend whose last frame came earlier
+/// published it before). None without backends.
 fn vnic_delta(
     target: &Target,
     before: &[(String, Option<crate::vnic::backend::Stats>)],
+    ended: std::time::SystemTime,
 ) -> Option<std::collections::BTreeMap<String, crate::records::vnic::VnicDelta>> {
     if before.is_empty() {
         return None;
     }
-    let settled = std::time::SystemTime::now() + std::time::Duration::from_millis(30);
-    let t0 = std::time::Instant::now();
-    let written_since = |p: &std::path::Path| {
-        std::fs::metadata(p)
-            .and_then(|m| m.modified())
-            .is_ok_and(|t| t >= settled)
+    let written = || -> Vec<Option<std::time::SystemTime>> {
+        target
+            .backends()
+            .iter()
+            .map(|(_, p, _)| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+            .collect()
     };
-    while t0.elapsed() < std::time::Duration::from_millis(300)
-        && !target.backends().iter().all(|(_, p, _)| written_since(p))
-    {
-        std::thread::sleep(std::time::Duration::from_millis(10));
+    while !counted(std::time::SystemTime::now(), ended, &written()) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
     Some(
         before
@@ -81,6 +87,16 @@ fn vnic_delta(
             })
             .collect(),
     )
+}
+
+/// Whether backends whose stats files were last `written` then count every frame up to `ended`.
+fn counted(
+    now: std::time::SystemTime,
+    ended: std::time::SystemTime,
+    written: &[Option<std::time::SystemTime>],
+) -> bool {
+    now >= ended + crate::vnic::backend::PUBLISHED_WITHIN
+        || written.iter().all(|w| w.is_some_and(|t| t >= ended))
 }
 
 /// Runs one test with the meter on: `source` moves the bytes between the target's endpoints, the
@@ -101,8 +117,9 @@ pub fn measure(
     // A movie's download among the loads: its buffering phase is split off the window's series.
     let movie = target.loads().iter().find_map(load::Movie::of);
     let meter = Meter::start(target.setup()?);
-    let loads = start_loads(target, spec.warmup + spec.duration + 0.5)?;
+    let loads = start_loads(target, spec.warmup + spec.duration + LOAD_MARGIN_S)?;
     let r = source.run(target, spec, &mut |a, b| meter.window(a, b));
+    let ended = std::time::SystemTime::now();
     let kernel_pacing = fq.as_ref().map(|g| g.report.clone());
     drop(fq);
     let data = meter.stop();
@@ -112,7 +129,7 @@ pub fn measure(
         return Err(Error::Failed(dead.join("; ")));
     }
     let result = r?;
-    let vnic = vnic_delta(target, &vnic_before);
+    let vnic = vnic_delta(target, &vnic_before, ended);
     // A flood across the wire the stream's way leaves the stream only the rest of the wire.
     let taken = load::wire_taken_bps(target.loads(), &loads, target.sending_side());
     let (cpu, cpu_error) = cpu_of(target, spec, &data, &result, taken);
@@ -204,5 +221,23 @@ fn start_loads(target: &Target, secs: f64) -> Result<Option<load::Running>, Erro
             rec, loads, other, ..
         } if !loads.is_empty() => load::start(rec, other.as_deref(), loads, secs).map(Some),
         _ => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn counters_are_read_once_written_after_the_test_or_once_published_for_sure() {
+        let ended = SystemTime::UNIX_EPOCH + Duration::from_secs(100);
+        let ms = |m: u64| ended + Duration::from_millis(m);
+        let before = ended - Duration::from_millis(20);
+        assert!(counted(ms(10), ended, &[Some(ms(5)), Some(ms(1))]));
+        assert!(!counted(ms(10), ended, &[Some(ms(5)), Some(before)]));
+        assert!(!counted(ms(10), ended, &[Some(ms(5)), None]));
+        assert!(counted(ms(150), ended, &[Some(before), None]));
+        assert!(!counted(ms(149), ended, &[Some(before)]));
     }
 }

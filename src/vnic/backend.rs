@@ -8,7 +8,7 @@
 use super::Error;
 use std::path::PathBuf;
 
-pub use super::frames::{check_from_guest, DirStats, Drop, Frames, Stats, BUF};
+pub use super::frames::{check_from_guest, DirStats, Drop, Frames, Stats, BUF, PUBLISHED_WITHIN};
 use super::tap::{self, Tap};
 use crate::records::vnic::{DirDelta, Io, LroDelta, Model, VnicDelta};
 

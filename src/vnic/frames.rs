@@ -229,10 +229,21 @@ impl Frames {
     }
 }
 
-/// Publishes the counters to the stats file: every 250 ms while frames move, and within 50 ms of
-/// the backend going idle after frames were counted, so a reader that waits for a burst to be
-/// counted sees it once the burst has been read, not a period later. An idle backend with nothing
-/// new writes nothing (200 idle guests cost the host nothing).
+/// How long an idle backend with unpublished frames sleeps before it publishes them.
+const SETTLE: Duration = Duration::from_millis(50);
+
+/// How often a busy backend publishes.
+const PERIOD: Duration = Duration::from_millis(250);
+
+/// Within how long of its last frame a backend has published it: a wait of `SETTLE`, a second
+/// one where the previous publish was too recent, and room for the wake-up on a busy host.
+pub const PUBLISHED_WITHIN: Duration = Duration::from_millis(150);
+
+/// Publishes the counters to the stats file: every `PERIOD` while frames move, and within
+/// `SETTLE` of the backend going idle after frames were counted (two where it published just
+/// before), so a reader that waits for a burst to be counted sees it once the burst has been
+/// read, not a period later. An idle backend with nothing new writes nothing (200 idle guests
+/// cost the host nothing).
 struct StatsFile {
     path: PathBuf,
     at: Instant,
@@ -243,7 +254,7 @@ impl StatsFile {
     /// How long the idle backend may sleep: briefly while counted frames are still unpublished.
     fn wait_ms(&self, st: &Stats) -> i32 {
         if Self::seen(st) != self.seen {
-            50
+            SETTLE.as_millis() as i32
         } else {
             1000
         }
@@ -257,8 +268,8 @@ impl StatsFile {
         let seen = Self::seen(st);
         let since = self.at.elapsed();
         let new = seen != self.seen;
-        let settled = idle && new && since >= Duration::from_millis(50);
-        if settled || (new && since >= Duration::from_millis(250)) {
+        let settled = idle && new && since >= SETTLE;
+        if settled || (new && since >= PERIOD) {
             if let Some(l) = lro {
                 fill_lro(st, &l.stats);
             }
