@@ -198,13 +198,7 @@ pub fn kill9_if(pid: i32, still: impl Fn(i32) -> bool) -> bool {
 
 /// CPU time the calling thread has used, seconds.
 pub fn thread_cpu_s() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec the kernel writes into.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) as f64 / 1e9
 }
 
 /// The calling thread's user and system CPU seconds so far (getrusage RUSAGE_THREAD): the first
@@ -221,25 +215,24 @@ pub fn thread_user_sys_s() -> (f64, f64) {
 /// CLOCK_MONOTONIC in nanoseconds: one clock for every process on this kernel (a lab's
 /// namespaces included), so a time sent by one side can be compared on the other.
 pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// Clock `id` in nanoseconds.
+fn clock_ns(id: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: `ts` is a valid timespec the kernel writes into.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    unsafe { libc::clock_gettime(id, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// CLOCK_MONOTONIC_RAW in nanoseconds: the kernel's clock without NTP's slewing, to time a
 /// hardware counter against.
 pub fn monotonic_raw_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec the kernel writes into.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_RAW, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    clock_ns(libc::CLOCK_MONOTONIC_RAW)
 }
 
 /// The CPU's time-stamp counter (RDTSC); None where the host is not x86-64.
