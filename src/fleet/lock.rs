@@ -4,11 +4,10 @@
 //! the kernel when the process ends however it ends, so a killed run never leaves the host
 //! locked. A run may wait for it (`--wait`) or is refused at once.
 
-use std::fs::{File, TryLockError};
+use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::Error;
 
@@ -49,41 +48,30 @@ pub fn take(dir: &Path, what: &str, wait: Duration) -> Result<HostLock, Error> {
     let path = dir.join("run.lock");
     let shown = path.display().to_string();
     let io = |e: std::io::Error| Error::Spool(format!("cannot open the host's lock {shown}: {e}"));
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&path)
-        .map_err(io)?;
-    crate::sys::file::check(&f).map_err(io)?;
-    let t0 = Instant::now();
+    let holder = || match crate::text::read_capped(&path, 4096)
+        .unwrap_or_default()
+        .trim()
+    {
+        "" => format!("its lock is {shown}"),
+        h => crate::text::clip(h),
+    };
     let mut said = false;
-    loop {
-        match f.try_lock() {
-            Ok(()) => break,
-            Err(TryLockError::WouldBlock) => {
-                let holder = crate::text::read_capped(&path, 4096).unwrap_or_default();
-                let holder = match holder.trim() {
-                    "" => format!("its lock is {shown}"),
-                    h => crate::text::clip(h),
-                };
-                if t0.elapsed() >= wait {
-                    return Err(Error::Busy(format!(
-                        "another vnetlab run holds this host ({holder}): wait for it to end, or give --wait SECONDS"
-                    )));
-                }
-                if !said {
-                    crate::errln!("vnetlab: waiting for the run that holds this host ({holder})");
-                    said = true;
-                }
-                std::thread::sleep(Duration::from_millis(250));
-            }
-            Err(TryLockError::Error(e)) => return Err(io(e)),
+    let got = crate::sys::file::lock_within(&path, 0o600, wait, || {
+        if !said {
+            crate::errln!(
+                "vnetlab: waiting for the run that holds this host ({})",
+                holder()
+            );
+            said = true;
         }
-    }
+    })
+    .map_err(io)?;
+    let Some(mut f) = got else {
+        return Err(Error::Busy(format!(
+            "another vnetlab run holds this host ({}): wait for it to end, or give --wait SECONDS",
+            holder()
+        )));
+    };
     f.set_len(0).map_err(io)?;
     writeln!(f, "pid {}: {what}", std::process::id()).map_err(io)?;
     Ok(HostLock { _file: f, path })

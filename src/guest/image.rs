@@ -386,35 +386,16 @@ const BUILDING: std::time::Duration = std::time::Duration::from_secs(900);
 /// at once would otherwise build it over each other), waiting for another holder up to
 /// `BUILDING`; let go when dropped (or by the kernel when the process ends).
 fn lock_cache(cache: &Path) -> Result<std::fs::File, Error> {
-    use std::os::unix::fs::OpenOptionsExt;
     let path = cache.join("image.lock");
-    let fail = |e: std::io::Error| Error::Image(format!("cannot lock {}: {e}", path.display()));
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&path)
-        .map_err(fail)?;
-    let t0 = std::time::Instant::now();
-    loop {
-        match f.try_lock() {
-            Ok(()) => return Ok(f),
-            Err(std::fs::TryLockError::WouldBlock) if t0.elapsed() < BUILDING => {
-                std::thread::sleep(std::time::Duration::from_millis(50))
-            }
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(Error::Image(format!(
-                    "another process held {} for {} s: is a guest image build stuck?",
-                    path.display(),
-                    BUILDING.as_secs()
-                )))
-            }
-            Err(std::fs::TryLockError::Error(e)) => return Err(fail(e)),
-        }
-    }
+    crate::sys::file::lock_within(&path, 0o644, BUILDING, || {})
+        .map_err(|e| Error::Image(format!("cannot lock {}: {e}", path.display())))?
+        .ok_or_else(|| {
+            Error::Image(format!(
+                "another process held {} for {} s: is a guest image build stuck?",
+                path.display(),
+                BUILDING.as_secs()
+            ))
+        })
 }
 
 /// Builds (or reuses) the image under `cache`: the kernel from its package, the initramfs from

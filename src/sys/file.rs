@@ -38,6 +38,39 @@ pub fn fd_magic(f: &File) -> io::Result<i64> {
     Ok(st.f_type as i64)
 }
 
+/// A lock file at `path` (made with `mode` if missing), opened without following a link and
+/// checked (`check`), locked (`flock`) within `wait`: Ok(None) if another holder kept it that
+/// long. `busy` is called each time it is found held (to say who holds it). The lock is let go
+/// when the file is dropped, or by the kernel when the process ends however it ends.
+pub fn lock_within(
+    path: &std::path::Path,
+    mode: u32,
+    wait: std::time::Duration,
+    mut busy: impl FnMut(),
+) -> io::Result<Option<File>> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)?;
+    check(&f)?;
+    let t0 = std::time::Instant::now();
+    loop {
+        match f.try_lock() {
+            Ok(()) => return Ok(Some(f)),
+            Err(std::fs::TryLockError::WouldBlock) if t0.elapsed() < wait => {
+                busy();
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
+    }
+}
+
 /// Whether an open file is one vnetlab may write: a regular file with one name, owned by us, on
 /// a file system of files.
 pub fn check(f: &File) -> io::Result<()> {
