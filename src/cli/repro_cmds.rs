@@ -15,7 +15,7 @@ pub struct ReproduceArgs {
     /// The paper (its folder's name under experiments/papers/, e.g. xen-lro), or all
     #[arg(default_value = "all")]
     paper: String,
-    /// Run the reduced grids (every paper's within 15 minutes on a 2-core host: about 12 here)
+    /// Run the reduced grids (all four papers' in about 10 minutes on a 2-core host)
     #[arg(long)]
     quick: bool,
     /// The results store (SQLite); made if missing
