@@ -1,5 +1,6 @@
 //! Integration tests of the userspace vNIC device models (root): a known 256 MB pattern through
-//! every mode and direction, LRO merging, a backend's death, and malformed guest frames.
+//! every mode and direction (and through the paravirtual model's read/write fallback), LRO
+//! merging, a backend's death, and malformed guest frames.
 
 mod common;
 use common::*;
@@ -36,6 +37,43 @@ fn a_256_mb_pattern_crosses_every_mode_in_both_directions_intact() {
         }
         c.ok(&["down", lab]);
     }
+    assert_eq!(before, host_snapshot());
+}
+
+#[test]
+fn the_read_write_fallback_moves_a_pattern_intact_and_says_so() {
+    let c = ctx("vnicrw");
+    let before = host_snapshot();
+    let up = |lab: &str, io: &str| {
+        c.cmd(&["up", "--name", lab, "--mode", "paravirt"])
+            .env("VNETLAB_VNIC_IO", io)
+            .output()
+            .unwrap()
+    };
+    let o = up("tvr", "rw");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for (from, to) in [("g1", "client"), ("client", "g1")] {
+        let r = c.json(&[
+            "test", "--lab", "tvr", "--from", from, "--to", to, "--bytes", "64M", "--verify", "-m",
+            "64K", "-l", "60", "--json",
+        ]);
+        assert_eq!(
+            r["transfer"]["match"], true,
+            "{from}→{to}: {}",
+            r["transfer"]
+        );
+        assert_eq!(r["vnic"]["g1"]["io"], "readwrite", "{}", r["vnic"]);
+        assert!(r["vnic"]["g1"]["syscalls"].as_u64().unwrap() > 0);
+    }
+    c.ok(&["down", "tvr"]);
+    // A loop it does not know is refused before anything is built.
+    let o = up("tvx", "epoll");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("VNETLAB_VNIC_IO=epoll: use uring or rw"),
+        "{err}"
+    );
     assert_eq!(before, host_snapshot());
 }
 

@@ -234,6 +234,7 @@ pub fn up(a: UpArgs) -> CmdResult {
         return Ok(());
     }
     need_root("vnetlab up")?;
+    crate::vnic::backend::io_wanted()?;
     crate::sys::signals::install();
     let r = Lab::up(&t, !a.json)?;
     if a.json {

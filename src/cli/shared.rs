@@ -22,6 +22,7 @@ pub fn need_root(what: &str) -> CmdResult {
 pub fn need_lab_root(what: &str) -> CmdResult {
     need_root(what)?;
     crate::lab::folder::ensure_dir()?;
+    crate::vnic::backend::io_wanted()?;
     Ok(())
 }
 

@@ -37,8 +37,35 @@ pub struct Config {
     pub stats: PathBuf,
 }
 
+/// The environment variable that picks the paravirtual backend's I/O loop: `uring` (the default
+/// where the kernel has io_uring) or `rw` (a read and a write per frame, what a kernel without
+/// io_uring gets), to compare the two or to run the fallback on a host that has both.
+pub const IO_ENV: &str = "VNETLAB_VNIC_IO";
+
+/// The I/O loop `VNETLAB_VNIC_IO` asks for (None: unset, the best the kernel has).
+pub fn io_wanted() -> Result<Option<Io>, Error> {
+    match std::env::var(IO_ENV) {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Ok(v) => parse_io(&v),
+        Err(_) => parse_io("(not UTF-8)"),
+    }
+}
+
+/// A value of `VNETLAB_VNIC_IO`.
+fn parse_io(v: &str) -> Result<Option<Io>, Error> {
+    match v {
+        "uring" => Ok(Some(Io::Uring)),
+        "rw" => Ok(Some(Io::ReadWrite)),
+        _ => Err(Error::Input(format!(
+            "{IO_ENV}={}: use uring or rw, or leave it unset",
+            crate::text::clip(v)
+        ))),
+    }
+}
+
 pub fn forward_frames(cfg: Config) -> Result<(), Error> {
     let vnet = cfg.model == Model::Paravirt;
+    let wanted = io_wanted()?;
     crate::sys::enter_netns(&cfg.guest_ns)?;
     let guest = Tap::attach(&cfg.guest_tap, vnet)?;
     crate::sys::enter_netns(&cfg.host_ns)?;
@@ -46,12 +73,17 @@ pub fn forward_frames(cfg: Config) -> Result<(), Error> {
     set_offloads(&guest, &host, vnet)?;
     let mut f = Frames::new(cfg.model, cfg.mtu, cfg.lro, cfg.stats.clone());
     // The paravirtual model batches like a virtqueue; the emulated one exits per frame.
-    if vnet {
+    if vnet && wanted != Some(Io::ReadWrite) {
         match super::uring::ring() {
             Ok(ring) => {
                 f.st.io = Some(Io::Uring);
                 f.write_now();
                 return super::uring::run(ring, &guest, &host, &mut f);
+            }
+            Err(e) if wanted == Some(Io::Uring) => {
+                return Err(Error::Failed(format!(
+                    "{IO_ENV}=uring, but this kernel runs no io_uring here: {e}"
+                )))
             }
             Err(e) => eprintln!("vnic: no io_uring here ({e}): frames move by read and write"),
         }
@@ -117,5 +149,23 @@ pub fn delta(a: &Stats, b: &Stats) -> VnicDelta {
             },
             totals: l.clone(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_io_loop_is_uring_or_rw_and_anything_else_is_named() {
+        assert_eq!(parse_io("uring").unwrap(), Some(Io::Uring));
+        assert_eq!(parse_io("rw").unwrap(), Some(Io::ReadWrite));
+        for bad in ["", "RW", "epoll", "uring "] {
+            let e = parse_io(bad).unwrap_err().to_string();
+            assert!(
+                e.starts_with("VNETLAB_VNIC_IO=") && e.contains("use uring or rw"),
+                "{e}"
+            );
+        }
     }
 }
