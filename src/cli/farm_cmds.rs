@@ -91,7 +91,6 @@ pub fn prepare(
             f.host
         )));
     }
-    crate::lab::folder::ensure_dir()?;
     let lock = crate::fleet::lock::take(
         &crate::fleet::lock::host_dir()?,
         &format!("run {} of host {}", f.run, f.host),

@@ -3,7 +3,7 @@
 use clap::Args;
 
 use super::fail::{CmdResult, Fail};
-use super::shared::{need_root, print_json};
+use super::shared::{need_lab_root, need_root, print_json};
 use crate::lab::owned::Lab;
 use crate::lab::topology::{self, Topology, TopologyFile};
 use crate::lab::{build, exec as lexec, folder, probe as lprobe, state, status as lstatus};
@@ -233,8 +233,7 @@ pub fn up(a: UpArgs) -> CmdResult {
         }
         return Ok(());
     }
-    need_root("vnetlab up")?;
-    crate::vnic::backend::io_wanted()?;
+    need_lab_root("vnetlab up")?;
     crate::sys::signals::install();
     let r = Lab::up(&t, !a.json)?;
     if a.json {
