@@ -192,3 +192,40 @@ fn oversize_frames_from_the_guest_are_dropped_and_counted() {
         c.ok(&["down", lab]);
     }
 }
+
+/// `bench vnic` builds its five labs side by side, runs every one in each round, prices one more
+/// hop on the host first, and removes everything it made.
+#[test]
+fn the_vnic_bench_runs_every_lab_prices_the_hop_and_leaves_nothing() {
+    let c = ctx("vnicbench");
+    let before = host_snapshot();
+    let v = c.json(&[
+        "bench",
+        "vnic",
+        "--seconds",
+        "0.5",
+        "--repeat",
+        "1",
+        "--json",
+    ]);
+    let rows = v["rows"].as_array().unwrap();
+    // bridge, paravirt, emulated: two loads both ways; the two GRO-off paravirt labs: one row.
+    assert_eq!(rows.len(), 14, "{v}");
+    for lab in ["bridge", "paravirt", "emulated"] {
+        let paced: Vec<_> = rows
+            .iter()
+            .filter(|r| r["lab"] == lab && r["test"] == "8K 250M")
+            .collect();
+        assert_eq!(paced.len(), 2, "{lab}: {v}");
+        for r in paced {
+            assert!(r["gbps"].as_f64().unwrap() > 0.1, "{r}");
+            let woke = r["wakeups_per_gbit"].as_f64();
+            assert_eq!(woke.is_some(), lab != "bridge", "{r}");
+        }
+    }
+    let hop = &v["hop"];
+    assert_eq!(hop["setup"]["rounds"], 5, "{v}");
+    assert_eq!(hop["hop_us"]["n"], 5, "{hop}");
+    assert!(hop["relayed_us"]["median"].as_f64().unwrap() > 0.0, "{hop}");
+    assert_eq!(before, host_snapshot());
+}

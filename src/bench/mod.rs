@@ -1,6 +1,7 @@
 //! Benchmarks run side by side with a named peer tool, reported as ratios.
 
 pub mod engine;
+pub mod hop;
 pub mod labs;
 pub mod paced;
 pub mod store;
@@ -30,6 +31,8 @@ pub enum Error {
     Store(#[from] crate::store::Error),
     #[error(transparent)]
     Report(#[from] crate::report::Error),
+    #[error(transparent)]
+    Hop(#[from] hop::Error),
 }
 
 /// A one-guest lab of `mode` under the first free name `b1`, `b2`, …, so two benches at once

@@ -6,8 +6,9 @@ use super::engine::{self, Row};
 use super::paced::{PacedRow, TARGET_RATIO};
 use super::vnic::{self, VnicRow};
 
-/// `bench vnic` / `bench qemu`: each datapath's rate, host CPU per Gb/s and parts, then the ratios.
-pub fn vnic_table(rows: &[VnicRow], qemu: bool) {
+/// `bench vnic` / `bench qemu`: each datapath's rate, host CPU per Gb/s and parts, then the
+/// ratios (`hop`: the host's price of one more hop, added per wake-up at paced loads).
+pub fn vnic_table(rows: &[VnicRow], qemu: bool, hop: Option<&super::hop::HopCost>) {
     crate::outln!(
         "{:<34} {:<8} {:<12} {:>7} {:>11} {:>12} {:>9} {:>7} {:>7} {:>7} {:>6} {:>6} {:>6}  bound by",
         "datapath",
@@ -54,10 +55,25 @@ pub fn vnic_table(rows: &[VnicRow], qemu: bool) {
     let lines = if qemu {
         vnic::qemu_ratios(rows)
     } else {
-        vnic::ratios(rows)
+        vnic::ratios(rows, hop)
     };
     for line in lines {
         crate::outln!("{line}");
+    }
+    if let Some(h) = hop {
+        let s = &h.setup;
+        crate::outln!(
+            "one more hop on this host: {} µs of host core {} per event (an event from core {} answered on core {} directly: {} µs; through one more task there: {} µs; {} rounds of {} events {} µs apart)",
+            h.hop_us.text(1),
+            s.host_cpu,
+            s.client_cpu,
+            s.host_cpu,
+            h.direct_us.text(1),
+            h.relayed_us.text(1),
+            s.rounds,
+            s.pings,
+            s.gap_us
+        );
     }
     if qemu {
         crate::outln!("QEMU guests run under the acceleration `vnetlab status` names; under TCG the guest's CPU is emulated, so QEMU rows bound by the host core are bound by emulation (device and host-side costs are still real)");

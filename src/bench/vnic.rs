@@ -33,6 +33,8 @@ pub struct VnicRow {
     /// The backend's wake-ups and system calls per frame it moved, and how it moves them.
     pub wakeups_per_frame: Option<f64>,
     pub syscalls_per_frame: Option<f64>,
+    /// The backend's wake-ups per Gbit of the test's payload direction.
+    pub wakeups_per_gbit: Option<f64>,
     /// Bytes per frame the backend moved (64 KB super-frames or MTU frames).
     pub bytes_per_frame: Option<f64>,
     pub io: Option<crate::records::vnic::Io>,
@@ -131,9 +133,46 @@ fn qemu_cases() -> Vec<Case> {
     .collect()
 }
 
-/// `bench vnic`'s datapaths.
-pub fn measure(seconds: f64, repeat: u32, progress: &dyn Fn(&str)) -> Result<Vec<VnicRow>, Error> {
-    run_cases(cases(), seconds, repeat, progress)
+/// `bench vnic`'s result: each datapath's rows, and the host's price of one more hop (None with
+/// why on a host whose lab has no core apart for the client).
+#[derive(serde::Serialize)]
+pub struct VnicBench {
+    pub rows: Vec<VnicRow>,
+    pub hop: Option<super::hop::HopCost>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hop_missing: Option<String>,
+}
+
+/// The hop probe's pings: 1,600 per way and round, 250 µs apart (a paced backend's wake-ups come
+/// about that far apart at 8 KB and 250 Mb/s), five rounds: about 4 s.
+const HOP_GAP_US: f64 = 250.0;
+const HOP_PINGS: u32 = 1600;
+const HOP_ROUNDS: u32 = 5;
+
+/// `bench vnic`'s datapaths, after the hop probe on the cores a lab would give the host and
+/// the client.
+pub fn measure(seconds: f64, repeat: u32, progress: &dyn Fn(&str)) -> Result<VnicBench, Error> {
+    let cpus = crate::lab::cpus::plan(&crate::sys::online_cpus(), None, None, false, None)?;
+    let (hop, hop_missing) = match (cpus.host.0.first(), cpus.client.0.first()) {
+        (Some(&h), Some(&c)) if cpus.placed => {
+            progress("the host's price of one more hop");
+            let setup = super::hop::Setup {
+                host_cpu: h,
+                client_cpu: c,
+                gap_us: HOP_GAP_US,
+                pings: HOP_PINGS,
+                rounds: HOP_ROUNDS,
+            };
+            (Some(super::hop::measure(setup)?), None)
+        }
+        _ => (None, cpus.unplaced_because),
+    };
+    let rows = run_cases(cases(), seconds, repeat, progress)?;
+    Ok(VnicBench {
+        rows,
+        hop,
+        hop_missing,
+    })
 }
 
 /// `bench qemu`'s datapaths.
@@ -145,74 +184,140 @@ pub fn measure_qemu(
     run_cases(qemu_cases(), seconds, repeat, progress)
 }
 
-/// Builds each datapath, measures it (`seconds` per run, `repeat` runs, the median kept) and
-/// removes it; `progress` hears what is being measured.
+/// Builds every datapath, measures them in turn (`seconds` per run, `repeat` runs each, the
+/// median kept) and removes them; `progress` hears what is being measured. The labs stand side by
+/// side and each round runs them one after another, the order reversed every other round (A B C,
+/// C B A): the host's cost drifts over minutes, and a paced cost moves with it, so labs measured
+/// in turn within one round share its spell where labs measured one after the other would not.
 fn run_cases(
     cases: Vec<Case>,
     seconds: f64,
     repeat: u32,
     progress: &dyn Fn(&str),
 ) -> Result<Vec<VnicRow>, Error> {
-    let mut rows = Vec::new();
-    for case in cases {
+    let mut labs = Vec::with_capacity(cases.len());
+    for case in &cases {
         // A free name: two benches at once never take the same lab.
-        let lab = Lab::build_free("b", |name| Topology {
+        labs.push(Lab::build_free("b", |name| Topology {
             name: name.into(),
             ..case.topology.clone()
-        })?;
-        let result = measure_case(&case, &lab, seconds, repeat, progress, &mut rows);
-        let down = lab.remove();
-        result?;
-        down?;
+        })?);
+    }
+    let result = measure_all(&cases, &labs, seconds, repeat, progress);
+    let mut down = Ok(());
+    for lab in labs {
+        if let Err(e) = lab.remove() {
+            down = down.and(Err(e));
+        }
+    }
+    let rows = result?;
+    down?;
+    Ok(rows)
+}
+
+/// The directions a case is measured in.
+fn directions(case: &Case) -> &'static [(Role, Role)] {
+    const BOTH: [(Role, Role); 2] = [
+        (Role::Guest(1), Role::Client),
+        (Role::Client, Role::Guest(1)),
+    ];
+    if case.receive_only {
+        &BOTH[1..]
+    } else {
+        &BOTH
+    }
+}
+
+/// Every case's loads and directions, rounds interleaving the cases that share a load and a
+/// direction; the rows in the cases' order.
+fn measure_all(
+    cases: &[Case],
+    labs: &[Lab],
+    seconds: f64,
+    repeat: u32,
+    progress: &dyn Fn(&str),
+) -> Result<Vec<VnicRow>, Error> {
+    // Runs per (case, load, direction), filled round by round.
+    let mut runs: Vec<Vec<Vec<Vec<measure::Measured>>>> = cases
+        .iter()
+        .map(|c| vec![vec![Vec::new(); directions(c).len()]; c.loads.len()])
+        .collect();
+    for load in [MAX_64K, PACED_8K] {
+        for dir in [
+            (Role::Guest(1), Role::Client),
+            (Role::Client, Role::Guest(1)),
+        ] {
+            // (case, load index, direction index) of the cases that run this load this way.
+            let turn: Vec<(usize, usize, usize)> = cases
+                .iter()
+                .enumerate()
+                .filter_map(|(c, case)| {
+                    let l = case.loads.iter().position(|x| x.label == load.label)?;
+                    let d = directions(case).iter().position(|&x| x == dir)?;
+                    Some((c, l, d))
+                })
+                .collect();
+            for (round, i) in rounds(turn.len(), repeat) {
+                let (c, l, d) = turn[i];
+                let (from, to) = dir;
+                progress(&format!(
+                    "{} {} {from} → {to} ({}/{repeat})",
+                    cases[c].label,
+                    load.label,
+                    round + 1
+                ));
+                let m = once(&labs[c], &load, dir, seconds)?;
+                runs[c][l][d].push(m);
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    for (c, case) in cases.iter().enumerate() {
+        for (l, load) in case.loads.iter().enumerate() {
+            for (d, &(from, to)) in directions(case).iter().enumerate() {
+                let taken = std::mem::take(&mut runs[c][l][d]);
+                if let Some(m) = measure::combined(taken, None, None, 1) {
+                    rows.push(row(case.label, load.label, from, to, &m));
+                }
+            }
+        }
     }
     Ok(rows)
 }
 
-/// Every load of `case` in each of its directions, in its built lab.
-fn measure_case(
-    case: &Case,
+/// The order of `repeat` rounds over `n` labs: (round, lab), each round the last one's order
+/// reversed (0 1 2, 2 1 0, 0 1 2, …).
+fn rounds(n: usize, repeat: u32) -> Vec<(u32, usize)> {
+    (0..repeat)
+        .flat_map(|r| (0..n).map(move |i| (r, if r % 2 == 0 { i } else { n - 1 - i })))
+        .collect()
+}
+
+/// One run of `load` from `dir.0` to `dir.1` in `lab`.
+fn once(
     lab: &Lab,
+    load: &Load,
+    dir: (Role, Role),
     seconds: f64,
-    repeat: u32,
-    progress: &dyn Fn(&str),
-    rows: &mut Vec<VnicRow>,
-) -> Result<(), Error> {
-    let rec = lab.record();
-    let (g1, client) = (Role::Guest(1), Role::Client);
-    let dirs: &[(Role, Role)] = if case.receive_only {
-        &[(client, g1)]
-    } else {
-        &[(g1, client), (client, g1)]
+) -> Result<measure::Measured, Error> {
+    let spec = crate::engine::spec::Spec {
+        msg: load.msg,
+        rate: load.rate,
+        duration: seconds,
+        warmup: 0.5,
+        ..Default::default()
     };
-    for load in &case.loads {
-        let spec = crate::engine::spec::Spec {
-            msg: load.msg,
-            rate: load.rate,
-            duration: seconds,
-            warmup: 0.5,
-            ..Default::default()
-        };
-        for &(from, to) in dirs {
-            progress(&format!("{} {} {from} → {to}", case.label, load.label));
-            let target = Target::Lab {
-                rec: Box::new(rec.clone()),
-                from: Senders::One(from),
-                to,
-                loads: vec![],
-                other: None,
-            };
-            let m = measure::repeated(
-                &target,
-                &spec,
-                &Engine,
-                &measure::Stopping::fixed(repeat),
-                &|_, _| {},
-            )
-            .map_err(Error::Measure)?;
-            rows.push(row(case.label, load.label, from, to, &m));
-        }
+    let target = Target::Lab {
+        rec: Box::new(lab.record().clone()),
+        from: Senders::One(dir.0),
+        to: dir.1,
+        loads: vec![],
+        other: None,
+    };
+    if crate::sys::signals::stop_requested() {
+        return Err(Error::Measure(crate::engine::Error::Interrupted.into()));
     }
-    Ok(())
+    Ok(measure::measure(&target, &spec, &Engine)?)
 }
 
 fn row(label: &str, test: &str, from: Role, to: Role, m: &measure::Measured) -> VnicRow {
@@ -231,6 +336,15 @@ fn row(label: &str, test: &str, from: Role, to: Role, m: &measure::Measured) -> 
     let per = v.and_then(|v| v.per_frame());
     let moved =
         v.map(|v| (v.from_guest.bytes + v.to_guest.bytes) as f64 / v.frames_read().max(1) as f64);
+    // Headers count as payload here, so this leans low, and so does what is drawn from it.
+    let per_gbit = v.and_then(|v| {
+        let bytes = if to == g1 {
+            v.to_guest.bytes
+        } else {
+            v.from_guest.bytes
+        };
+        (bytes > 0).then(|| v.wakeups as f64 / (bytes as f64 * 8.0 / 1e9))
+    });
     VnicRow {
         lab: label.to_string(),
         test: test.to_string(),
@@ -253,9 +367,16 @@ fn row(label: &str, test: &str, from: Role, to: Role, m: &measure::Measured) -> 
         bound: c.and_then(|c| c.bound_by),
         wakeups_per_frame: per.map(|p| p.0),
         syscalls_per_frame: per.map(|p| p.1),
+        wakeups_per_gbit: per_gbit,
         bytes_per_frame: moved.filter(|_| per.is_some()),
         io: v.and_then(|v| v.io),
     }
+}
+
+/// The bridge's cost per Gb/s plus a hop per backend wake-up, over the bridge's cost.
+fn bridge_plus_hops(bridge_pct_per_gbps: f64, wakeups_per_gbit: f64, hop_us: f64) -> f64 {
+    let extra = super::hop::extra_pct_per_gbps(wakeups_per_gbit, hop_us);
+    (bridge_pct_per_gbps + extra) / bridge_pct_per_gbps.max(f64::MIN_POSITIVE)
 }
 
 /// `bench qemu`'s comparisons: each QEMU device against vnetlab's model of it, per direction.
@@ -281,8 +402,11 @@ pub fn qemu_ratios(rows: &[VnicRow]) -> Vec<String> {
 }
 
 /// The comparisons the bench exists for, one line each: paravirt and emulated against the
-/// bridge per load and direction, and LRO on against off.
-pub fn ratios(rows: &[VnicRow]) -> Vec<String> {
+/// bridge per load and direction, and LRO on against off. With the host's hop price, each paced
+/// line also gives the least a backend that wakes as often as paravirt's did can cost: the
+/// bridge's cost plus a hop per wake-up (within the two figures' spreads; at full speed the core
+/// does not sleep between frames, so the probe's price does not apply there).
+pub fn ratios(rows: &[VnicRow], hop: Option<&super::hop::HopCost>) -> Vec<String> {
     let find = |lab: &str, test: &str, dir: &str| {
         rows.iter()
             .find(|r| r.lab == lab && r.test == test && r.direction == dir)
@@ -295,8 +419,18 @@ pub fn ratios(rows: &[VnicRow]) -> Vec<String> {
                 find("paravirt", test, dir),
                 find("emulated", test, dir),
             ) {
+                let hops = hop
+                    .filter(|_| test == PACED_8K.label)
+                    .zip(p.wakeups_per_gbit)
+                    .map(|(h, w)| {
+                        let f = bridge_plus_hops(b.host_pct_per_gbps, w, h.hop_us.median);
+                        format!(
+                            " (the bridge plus a hop per backend wake-up, {w:.0} per Gbit: {f:.2}×)"
+                        )
+                    })
+                    .unwrap_or_default();
                 out.push(format!(
-                    "{test} {dir}: paravirt/bridge throughput {:.2}×, CPU per Gb/s {:.2}×; emulated/paravirt CPU per Gb/s {:.2}×",
+                    "{test} {dir}: paravirt/bridge throughput {:.2}×, CPU per Gb/s {:.2}×{hops}; emulated/paravirt CPU per Gb/s {:.2}×",
                     p.gbps / b.gbps,
                     p.host_pct_per_gbps / b.host_pct_per_gbps,
                     e.host_pct_per_gbps / p.host_pct_per_gbps
@@ -318,4 +452,78 @@ pub fn ratios(rows: &[VnicRow]) -> Vec<String> {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(lab: &str, test: &str, dir: &str, pct: f64, per_gbit: Option<f64>) -> VnicRow {
+        VnicRow {
+            lab: lab.into(),
+            test: test.into(),
+            direction: dir.into(),
+            gbps: 0.25,
+            host_pct_per_gbps: pct,
+            guest_pct_per_gbps: None,
+            backend_pct: None,
+            lro_ratio: None,
+            vcpu_pct: None,
+            emulation_pct: None,
+            bound: None,
+            wakeups_per_frame: None,
+            syscalls_per_frame: None,
+            wakeups_per_gbit: per_gbit,
+            bytes_per_frame: None,
+            io: None,
+        }
+    }
+
+    fn hop(us: f64) -> crate::bench::hop::HopCost {
+        let s = crate::stats::spread(&[us, us], 95);
+        crate::bench::hop::HopCost {
+            setup: crate::bench::hop::Setup {
+                host_cpu: 0,
+                client_cpu: 1,
+                gap_us: 250.0,
+                pings: 10,
+                rounds: 2,
+            },
+            direct_us: s.clone(),
+            relayed_us: s.clone(),
+            hop_us: s,
+        }
+    }
+
+    #[test]
+    fn rounds_run_every_lab_once_each_and_reverse_their_order() {
+        let r = rounds(3, 3);
+        let labs: Vec<usize> = r.iter().map(|x| x.1).collect();
+        assert_eq!(labs, [0, 1, 2, 2, 1, 0, 0, 1, 2]);
+        assert_eq!(r[3].0, 1);
+        assert!(rounds(0, 3).is_empty() && rounds(2, 0).is_empty());
+    }
+
+    #[test]
+    fn a_paced_line_gives_the_bridge_plus_a_hop_per_wake_up_and_a_full_speed_line_does_not() {
+        let mut rows = vec![];
+        for test in [MAX_64K.label, PACED_8K.label] {
+            let dir = "g1 → client";
+            rows.push(row("bridge", test, dir, 40.0, None));
+            rows.push(row("paravirt", test, dir, 60.0, Some(20_000.0)));
+            rows.push(row("emulated", test, dir, 90.0, Some(40_000.0)));
+        }
+        // 20,000 wake-ups per Gbit at 6 µs: 12 % per Gb/s over the bridge's 40: 1.30×.
+        let lines = ratios(&rows, Some(&hop(6.0)));
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(!lines[0].contains("hop"), "{}", lines[0]);
+        assert!(
+            lines[1].contains(
+                "CPU per Gb/s 1.50× (the bridge plus a hop per backend wake-up, 20000 per Gbit: 1.30×)"
+            ),
+            "{}",
+            lines[1]
+        );
+        assert!(!ratios(&rows, None)[1].contains("hop"));
+    }
 }

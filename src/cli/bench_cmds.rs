@@ -20,7 +20,7 @@ enum BenchWhat {
     Engine(EngineArgs),
     /// The store and report: time to store a point (vs a point's length) and to report 1 000 points
     Store(StoreArgs),
-    /// The vNIC device models beside the bridge: TCP_STREAM 64K at full speed and 8K paced at 250 Mb/s, both ways, with wake-ups and system calls per frame; LRO on vs off
+    /// The vNIC device models beside the bridge: TCP_STREAM 64K at full speed and 8K paced at 250 Mb/s, both ways, labs side by side and run in turn each round, with wake-ups and system calls per frame; LRO on vs off; first, the host's price of one more task on its core per event, and at paced loads the bridge plus that price per backend wake-up
     Vnic(VnicBenchArgs),
     /// QEMU's e1000 and virtio-net beside vnetlab's emulated and paravirt: TCP_STREAM 64K both
     /// ways; with --boot, the time from `up` to a guest whose agent answers
@@ -161,16 +161,23 @@ fn bench_vnic(a: VnicBenchArgs, qemu: bool) -> CmdResult {
         return Err(Fail::Input("--seconds 0.5…600 and --repeat 1…50".into()));
     }
     let progress = |what: &str| crate::errln!("bench: {what}");
-    let rows = if qemu {
-        vnic::measure_qemu(a.seconds, a.repeat, &progress)?
+    let bench = if qemu {
+        vnic::VnicBench {
+            rows: vnic::measure_qemu(a.seconds, a.repeat, &progress)?,
+            hop: None,
+            hop_missing: None,
+        }
     } else {
         vnic::measure(a.seconds, a.repeat, &progress)?
     };
     if a.json {
-        print_json(&rows);
+        print_json(&bench);
         return Ok(());
     }
-    crate::bench::table::vnic_table(&rows, qemu);
+    if let Some(why) = &bench.hop_missing {
+        crate::outln!("no hop probe: {why}");
+    }
+    crate::bench::table::vnic_table(&bench.rows, qemu, bench.hop.as_ref());
     Ok(())
 }
 

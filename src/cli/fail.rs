@@ -118,9 +118,11 @@ impl From<crate::bench::Error> for Fail {
             Error::Experiment(e) => e.into(),
             Error::Measure(e) => e.into(),
             Error::Store(e) => e.into(),
-            e @ (Error::Failed(_) | Error::Host(_) | Error::Meter(_) | Error::Report(_)) => {
-                Fail::Run(e.to_string())
-            }
+            e @ (Error::Failed(_)
+            | Error::Host(_)
+            | Error::Meter(_)
+            | Error::Report(_)
+            | Error::Hop(_)) => Fail::Run(e.to_string()),
         }
     }
 }
