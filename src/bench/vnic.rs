@@ -4,6 +4,8 @@
 //! QEMU's e1000 and virtio-net beside vnetlab's emulated and paravirt models. Each datapath is
 //! built, measured with repeats and removed in turn.
 
+use std::collections::BTreeMap;
+
 use crate::lab::owned::Lab;
 use crate::lab::topology::Topology;
 use crate::measure::source::Engine;
@@ -215,16 +217,18 @@ fn run_cases(
     Ok(rows)
 }
 
+/// Both directions, out of the guest first.
+const BOTH_WAYS: [(Role, Role); 2] = [
+    (Role::Guest(1), Role::Client),
+    (Role::Client, Role::Guest(1)),
+];
+
 /// The directions a case is measured in.
 fn directions(case: &Case) -> &'static [(Role, Role)] {
-    const BOTH: [(Role, Role); 2] = [
-        (Role::Guest(1), Role::Client),
-        (Role::Client, Role::Guest(1)),
-    ];
     if case.receive_only {
-        &BOTH[1..]
+        &BOTH_WAYS[1..]
     } else {
-        &BOTH
+        &BOTH_WAYS
     }
 }
 
@@ -237,28 +241,19 @@ fn measure_all(
     repeat: u32,
     progress: &dyn Fn(&str),
 ) -> Result<Vec<VnicRow>, Error> {
-    // Runs per (case, load, direction), filled round by round.
-    let mut runs: Vec<Vec<Vec<Vec<measure::Measured>>>> = cases
-        .iter()
-        .map(|c| vec![vec![Vec::new(); directions(c).len()]; c.loads.len()])
-        .collect();
+    // Runs per (case, load label, direction), filled round by round.
+    let mut runs: BTreeMap<(usize, &str, usize), Vec<measure::Measured>> = BTreeMap::new();
     for load in [MAX_64K, PACED_8K] {
-        for dir in [
-            (Role::Guest(1), Role::Client),
-            (Role::Client, Role::Guest(1)),
-        ] {
-            // (case, load index, direction index) of the cases that run this load this way.
-            let turn: Vec<(usize, usize, usize)> = cases
-                .iter()
-                .enumerate()
-                .filter_map(|(c, case)| {
-                    let l = case.loads.iter().position(|x| x.label == load.label)?;
-                    let d = directions(case).iter().position(|&x| x == dir)?;
-                    Some((c, l, d))
+        for (d, &dir) in BOTH_WAYS.iter().enumerate() {
+            // The cases that run this load this way.
+            let turn: Vec<usize> = (0..cases.len())
+                .filter(|&c| {
+                    cases[c].loads.iter().any(|x| x.label == load.label)
+                        && directions(&cases[c]).contains(&dir)
                 })
                 .collect();
             for (round, i) in rounds(turn.len(), repeat) {
-                let (c, l, d) = turn[i];
+                let c = turn[i];
                 let (from, to) = dir;
                 progress(&format!(
                     "{} {} {from} → {to} ({}/{repeat})",
@@ -267,15 +262,15 @@ fn measure_all(
                     round + 1
                 ));
                 let m = once(&labs[c], &load, dir, seconds)?;
-                runs[c][l][d].push(m);
+                runs.entry((c, load.label, d)).or_default().push(m);
             }
         }
     }
     let mut rows = Vec::new();
     for (c, case) in cases.iter().enumerate() {
-        for (l, load) in case.loads.iter().enumerate() {
-            for (d, &(from, to)) in directions(case).iter().enumerate() {
-                let taken = std::mem::take(&mut runs[c][l][d]);
+        for load in &case.loads {
+            for (d, &(from, to)) in BOTH_WAYS.iter().enumerate() {
+                let taken = runs.remove(&(c, load.label, d)).unwrap_or_default();
                 if let Some(m) = measure::combined(taken, None, None, 1) {
                     rows.push(row(case.label, load.label, from, to, &m));
                 }
