@@ -35,6 +35,12 @@ pub enum Error {
     Failed(String),
 }
 
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Error {
+        Error::Failed(e.to_string())
+    }
+}
+
 /// Where and how the probe ran.
 #[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct Setup {
@@ -86,14 +92,13 @@ pub fn measure(setup: Setup) -> Result<HopCost, Error> {
 /// The host threads' CPU per ping, µs, when the ping passes `stages` host threads (1: the echo
 /// alone; 2: a relay, then the echo).
 fn one_way(setup: &Setup, stages: usize) -> Result<f64, Error> {
-    let fail = |e: std::io::Error| Error::Failed(e.to_string());
     // Sockets in a chain: driver → stage 1 → … → stage n → driver.
     let mut links = Vec::with_capacity(stages + 1);
     for _ in 0..=stages {
-        let (a, b) = UnixStream::pair().map_err(fail)?;
+        let (a, b) = UnixStream::pair()?;
         for s in [&a, &b] {
-            s.set_read_timeout(Some(TIMEOUT)).map_err(fail)?;
-            s.set_write_timeout(Some(TIMEOUT)).map_err(fail)?;
+            s.set_read_timeout(Some(TIMEOUT))?;
+            s.set_write_timeout(Some(TIMEOUT))?;
         }
         links.push((a, b));
     }
@@ -127,16 +132,15 @@ fn stage(
     mut input: UnixStream,
     mut output: UnixStream,
 ) -> Result<f64, Error> {
-    let fail = |e: std::io::Error| Error::Failed(e.to_string());
-    crate::sys::set_affinity(0, &[cpu]).map_err(fail)?;
+    crate::sys::set_affinity(0, &[cpu])?;
     let mut b = [0u8; 1];
     let mut start = 0.0;
     for i in 0..total {
         if i == WARM {
             start = crate::sys::thread_cpu_s();
         }
-        input.read_exact(&mut b).map_err(fail)?;
-        output.write_all(&b).map_err(fail)?;
+        input.read_exact(&mut b)?;
+        output.write_all(&b)?;
     }
     Ok(crate::sys::thread_cpu_s() - start)
 }
@@ -149,9 +153,8 @@ fn drive(
     out: &mut UnixStream,
     back: &mut UnixStream,
 ) -> Result<(), Error> {
-    let fail = |e: std::io::Error| Error::Failed(e.to_string());
-    let pinned = crate::sys::affinity(0).map_err(fail)?;
-    crate::sys::set_affinity(0, &[setup.client_cpu]).map_err(fail)?;
+    let pinned = crate::sys::affinity(0)?;
+    crate::sys::set_affinity(0, &[setup.client_cpu])?;
     let gap = Duration::from_secs_f64(setup.gap_us / 1e6);
     let t0 = Instant::now();
     let mut result = Ok(());
@@ -159,7 +162,7 @@ fn drive(
         let n = [(i % 251) as u8];
         let mut b = [0u8; 1];
         if let Err(e) = out.write_all(&n).and_then(|_| back.read_exact(&mut b)) {
-            result = Err(fail(e));
+            result = Err(e.into());
             break;
         }
         if b != n {
@@ -174,7 +177,7 @@ fn drive(
             std::thread::sleep(wait);
         }
     }
-    crate::sys::set_affinity(0, &pinned).map_err(fail)?;
+    crate::sys::set_affinity(0, &pinned)?;
     result
 }
 

@@ -162,11 +162,7 @@ fn bench_vnic(a: VnicBenchArgs, qemu: bool) -> CmdResult {
     }
     let progress = |what: &str| crate::errln!("bench: {what}");
     let bench = if qemu {
-        vnic::VnicBench {
-            rows: vnic::measure_qemu(a.seconds, a.repeat, &progress)?,
-            hop: None,
-            hop_missing: None,
-        }
+        vnic::measure_qemu(a.seconds, a.repeat, &progress)?
     } else {
         vnic::measure(a.seconds, a.repeat, &progress)?
     };
