@@ -8,7 +8,8 @@ use super::error::Error;
 use std::collections::{BTreeMap, HashSet};
 
 use super::busy::{self, CoreTime};
-use super::{counters, procs, procstat, Full, MeterData, Part, PartId, PartKind, PartTime, Side};
+use super::kthreads::KThread;
+use super::{counters, outside, procstat, Full, MeterData, Part, PartId, PartKind, PartTime, Side};
 use crate::records::cpu::{Check, CpuReport, Demand, HwCounters, MeterInfo, PartCpu, SideTime};
 
 impl HwCounters {
@@ -71,6 +72,8 @@ struct Sided {
     attribution: &'static str,
     /// Per side (host, client): seconds of tasks that are not the lab's.
     foreign_s: [f64; 2],
+    /// Per side: seconds of kernel threads that serve another device or VM (in `foreign_s`).
+    foreign_kernel_s: [f64; 2],
     /// Per side: seconds by which the parts measured apart add up past the side's total (each
     /// residual is then shown as 0, never negative).
     excess_s: [f64; 2],
@@ -113,26 +116,128 @@ fn lab_parts(
     (parts, on, leak)
 }
 
-/// The lab's tasks that left their endpoint's cgroups (found by the endpoint's namespace), each
-/// endpoint's as a part of its own on its side; their pids join `taken`.
-fn strays(
-    d: &MeterData,
-    (a, b): (&Full, &Full),
-    sides: [&[usize]; 2],
-    taken: &mut HashSet<u32>,
-) -> (Vec<RawPart>, [f64; 2]) {
+/// The lab's tasks that left their endpoint's accounting cgroup (`outside`), each endpoint's
+/// as a part of its own on its side; with the seconds of those that sit in another top-level
+/// cgroup (whose time holds theirs), per side.
+fn strays(d: &MeterData, (a, b): (&Full, &Full)) -> (Vec<RawPart>, [f64; 2], [f64; 2]) {
     let mut parts = Vec::new();
-    let mut on = [0.0f64; 2];
-    for p in &d.parts {
-        let Some(ns) = p.netns else { continue };
-        let cores = sides[usize::from(p.id.side == Side::Client)];
-        let s = procs::netns_delta(&a.scan, &b.scan, ns, cores, taken);
+    let (mut on, mut in_tops) = ([0.0f64; 2], [0.0f64; 2]);
+    for (i, p) in d.parts.iter().enumerate() {
+        let (s, each) = outside::stray_delta(&a.outside, &b.outside, i);
+        let k = usize::from(p.id.side == Side::Client);
+        in_tops[k] += each
+            .iter()
+            .filter(|e| e.0.is_some())
+            .map(|e| e.1)
+            .sum::<f64>();
         if s > 0.0 {
-            on[usize::from(p.id.side == Side::Client)] += s;
+            on[k] += s;
             parts.push((format!("{}, outside its cgroup", p.name), p.id, s));
         }
     }
-    (parts, on)
+    (parts, on, in_tops)
+}
+
+/// Which kernel threads are the lab's: those that serve no one device or VM (per-CPU threads
+/// such as ksoftirqd and kworkers do the lab's softirq work on its cores), the lab's own NAPI
+/// threads (its wire ends are named `vl…`) and its QEMUs' vhost workers. The rest (another
+/// device's NAPI poller, another VM's vhost worker) are foreign kernel work.
+fn foreign_kthread(d: &MeterData, k: &KThread) -> bool {
+    match k.serves() {
+        None => false,
+        Some(dev) if k.comm.starts_with("napi/") => !dev.starts_with("vl"),
+        Some(owner) => !d
+            .parts
+            .iter()
+            .filter_map(|p| p.threads.as_ref())
+            .any(|t| t.pid.to_string() == owner),
+    }
+}
+
+/// One side as `beside` reads it: its cores, the lab's seconds there (`known`), the scheduler's
+/// run time there (`root`, where kept per CPU), its busy seconds and the seconds of the lab's
+/// strays that sit in other top-level cgroups.
+struct SideIn<'a> {
+    side: Side,
+    cores: &'a [usize],
+    known: f64,
+    root: Option<f64>,
+    busy: f64,
+    in_tops: f64,
+}
+
+/// What ran on one side's cores from outside the lab, as parts, with (foreign seconds, foreign
+/// kernel seconds).
+fn beside(
+    d: &MeterData,
+    (a, b): (&Full, &Full),
+    s: SideIn,
+    ex: &mut f64,
+) -> (Vec<RawPart>, f64, f64) {
+    let SideIn {
+        side,
+        cores,
+        known,
+        root,
+        busy,
+        in_tops,
+    } = s;
+    let taken: HashSet<u32> = d.parts.iter().filter_map(|p| p.pid).collect();
+    let ours = |tid: u32, k: &KThread| !taken.contains(&tid) && k.confined_to(cores);
+    let kthreads = outside::kthread_delta(&a.outside, &b.outside, |t, k| {
+        ours(t, k) && !foreign_kthread(d, k)
+    });
+    let fkernel = outside::kthread_delta(&a.outside, &b.outside, |t, k| {
+        ours(t, k) && foreign_kthread(d, k)
+    });
+    let tops =
+        outside::tops_on(&a.outside, &b.outside, cores).map_or(0.0, |t| (t - in_tops).max(0.0));
+    let mut parts: Vec<RawPart> = vec![
+        (
+            "kernel threads on these cores".into(),
+            PartId::other(PartKind::Kernel, side),
+            kthreads,
+        ),
+        (
+            "other devices' kernel threads".into(),
+            PartId::other(PartKind::Kernel, side),
+            fkernel,
+        ),
+        (
+            "other cgroups".into(),
+            PartId::other(PartKind::Process, side),
+            tops,
+        ),
+    ];
+    let known = known + kthreads + fkernel + tops;
+    let foreign = match root {
+        Some(r) => {
+            let unconfined = residual(r - known, ex);
+            parts.push((
+                "unconfined tasks".into(),
+                PartId::other(PartKind::Unconfined, side),
+                unconfined,
+            ));
+            let kernel = residual(busy - r.max(known), ex);
+            parts.push((
+                "kernel (unattributed)".into(),
+                PartId::other(PartKind::Unattributed, side),
+                kernel,
+            ));
+            tops + unconfined + fkernel
+        }
+        // Without per-CPU accounting the two cannot be told apart.
+        None => {
+            let rest = residual(busy - known, ex);
+            parts.push((
+                "kernel and unconfined tasks".into(),
+                PartId::other(PartKind::Unattributed, side),
+                rest,
+            ));
+            tops + fkernel
+        }
+    };
+    (parts, foreign, fkernel)
 }
 
 fn sided(
@@ -144,8 +249,7 @@ fn sided(
     busy: [f64; 2],
 ) -> Sided {
     let (mut parts, mut on, leak) = lab_parts(d, a, b, host, client);
-    let mut taken = HashSet::new();
-    let (stray, stray_on) = strays(d, (a, b), [host, client], &mut taken);
+    let (stray, stray_on, in_tops) = strays(d, (a, b));
     parts.extend(stray);
     on[0] += stray_on[0];
     on[1] += stray_on[1];
@@ -158,7 +262,7 @@ fn sided(
         sum_on(&a.light.sched.per_cpu, &b.light.sched.per_cpu, host),
         sum_on(&a.light.sched.per_cpu, &b.light.sched.per_cpu, client),
     ];
-    let (mut foreign_s, mut excess_s) = ([0.0; 2], [0.0; 2]);
+    let (mut foreign_s, mut excess_s, mut foreign_kernel_s) = ([0.0; 2], [0.0; 2], [0.0; 2]);
     for (k, (side, cores)) in [(Side::Host, host), (Side::Client, client)]
         .into_iter()
         .enumerate()
@@ -167,49 +271,18 @@ fn sided(
         if cores.is_empty() {
             continue;
         }
-        // Outside the lab: tasks confined to this side (per-CPU kernel threads such as ksoftirqd
-        // and kworkers, pinned processes) by name, the rest of the side's charged time as tasks
-        // that may run anywhere, and what no task was charged for.
-        let (kthreads, procs) = procs::confined_delta(&a.scan, &b.scan, cores, &taken);
-        parts.push((
-            "kernel threads on these cores".into(),
-            PartId::other(PartKind::Kernel, side),
-            kthreads,
-        ));
-        parts.push((
-            "processes confined to these cores".into(),
-            PartId::other(PartKind::Process, side),
-            procs,
-        ));
-        let known = on[k] + kthreads + procs;
-        let ex = &mut excess_s[k];
-        match root[k] {
-            Some(r) => {
-                let unconfined = residual(r - known, ex);
-                parts.push((
-                    "unconfined tasks".into(),
-                    PartId::other(PartKind::Unconfined, side),
-                    unconfined,
-                ));
-                let kernel = residual(busy[k] - r.max(known), ex);
-                parts.push((
-                    "kernel (unattributed)".into(),
-                    PartId::other(PartKind::Unattributed, side),
-                    kernel,
-                ));
-                foreign_s[k] = procs + unconfined;
-            }
-            // Without per-CPU accounting the two cannot be told apart.
-            None => {
-                let rest = residual(busy[k] - known, ex);
-                parts.push((
-                    "kernel and unconfined tasks".into(),
-                    PartId::other(PartKind::Unattributed, side),
-                    rest,
-                ));
-                foreign_s[k] = procs;
-            }
-        }
+        let s = SideIn {
+            side,
+            cores,
+            known: on[k],
+            root: root[k],
+            busy: busy[k],
+            in_tops: in_tops[k],
+        };
+        let (p, f, fk) = beside(d, (a, b), s, &mut excess_s[k]);
+        parts.extend(p);
+        foreign_s[k] = f;
+        foreign_kernel_s[k] = fk;
     }
     let by_cpu = per_cpu && root[0].is_some();
     Sided {
@@ -221,6 +294,7 @@ fn sided(
             "by placement"
         },
         foreign_s,
+        foreign_kernel_s,
         excess_s,
     }
 }
@@ -239,7 +313,9 @@ fn unplaced(d: &MeterData, a: &Full, b: &Full, machine_s: f64) -> Sided {
             )
         })
         .collect();
-    let (kthreads, others) = procs::scan_delta(&a.scan, &b.scan);
+    let taken: HashSet<u32> = d.parts.iter().filter_map(|p| p.pid).collect();
+    let kthreads = outside::kthread_delta(&a.outside, &b.outside, |t, _| !taken.contains(&t));
+    let others = outside::tops_total(&a.outside, &b.outside);
     parts.push((
         "other processes".into(),
         PartId::other(PartKind::Process, Side::Host),
@@ -263,6 +339,7 @@ fn unplaced(d: &MeterData, a: &Full, b: &Full, machine_s: f64) -> Sided {
         leak_s: None,
         attribution: "unplaced: the machine less the client's parts",
         foreign_s: [others, 0.0],
+        foreign_kernel_s: [0.0, 0.0],
         excess_s: [excess, 0.0],
     }
 }
@@ -583,6 +660,9 @@ fn check(
     }
 }
 
+/// Foreign kernel work on the host's cores past this share of them makes a point unmeasurable.
+const FOREIGN_KERNEL_MAX_PCT: f64 = 5.0;
+
 /// The CPU report of one window from the meter's data and the test's traffic: each CPU's time
 /// (`busy`), the two sides, the parts of each, then the figures that read them.
 pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, Error> {
@@ -591,7 +671,13 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, Error> {
     let (host_total_s, client_s, sided) = side_totals(d, &w);
     let parts = part_cpus(sided.parts, window_s, |side| w.cap(side));
     let (foreign_s, excess_s) = (sided.foreign_s[0], sided.excess_s[0]);
-    let host = host_share(d, &w, host_total_s, foreign_s, excess_s, &parts);
+    let mut host = host_share(d, &w, host_total_s, foreign_s, excess_s, &parts);
+    let fk_pct = 100.0 * sided.foreign_kernel_s[0] / w.cap(Side::Host);
+    if host.why.is_none() && fk_pct > FOREIGN_KERNEL_MAX_PCT {
+        host.why = Some(format!(
+            "other devices' kernel threads ran {fk_pct:.1} % of the host's cores (more than {FOREIGN_KERNEL_MAX_PCT} %): their work there costs the datapath cache and wake-ups the meter cannot separate; shield the host's cores (--shield) or measure when that traffic is gone"
+        ));
+    }
     let ds = b.light.stat.total.delta(&a.light.stat.total);
     let (split_pct, irq_softirq_pct) = split_by_column(&ds, w.machine_busy_pct);
     let (gbps, tps) = rates(t, host.why.is_none());
@@ -746,7 +832,7 @@ mod tests {
                     total: None,
                 },
             },
-            scan: Default::default(),
+            outside: Default::default(),
             irq,
             counters: None,
         }
@@ -780,6 +866,8 @@ mod tests {
             own_cpu_s: 0.01,
             own_wall_s: 2.0,
             ticks_per_s: 100.0,
+            reads_per_sample: 0,
+            reads_per_edge: 0,
         }
     }
 
@@ -977,7 +1065,7 @@ mod tests {
         };
         let edge = |ms: u64| Full {
             light: sample(ms, 0, None),
-            scan: Default::default(),
+            outside: Default::default(),
             irq: Counts::default(),
             counters: None,
         };

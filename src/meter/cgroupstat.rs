@@ -3,6 +3,7 @@
 //! (`usage_usec`).
 
 use super::error::Error;
+use super::fs::Fs;
 use std::path::Path;
 
 /// CPU seconds used by a cgroup so far, from the text of its stat file.
@@ -22,9 +23,9 @@ pub fn parse(file_name: &str, text: &str, ticks_per_s: f64) -> Result<f64, Error
 }
 
 /// CPU seconds of a cgroup folder (whichever hierarchy it is in).
-pub fn read(dir: &Path, ticks_per_s: f64) -> Result<f64, Error> {
+pub fn read(fs: &Fs, dir: &Path, ticks_per_s: f64) -> Result<f64, Error> {
     for f in ["cpuacct.stat", "cpu.stat"] {
-        if let Ok(t) = std::fs::read_to_string(dir.join(f)) {
+        if let Some(t) = fs.read(dir.join(f)) {
             return parse(f, &t, ticks_per_s);
         }
     }
@@ -36,8 +37,8 @@ pub fn read(dir: &Path, ticks_per_s: f64) -> Result<f64, Error> {
 
 /// CPU seconds per CPU of a cgroup v1 cpuacct folder (`cpuacct.usage_percpu`, nanoseconds of
 /// the scheduler's run time, softirq taken while a member task ran included); None elsewhere.
-pub fn read_percpu(dir: &Path) -> Option<Vec<f64>> {
-    parse_percpu(&std::fs::read_to_string(dir.join("cpuacct.usage_percpu")).ok()?)
+pub fn read_percpu(fs: &Fs, dir: &Path) -> Option<Vec<f64>> {
+    parse_percpu(&fs.read(dir.join("cpuacct.usage_percpu"))?)
 }
 
 pub fn parse_percpu(text: &str) -> Option<Vec<f64>> {
@@ -58,10 +59,10 @@ pub fn counts_cpu(dir: &Path) -> bool {
 
 /// The folders' accounting file for CPU time: the first folder that has one (a part may also sit
 /// in a cpuset hierarchy, which counts nothing).
-pub fn read_any(dirs: &[std::path::PathBuf], ticks_per_s: f64) -> Result<f64, Error> {
+pub fn read_any(fs: &Fs, dirs: &[std::path::PathBuf], ticks_per_s: f64) -> Result<f64, Error> {
     let mut last = Err(Error::Unreadable("no cgroup folders".into()));
-    for d in dirs {
-        last = read(d, ticks_per_s);
+    for d in dirs.iter().filter(|d| counts_cpu(&fs.path(d))) {
+        last = read(fs, d, ticks_per_s);
         if last.is_ok() {
             return last;
         }

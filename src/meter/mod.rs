@@ -1,18 +1,25 @@
 //! The meter: where the host's CPU went while traffic flowed. A sampler thread reads each CPU's
-//! idle nanoseconds, steal and scheduler run time (`busy` says what they mean together) and each
-//! part's cgroup (per CPU where the hierarchy offers it) at 10 Hz for the time series, and takes
-//! full snapshots (adding a scan of every process, interrupt counts and hardware counters) exactly
-//! at the measured window's edges, keeping the kernel's texts of those two (`raw`). The host and
-//! the client are sets of cores: host CPU is the busy time of the host's cores. It knows parts
-//! (names, sides, cgroup folders, PIDs) and cores, never labs or workloads.
+//! idle time, steal and scheduler run time (`busy` says what they mean together) and each part's
+//! cgroup (per CPU where the hierarchy offers it) at 10 Hz for the time series, and takes full
+//! snapshots (adding what ran beside the lab, `outside`, interrupt counts and hardware counters)
+//! exactly at the measured window's edges, keeping the kernel's texts of those two (`raw`). No
+//! read at any sample grows with the host's tasks or timers: idle time comes from cpuidle
+//! residency where the kernel keeps it, /proc/timer_list (whose printing grows with the square
+//! of pending timers) is read only at the edges and only where it does not, and the files each
+//! sample reads are counted (`fs`). The host and the client are sets of cores: host CPU is the
+//! busy time of the host's cores. It knows parts (names, sides, cgroup folders, PIDs) and cores,
+//! never labs or workloads.
 
 pub mod account;
 pub mod busy;
 pub mod cgroupstat;
 pub mod counters;
 pub mod error;
+pub mod fs;
 pub mod irqstat;
 pub mod kernel;
+pub mod kthreads;
+pub mod outside;
 pub mod procs;
 pub mod procstat;
 pub mod raw;
@@ -23,7 +30,6 @@ pub use error::Error;
 
 pub use crate::vocab::Side;
 use serde::Serialize;
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
@@ -72,8 +78,9 @@ pub struct PartTime {
 
 pub const HZ: f64 = 10.0;
 
-/// One reading of everything cheap: every 10 Hz sample reads each CPU's idle nanoseconds
-/// (/proc/timer_list, ~0.07 ms a read here), so the series is as fine as the window's figure.
+/// One reading of everything cheap: every 10 Hz sample reads each CPU's idle time (cpuidle
+/// residency, microseconds, where the kernel keeps it), so the series is as fine as the
+/// window's figure.
 #[derive(Clone, Debug)]
 pub struct Light {
     pub at: Instant,
@@ -88,7 +95,7 @@ pub struct Light {
 #[derive(Clone, Debug)]
 pub struct Full {
     pub light: Light,
-    pub scan: procs::Scan,
+    pub outside: outside::Reading,
     pub irq: irqstat::Counts,
     pub counters: Option<crate::records::cpu::CounterReport>,
 }
@@ -109,6 +116,9 @@ pub struct MeterData {
     pub own_cpu_s: f64,
     pub own_wall_s: f64,
     pub ticks_per_s: f64,
+    /// Files read by the most costly 10 Hz sample and the most costly window edge.
+    pub reads_per_sample: u64,
+    pub reads_per_edge: u64,
 }
 
 enum Msg {
@@ -129,93 +139,121 @@ pub fn ticks_per_s() -> f64 {
     crate::sys::clock_ticks_per_s()
 }
 
-fn read_part(p: &Part, hz: f64) -> PartTime {
-    if let Some(t) = &p.threads {
-        return PartTime {
-            total: threads::read(t, hz),
-            per_cpu: None,
-        };
-    }
-    if let (Some(pid), true) = (p.pid, p.cgroups.is_empty()) {
-        return PartTime {
-            total: procs::read_fine(pid, hz).unwrap_or(0.0),
-            per_cpu: None,
-        };
-    }
-    match p.cgroups.iter().find_map(|d| cgroupstat::read_percpu(d)) {
-        Some(v) => PartTime {
-            total: v.iter().sum(),
-            per_cpu: Some(v),
-        },
-        None => PartTime {
-            total: cgroupstat::read_any(&p.cgroups, hz).unwrap_or(0.0),
-            per_cpu: None,
-        },
-    }
+/// What the sampler reads with: the file tree, what it knows of the host beside the lab, the
+/// scheduler's source and the tick rate.
+struct Reader {
+    fs: fs::Fs,
+    outside: outside::Tracker,
+    source: Option<sched::Source>,
+    hz: f64,
+    /// The cores whose idle time the series reads (empty: every CPU).
+    cores: Vec<usize>,
+    /// Where cpuidle is missing, /proc/timer_list is read at the window's edges.
+    timer_list: bool,
 }
 
-/// The processes the parts already count (the scan of the rest leaves them out): those in
-/// the parts' accounting cgroups (not their cpusets, which count nothing), the parts' own pids
-/// and the QEMUs whose threads they split.
-fn measured_pids(parts: &[Part]) -> HashSet<u32> {
-    let folders: Vec<PathBuf> = parts
-        .iter()
-        .flat_map(|p| {
-            let vm = p.threads.iter().flat_map(|t| t.cgroups.clone());
-            p.cgroups.iter().cloned().chain(vm)
-        })
-        .filter(|d| cgroupstat::counts_cpu(d))
-        .collect();
-    let mut pids = procs::pids_in(&folders);
-    pids.extend(parts.iter().filter_map(|p| p.pid));
-    pids.extend(
-        parts
+impl Reader {
+    fn new(fs: fs::Fs, setup: &Setup) -> Reader {
+        let cores: Vec<usize> = setup
+            .sides
+            .as_ref()
+            .map(|s| s.host.iter().chain(&s.client).copied().collect())
+            .unwrap_or_default();
+        Reader {
+            outside: outside::Tracker::start(&fs, &setup.parts, &cores),
+            timer_list: !procstat::has_cpuidle(&fs),
+            source: sched::Source::detect(),
+            hz: ticks_per_s(),
+            cores,
+            fs,
+        }
+    }
+
+    /// Run seconds of the kernel threads `vhost-PID`, from the threads known.
+    fn kernel_vhost(&self, pid: u32) -> f64 {
+        let r = self.outside.kthreads();
+        let name = format!("vhost-{pid}");
+        r.read(&self.fs, |_, k| k.comm == name).values().sum()
+    }
+
+    fn part(&self, p: &Part) -> PartTime {
+        let (fs, hz) = (&self.fs, self.hz);
+        if let Some(t) = &p.threads {
+            let total = threads::read(fs, t, hz, |pid| self.kernel_vhost(pid));
+            return PartTime {
+                total,
+                per_cpu: None,
+            };
+        }
+        if let (Some(pid), true) = (p.pid, p.cgroups.is_empty()) {
+            return PartTime {
+                total: procs::read_fine(fs, pid, hz).unwrap_or(0.0),
+                per_cpu: None,
+            };
+        }
+        match p
+            .cgroups
             .iter()
-            .filter_map(|p| p.threads.as_ref().map(|t| t.pid)),
-    );
-    pids
-}
+            .find_map(|d| cgroupstat::read_percpu(fs, d))
+        {
+            Some(v) => PartTime {
+                total: v.iter().sum(),
+                per_cpu: Some(v),
+            },
+            None => PartTime {
+                total: cgroupstat::read_any(fs, &p.cgroups, hz).unwrap_or(0.0),
+                per_cpu: None,
+            },
+        }
+    }
 
-/// Reads the machine's texts first (the scheduler's per-CPU time beside /proc/stat: their windows
-/// must line up, the root less the parts is what ran outside the lab), then each part.
-fn read_light(
-    setup: &Setup,
-    src: Option<&sched::Source>,
-    hz: f64,
-) -> (Light, Option<raw::RawEdge>) {
-    let at = Instant::now();
-    let raw = raw::RawEdge::read(src, true).ok();
-    let (stat, sched) = raw
-        .as_ref()
-        .and_then(|r| r.parse(src).ok())
-        .unwrap_or_default();
-    let parts = setup.parts.iter().map(|p| read_part(p, hz)).collect();
-    (
-        Light {
-            at,
-            stat,
-            parts,
-            sched,
-        },
-        raw,
-    )
-}
+    /// Reads the machine's texts first (the scheduler's per-CPU time beside /proc/stat: their
+    /// windows must line up, the root less the parts is what ran outside the lab), then each
+    /// part. At an edge (`edge`) every CPU's idle time, and the timer list where it is needed.
+    fn light(&self, setup: &Setup, edge: bool) -> (Light, Option<raw::RawEdge>) {
+        let at = Instant::now();
+        let src = self.source.as_ref();
+        let cores: &[usize] = if edge { &[] } else { &self.cores };
+        let raw = raw::RawEdge::read(&self.fs, src, edge && self.timer_list, cores).ok();
+        let (stat, sched) = raw
+            .as_ref()
+            .and_then(|r| r.parse(src).ok())
+            .unwrap_or_default();
+        let parts = setup.parts.iter().map(|p| self.part(p)).collect();
+        (
+            Light {
+                at,
+                stat,
+                parts,
+                sched,
+            },
+            raw,
+        )
+    }
 
-/// A reading at a window's edge: the light one, a scan of every process, interrupts, counters.
-fn read_full(
-    setup: &Setup,
-    src: Option<&sched::Source>,
-    hz: f64,
-    counters: Option<&counters::Counters>,
-) -> (Full, Option<raw::RawEdge>) {
-    let (light, raw) = read_light(setup, src, hz);
-    let full = Full {
-        light,
-        scan: procs::scan(&measured_pids(&setup.parts), hz),
-        irq: irqstat::read(),
-        counters: counters.map(|c| c.read()),
-    };
-    (full, raw)
+    /// A 10 Hz sample: the light reading, and the lab's tasks that left their cgroups noted.
+    fn sample(&mut self, setup: &Setup) -> Light {
+        let l = self.light(setup, false).0;
+        self.outside.watch(&self.fs, &setup.parts, self.hz);
+        l
+    }
+
+    /// A reading at a window's edge: the light one, what ran beside the lab, interrupts,
+    /// counters.
+    fn full(
+        &mut self,
+        setup: &Setup,
+        counters: Option<&counters::Counters>,
+    ) -> (Full, Option<raw::RawEdge>) {
+        let (light, raw) = self.light(setup, true);
+        let full = Full {
+            light,
+            outside: self.outside.read(&self.fs, &setup.parts, self.hz),
+            irq: irqstat::read(),
+            counters: counters.map(|c| c.read()),
+        };
+        (full, raw)
+    }
 }
 
 /// The parts' cgroup v2 folders, for the hardware counters (which follow cgroups there).
@@ -231,9 +269,9 @@ fn v2_folders(parts: &[Part]) -> Vec<(String, Option<PathBuf>)> {
 
 /// The sampler: 10 Hz light readings, full ones at the window's marks, until told to stop.
 fn sample(setup: Setup, rx: mpsc::Receiver<Msg>) -> MeterData {
-    let hz = ticks_per_s();
-    let source = sched::Source::detect();
-    let src = source.as_ref();
+    let mut rd = Reader::new(fs::Fs::real(), &setup);
+    let hz = rd.hz;
+    let source = rd.source.clone();
     let ncpu = crate::sys::online_cpus().len().max(1);
     let (cpu0, t0) = (thread_cpu_s(), Instant::now());
     let v2 = v2_folders(&setup.parts);
@@ -256,9 +294,13 @@ fn sample(setup: Setup, rx: mpsc::Receiver<Msg>) -> MeterData {
         own_cpu_s: 0.0,
         own_wall_s: 0.0,
         ticks_per_s: hz,
+        reads_per_sample: 0,
+        reads_per_edge: 0,
     };
-    let edge = |data: &mut MeterData| {
-        let (full, raw) = read_full(&setup, src, hz, counters.as_ref());
+    let edge = |rd: &mut Reader, data: &mut MeterData| {
+        let r0 = rd.fs.reads();
+        let (full, raw) = rd.full(&setup, counters.as_ref());
+        data.reads_per_edge = data.reads_per_edge.max(rd.fs.reads() - r0);
         data.edges.push(full);
         data.raw.extend(raw);
     };
@@ -282,10 +324,12 @@ fn sample(setup: Setup, rx: mpsc::Receiver<Msg>) -> MeterData {
         let now = Instant::now();
         if marks.first().is_some_and(|m| *m <= now) {
             marks.remove(0);
-            edge(&mut data);
+            edge(&mut rd, &mut data);
         }
         if now >= next_tick {
-            data.series.push(read_light(&setup, src, hz).0);
+            let r0 = rd.fs.reads();
+            data.series.push(rd.sample(&setup));
+            data.reads_per_sample = data.reads_per_sample.max(rd.fs.reads() - r0);
             next_tick += period;
             if next_tick < now {
                 next_tick = now + period;
@@ -294,7 +338,7 @@ fn sample(setup: Setup, rx: mpsc::Receiver<Msg>) -> MeterData {
     }
     // A window still open at stop (a fixed-size transfer ended early) closes now.
     if data.edges.len() == 1 {
-        edge(&mut data);
+        edge(&mut rd, &mut data);
     }
     if let Some(c) = &counters {
         data.counter_notes = c.read().notes;
@@ -338,15 +382,21 @@ impl Probe {
     pub fn start() -> Result<Probe, Error> {
         let source = sched::Source::detect();
         Ok(Probe {
-            raw: raw::RawEdge::read(source.as_ref(), true)?,
+            raw: Self::read(source.as_ref())?,
             at: Instant::now(),
             source,
         })
     }
 
+    /// Every CPU's texts now (the timer list only where cpuidle is missing).
+    fn read(source: Option<&sched::Source>) -> Result<raw::RawEdge, Error> {
+        let fs = fs::Fs::real();
+        raw::RawEdge::read(&fs, source, !procstat::has_cpuidle(&fs), &[])
+    }
+
     /// The window's seconds and each CPU's time over it.
     pub fn finish(self) -> Result<(f64, std::collections::BTreeMap<usize, busy::CoreTime>), Error> {
-        let b = raw::RawEdge::read(self.source.as_ref(), true)?;
+        let b = Self::read(self.source.as_ref())?;
         let window_s = self.at.elapsed().as_secs_f64();
         let rec = raw::Recording {
             note: String::new(),

@@ -172,24 +172,30 @@ pub fn timer_list_idle_ns(text: &str) -> std::collections::BTreeMap<usize, u64> 
 }
 
 /// Microseconds CPU `c` has spent in its idle states so far (/sys/…/cpuidle/stateN/time).
-pub fn cpuidle_us(c: usize) -> Option<u64> {
-    let dir = std::fs::read_dir(format!("/sys/devices/system/cpu/cpu{c}/cpuidle")).ok()?;
+pub fn cpuidle_us(fs: &super::fs::Fs, c: usize) -> Option<u64> {
+    let dir = format!("/sys/devices/system/cpu/cpu{c}/cpuidle");
     let mut total = 0u64;
     let mut any = false;
-    for e in dir.flatten() {
-        if e.file_name()
-            .to_str()
-            .is_some_and(|n| n.starts_with("state"))
-        {
-            total += std::fs::read_to_string(e.path().join("time"))
-                .ok()?
-                .trim()
-                .parse::<u64>()
-                .ok()?;
-            any = true;
-        }
+    for n in fs
+        .names(&dir)
+        .iter()
+        .filter(|n| n.starts_with("state"))
+        .take(64)
+    {
+        total += fs
+            .read(format!("{dir}/{n}/time"))?
+            .trim()
+            .parse::<u64>()
+            .ok()?;
+        any = true;
     }
     any.then_some(total)
+}
+
+/// Whether this host keeps cpuidle residency (then the meter never reads /proc/timer_list,
+/// whose cost grows with the host's pending timers).
+pub fn has_cpuidle(fs: &super::fs::Fs) -> bool {
+    fs.exists("/sys/devices/system/cpu/cpu0/cpuidle/state0/time")
 }
 
 #[cfg(test)]

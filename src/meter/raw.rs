@@ -6,6 +6,7 @@
 //! stays a test case for good.
 
 use super::error::Error;
+use super::fs::Fs;
 use super::kernel::Accounting;
 use super::sched::{self, Source};
 use super::{busy, procstat};
@@ -27,23 +28,29 @@ pub struct RawEdge {
 const MAX_TEXT: usize = 4 << 20;
 
 impl RawEdge {
-    /// Reads everything now: /proc/stat, the timer list (if `timer_list`), cpuidle, the source.
-    pub fn read(source: Option<&Source>, timer_list: bool) -> Result<RawEdge, Error> {
-        let stat = std::fs::read_to_string("/proc/stat")
-            .map_err(|e| Error::Unreadable(format!("/proc/stat: {e}")))?;
-        let timer_list = timer_list
-            .then(|| std::fs::read_to_string("/proc/timer_list").ok())
-            .flatten();
+    /// Reads everything now: /proc/stat, the timer list (if `timer_list`), cpuidle (of `cores`,
+    /// or every CPU where empty), the source.
+    pub fn read(
+        fs: &Fs,
+        source: Option<&Source>,
+        timer_list: bool,
+        cores: &[usize],
+    ) -> Result<RawEdge, Error> {
+        let stat = fs
+            .read("/proc/stat")
+            .ok_or_else(|| Error::Unreadable("/proc/stat cannot be read".into()))?;
+        let timer_list = timer_list.then(|| fs.read("/proc/timer_list")).flatten();
         let ids = procstat::parse(&stat)?.ids;
         let cpuidle = ids
             .iter()
-            .filter_map(|&c| Some((c, procstat::cpuidle_us(c)?)))
+            .filter(|c| cores.is_empty() || cores.contains(c))
+            .filter_map(|&c| Some((c, procstat::cpuidle_us(fs, c)?)))
             .collect();
         Ok(RawEdge {
             stat,
             timer_list,
             cpuidle,
-            sched: source.and_then(Source::text),
+            sched: source.and_then(|s| s.text(fs)),
         })
     }
 

@@ -7,6 +7,7 @@
 //! the CPU idled; whether they count time the hypervisor stole depends on the source and the
 //! kernel (`includes_steal`).
 
+use super::fs::Fs;
 use std::path::{Path, PathBuf};
 
 /// Where the run time is read.
@@ -74,32 +75,13 @@ impl Source {
         }
     }
 
-    pub fn read(&self) -> Reading {
+    /// The text the source is read from (a recording keeps it); for the v2 sum, which is many
+    /// files, the sum itself.
+    pub fn text(&self, fs: &Fs) -> Option<String> {
         match self {
-            Source::CpuacctV1(d) => Reading {
-                per_cpu: super::cgroupstat::read_percpu(d),
-                total: None,
-            },
-            Source::Schedstat => Reading {
-                per_cpu: std::fs::read_to_string("/proc/schedstat")
-                    .ok()
-                    .and_then(|t| parse_schedstat(&t)),
-                total: None,
-            },
-            Source::V2Sum(d) => Reading {
-                per_cpu: None,
-                total: Some(read_v2_sum(d)),
-            },
-        }
-    }
-
-    /// The text the source is read from (a fixture records it); None for the v2 sum, which is
-    /// many files (its recorded form is the sum itself).
-    pub fn text(&self) -> Option<String> {
-        match self {
-            Source::CpuacctV1(d) => std::fs::read_to_string(d.join("cpuacct.usage_percpu")).ok(),
-            Source::Schedstat => std::fs::read_to_string("/proc/schedstat").ok(),
-            Source::V2Sum(d) => Some(format!("{:.9}", read_v2_sum(d))),
+            Source::CpuacctV1(d) => fs.read(d.join("cpuacct.usage_percpu")),
+            Source::Schedstat => fs.read("/proc/schedstat"),
+            Source::V2Sum(d) => Some(format!("{:.9}", read_v2_sum(fs, d))),
         }
     }
 
@@ -166,21 +148,21 @@ pub fn parse_schedstat(text: &str) -> Option<Vec<f64>> {
 
 /// cgroup v2's machine-wide run time: each top-level folder's `usage_usec` (which holds its whole
 /// subtree) plus each task left in the root (kernel threads, mostly) from its schedstat.
-fn read_v2_sum(root: &Path) -> f64 {
-    let folders: f64 = std::fs::read_dir(root)
+fn read_v2_sum(fs: &Fs, root: &Path) -> f64 {
+    let folders: f64 = fs
+        .names(root)
         .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| std::fs::read_to_string(e.path().join("cpu.stat")).ok())
+        .filter(|n| fs.path(&root.join(n)).is_dir())
+        .filter_map(|n| fs.read(root.join(n).join("cpu.stat")))
         .filter_map(|t| super::cgroupstat::parse("cpu.stat", &t, 1.0).ok())
         .sum();
-    let tasks: f64 = std::fs::read_to_string(root.join("cgroup.threads"))
+    let tasks: f64 = fs
+        .read(root.join("cgroup.threads"))
         .unwrap_or_default()
         .lines()
         .take(1 << 20)
         .filter_map(|tid| {
-            let t = std::fs::read_to_string(format!("/proc/{}/schedstat", tid.trim())).ok()?;
+            let t = fs.read(format!("/proc/{}/schedstat", tid.trim()))?;
             super::procs::parse_schedstat(&t)
         })
         .sum();

@@ -5,6 +5,7 @@
 //! process's total (its cgroup's, which includes threads that have ended and old kernels' vhost
 //! threads, attached to their owner's cgroups) less the other two.
 
+use super::fs::Fs;
 use std::path::PathBuf;
 
 /// Which threads of a QEMU a part counts.
@@ -39,50 +40,33 @@ pub fn classify(tid: u32, comm: &str, vcpus: &[u32]) -> ThreadClass {
 }
 
 /// Each live thread of `pid`: id, name and CPU seconds.
-fn tasks(pid: u32) -> Vec<(u32, String, f64)> {
+fn tasks(fs: &Fs, pid: u32) -> Vec<(u32, String, f64)> {
     let dir = format!("/proc/{pid}/task");
-    std::fs::read_dir(&dir)
+    fs.names(&dir)
         .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let tid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
-            let secs = super::procs::parse_schedstat(
-                &std::fs::read_to_string(e.path().join("schedstat")).ok()?,
-            )?;
+        .take(1 << 16)
+        .filter_map(|n| {
+            let tid: u32 = n.parse().ok()?;
+            let comm = fs.read(format!("{dir}/{tid}/comm"))?;
+            let secs = super::procs::parse_schedstat(&fs.read(format!("{dir}/{tid}/schedstat"))?)?;
             Some((tid, comm.trim().to_string(), secs))
         })
         .collect()
 }
 
-/// Kernel threads named `vhost-<pid>` (Linux before 6.4 runs vhost workers so).
-fn kernel_vhost(pid: u32) -> f64 {
-    let name = format!("vhost-{pid}");
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == name))
-        .filter_map(|e| {
-            super::procs::parse_schedstat(
-                &std::fs::read_to_string(e.path().join("schedstat")).ok()?,
-            )
-        })
-        .sum()
-}
-
 /// The VM's total CPU seconds: its cgroup's, else its process's (all threads, ended ones too).
-fn total(t: &Threads, hz: f64) -> f64 {
-    super::cgroupstat::read_any(&t.cgroups, hz)
+fn total(fs: &Fs, t: &Threads, hz: f64) -> f64 {
+    super::cgroupstat::read_any(fs, &t.cgroups, hz)
         .ok()
-        .or_else(|| super::procs::read(t.pid, hz).map(|p| p.cpu_s))
+        .or_else(|| super::procs::read_in(fs, t.pid, hz).map(|p| p.cpu_s))
         .unwrap_or(0.0)
 }
 
-/// CPU seconds so far of the part's threads.
-pub fn read(t: &Threads, hz: f64) -> f64 {
-    let tasks = tasks(t.pid);
+/// CPU seconds so far of the part's threads. `kernel_vhost` gives the run time of the kernel
+/// threads named `vhost-PID` (Linux before 6.4 runs vhost workers so), found by the caller among
+/// the host's kernel threads without a scan of every task.
+pub fn read(fs: &Fs, t: &Threads, hz: f64, kernel_vhost: impl Fn(u32) -> f64) -> f64 {
+    let tasks = tasks(fs, t.pid);
     let sum = |c: ThreadClass| -> f64 {
         tasks
             .iter()
@@ -95,7 +79,7 @@ pub fn read(t: &Threads, hz: f64) -> f64 {
     match t.class {
         ThreadClass::Vcpu => sum(ThreadClass::Vcpu),
         ThreadClass::Vhost => sum(ThreadClass::Vhost) + kernel_vhost(t.pid),
-        ThreadClass::Emulation => (total(t, hz) - sum(ThreadClass::Vcpu) - vhost()).max(0.0),
+        ThreadClass::Emulation => (total(fs, t, hz) - sum(ThreadClass::Vcpu) - vhost()).max(0.0),
     }
 }
 
@@ -140,9 +124,10 @@ mod tests {
         let hz = super::super::ticks_per_s();
         let spin = std::time::Instant::now();
         while spin.elapsed() < std::time::Duration::from_millis(50) {}
-        assert_eq!(read(&t(ThreadClass::Vcpu), hz), 0.0);
-        assert!(read(&t(ThreadClass::Emulation), hz) > 0.0);
-        let all: f64 = tasks(pid).iter().map(|x| x.2).sum();
+        let fs = Fs::real();
+        assert_eq!(read(&fs, &t(ThreadClass::Vcpu), hz, |_| 0.0), 0.0);
+        assert!(read(&fs, &t(ThreadClass::Emulation), hz, |_| 0.0) > 0.0);
+        let all: f64 = tasks(&fs, pid).iter().map(|x| x.2).sum();
         assert!(all > 0.0);
     }
 }
