@@ -240,6 +240,7 @@ struct EngineArgs {
 }
 
 pub fn bench(a: BenchArgs) -> CmdResult {
+    let _machine = super::shared::hold_machine("vnetlab bench", std::time::Duration::ZERO)?;
     match a.what {
         BenchWhat::Engine(e) => bench_engine(e),
         BenchWhat::Store(s) => bench_store(s),

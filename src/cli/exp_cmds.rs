@@ -343,16 +343,16 @@ pub fn run(a: RunArgs) -> CmdResult {
     }
     need_lab_root("vnetlab run")?;
     let farm = a.farm.fleet()?;
-    // A farm's run: skipped where the host lacks a datapath, one at a time per host, after the
-    // labs an interrupted try left are gone.
-    let _lock = match &farm {
-        Some(f) => Some(super::farm_cmds::prepare(
-            &loaded,
-            f,
-            std::time::Duration::from_secs(a.farm.wait),
-        )?),
-        None => None,
+    // One measurement at a time on the machine; a farm's run is skipped where the host lacks a
+    // datapath, and goes after the labs an interrupted try left are gone.
+    let what = match &farm {
+        Some(f) => format!("run {} of host {}", f.run, f.host),
+        None => "vnetlab run".into(),
     };
+    let _machine = super::shared::hold_machine(&what, std::time::Duration::from_secs(a.farm.wait))?;
+    if let Some(f) = &farm {
+        super::farm_cmds::prepare(&loaded, f)?;
+    }
     let out = output_dir(&a.out)?;
     let opened = a.db.write(a.create).inspect_err(|_| out.undo());
     let store = match (opened, &farm) {

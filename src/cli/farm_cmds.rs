@@ -39,9 +39,10 @@ pub struct FarmArgs {
     /// No spool, even for a PostgreSQL store
     #[arg(long, conflicts_with = "spool", requires = "run_id")]
     pub no_spool: bool,
-    /// Wait up to this many seconds for another run that holds this machine (one run at a time
-    /// per machine, whatever its state folder) [default: 0, refused at once with exit 6]
-    #[arg(long, value_name = "SECONDS", requires = "run_id", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    /// Wait up to this many seconds for another measurement that holds this machine (one at a
+    /// time per machine, whatever its state folder; VNETLAB_LOCK_WAIT does the same for every
+    /// measuring command) [default: 0, refused at once with exit 6]
+    #[arg(long, value_name = "SECONDS", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=86_400))]
     pub wait: u64,
 }
 
@@ -69,14 +70,9 @@ impl FarmArgs {
     }
 }
 
-/// Before a farm's run: the host has every datapath the experiment builds (else it is
-/// skipped), no other run holds it (its lock, held until the run ends), and the labs an
-/// interrupted try left are removed.
-pub fn prepare(
-    loaded: &erun::Loaded,
-    f: &Fleet,
-    wait: std::time::Duration,
-) -> Result<crate::fleet::lock::HostLock, Fail> {
+/// Before a farm's run (which holds the machine lock): the host has every datapath the
+/// experiment builds (else it is skipped), and the labs an interrupted try left are removed.
+pub fn prepare(loaded: &erun::Loaded, f: &Fleet) -> Result<(), Fail> {
     let mut modes: Vec<crate::vocab::Mode> = loaded
         .points
         .iter()
@@ -91,11 +87,6 @@ pub fn prepare(
             f.host
         )));
     }
-    let lock = crate::fleet::lock::take(
-        &crate::fleet::lock::host_dir()?,
-        &format!("run {} of host {}", f.run, f.host),
-        wait,
-    )?;
     let (removed, errors) = crate::lab::owned::remove_abandoned();
     for lab in removed {
         crate::errln!("vnetlab: removed lab {lab}, left by an interrupted run");
@@ -106,7 +97,7 @@ pub fn prepare(
             errors.join("; ")
         )));
     }
-    Ok(lock)
+    Ok(())
 }
 
 /// Says what a farm's run takes up from an earlier try.

@@ -17,6 +17,19 @@ pub fn need_root(what: &str) -> CmdResult {
     Ok(())
 }
 
+/// The machine lock for a measuring command (`what` names it to whoever waits), taken as root:
+/// one measurement at a time on a machine, waiting `wait` or `VNETLAB_LOCK_WAIT` seconds.
+pub fn hold_machine(
+    what: &str,
+    wait: std::time::Duration,
+) -> Result<Option<crate::fleet::lock::HostLock>, Fail> {
+    if !crate::sys::is_root() {
+        return Ok(None);
+    }
+    let what = format!("{what} (pid {})", std::process::id());
+    Ok(crate::fleet::lock::measuring(&what, wait)?)
+}
+
 /// Root and a state folder labs can be journaled in, for a command that builds labs as it goes:
 /// a bad `VNETLAB_STATE_DIR` is refused before anything runs, not point by point.
 pub fn need_lab_root(what: &str) -> CmdResult {

@@ -530,6 +530,7 @@ fn measured(a: &TestArgs) -> Result<crate::records::measured::Measured, Fail> {
         Some(h) => a.remote(h)?,
         None => a.in_lab(from, to)?,
     };
+    let _machine = super::shared::hold_machine("vnetlab test", std::time::Duration::ZERO)?;
     let progress = |i: u32, n: u32| {
         if n > 1 && !a.json && !a.iperf3_json {
             crate::errln!("run {i}/{n}");
@@ -751,6 +752,7 @@ pub fn meter(a: MeterArgs) -> CmdResult {
             (opened.name().to_string(), target.setup()?)
         }
     };
+    let _machine = super::shared::hold_machine("vnetlab meter", std::time::Duration::ZERO)?;
     let m = Meter::start(setup);
     let start = std::time::Instant::now() + std::time::Duration::from_millis(100);
     let end = start + std::time::Duration::from_secs_f64(a.seconds);

@@ -1,8 +1,11 @@
-//! The per-host lock: one farm run at a time on a machine. An advisory lock (`flock`) on
-//! `/run/vnetlab/run.lock`, whatever state folder a run uses (two runs on one kernel share its
-//! cores, so their figures would be each other's), held for the run's whole life and let go by
-//! the kernel when the process ends however it ends, so a killed run never leaves the host
-//! locked. A run may wait for it (`--wait`) or is refused at once.
+//! The machine lock: one measuring command at a time on a machine (`test` in a lab, `meter`,
+//! `run`, `reproduce`, `bench`; readers of the store, `up` and `status` take none). An advisory
+//! lock (`flock`) on `/run/vnetlab/run.lock`, whatever state folder a command uses (two
+//! measurements on one kernel share its cores, so their figures would be each other's), held
+//! for the command's whole life and let go by the kernel when the process ends however it ends,
+//! so a killed run never leaves the host locked. A command waits for it up to `--wait` or
+//! `VNETLAB_LOCK_WAIT` seconds, else is refused at once (exit 6); a command started by the one
+//! that holds it (a bench's `vnetlab test`) goes ahead under its parent's lock.
 
 use std::fs::File;
 use std::io::Write;
@@ -68,13 +71,73 @@ pub fn take(dir: &Path, what: &str, wait: Duration) -> Result<HostLock, Error> {
     .map_err(io)?;
     let Some(mut f) = got else {
         return Err(Error::Busy(format!(
-            "another vnetlab run holds this host ({}): wait for it to end, or give --wait SECONDS",
+            "another vnetlab measurement holds this machine ({}): wait for it to end, or let this one wait with VNETLAB_LOCK_WAIT=SECONDS (or run's --wait)",
             holder()
         )));
     };
     f.set_len(0).map_err(io)?;
     writeln!(f, "pid {}: {what}", std::process::id()).map_err(io)?;
     Ok(HostLock { _file: f, path })
+}
+
+/// The longest wait `VNETLAB_LOCK_WAIT` may ask for (a day).
+const MAX_WAIT_S: u64 = 86_400;
+
+/// How long a measuring command waits for the machine: `wait`, or `VNETLAB_LOCK_WAIT` seconds
+/// where that is longer.
+pub fn wait_for(wait: Duration) -> Result<Duration, Error> {
+    match std::env::var("VNETLAB_LOCK_WAIT") {
+        Err(_) => Ok(wait),
+        Ok(v) => match v.trim().parse::<u64>() {
+            Ok(s) if s <= MAX_WAIT_S => Ok(wait.max(Duration::from_secs(s))),
+            _ => Err(Error::Input(format!(
+                "VNETLAB_LOCK_WAIT={}: give whole seconds, 0 to {MAX_WAIT_S}",
+                crate::text::clip(&v)
+            ))),
+        },
+    }
+}
+
+/// The parent process of `pid`, from /proc/PID/stat (after the name's last ')').
+fn parent_of(pid: u32) -> Option<u32> {
+    let t = crate::text::read_capped(Path::new(&format!("/proc/{pid}/stat")), 4096).ok()?;
+    t[t.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Whether the holder named in the lock file is one of this process's ancestors.
+fn held_by_ancestor(path: &Path) -> bool {
+    let text = crate::text::read_capped(path, 4096).unwrap_or_default();
+    let Some(holder) = text
+        .strip_prefix("pid ")
+        .and_then(|r| r.split(':').next())
+        .and_then(|p| p.trim().parse::<u32>().ok())
+    else {
+        return false;
+    };
+    let mut p = std::process::id();
+    for _ in 0..64 {
+        match parent_of(p) {
+            Some(q) if q == holder => return true,
+            Some(q) if q > 1 => p = q,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// The machine lock for a measuring command (`what` says which, to a waiter), waiting as
+/// `wait_for` says; None where an ancestor holds it.
+pub fn measuring(what: &str, wait: Duration) -> Result<Option<HostLock>, Error> {
+    let wait = wait_for(wait)?;
+    let dir = host_dir()?;
+    if held_by_ancestor(&dir.join("run.lock")) {
+        return Ok(None);
+    }
+    take(&dir, what, wait).map(Some)
 }
 
 #[cfg(test)]

@@ -48,7 +48,10 @@ pub fn signal(pid: i32, sig: i32) {
 impl Ctx {
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(BIN);
-        c.args(args).env("VNETLAB_STATE_DIR", &self.state);
+        // Measuring commands take the machine one at a time: a test's wait for each other's.
+        c.args(args)
+            .env("VNETLAB_STATE_DIR", &self.state)
+            .env("VNETLAB_LOCK_WAIT", "3600");
         c
     }
     pub fn run(&self, args: &[&str]) -> Output {
