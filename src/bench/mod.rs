@@ -1,8 +1,10 @@
 //! Benchmarks run side by side with a named peer tool, reported as ratios.
 
+pub mod crowd;
 pub mod engine;
 pub mod hop;
 pub mod labs;
+pub mod meter;
 pub mod paced;
 pub mod store;
 pub mod table;

@@ -28,6 +28,46 @@ enum BenchWhat {
     /// `up` and `down` of labs of many guests (200 of bridge and of paravirt), timed for this
     /// build and, with --against, another one side by side
     Labs(LabsArgs),
+    /// The meter's own CPU beside crowds of host tasks (half asleep on a timer, half blocked),
+    /// as ratios to its cost on the quiet host, with the files it reads per sample and per edge
+    Meter(MeterBenchArgs),
+    /// Start a crowd of light tasks (and CPU hogs) in a cgroup of its own and hold it until
+    /// stopped (Ctrl-C or SIGTERM): the other tenants of a farm host, made by hand
+    Crowd(CrowdArgs),
+}
+
+#[derive(Args)]
+struct MeterBenchArgs {
+    /// Crowds to measure beside, in tasks (the quiet host is measured first)
+    #[arg(
+        long,
+        value_name = "N,N,...",
+        default_value = "100,1000,3000,10000",
+        value_delimiter = ','
+    )]
+    tasks: Vec<usize>,
+    /// Seconds per meter window
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Windows per crowd; the median is compared
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// One JSON document on stdout, for scripts
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct CrowdArgs {
+    /// Light tasks: half asleep on a timer, half blocked without one
+    #[arg(long, default_value_t = 10_000)]
+    tasks: usize,
+    /// Each hog's share of its core, %
+    #[arg(long, default_value_t = 30.0)]
+    hog_pct: f64,
+    /// Cores that get a hog each, e.g. 0,1 [default: none]
+    #[arg(long, value_name = "CPU,CPU,...", value_delimiter = ',')]
+    hog_cores: Vec<usize>,
 }
 
 #[derive(Args)]
@@ -247,7 +287,53 @@ pub fn bench(a: BenchArgs) -> CmdResult {
         BenchWhat::Vnic(v) => bench_vnic(v, false),
         BenchWhat::Qemu(q) => bench_qemu(q),
         BenchWhat::Labs(l) => bench_labs(l),
+        BenchWhat::Meter(m) => bench_meter(m),
+        BenchWhat::Crowd(c) => bench_crowd(c),
     }
+}
+
+fn bench_meter(a: MeterBenchArgs) -> CmdResult {
+    need_root("vnetlab bench meter")?;
+    if !(1.0..=600.0).contains(&a.seconds) || !(1..=50).contains(&a.repeat) {
+        return Err(Fail::Input("--seconds 1…600 and --repeat 1…50".into()));
+    }
+    let plan = crate::bench::meter::Plan {
+        tasks: a.tasks,
+        seconds: a.seconds,
+        repeat: a.repeat,
+    };
+    let progress = |what: &str| crate::errln!("bench: {what}");
+    let rows = crate::bench::meter::run(&plan, &progress)?;
+    if a.json {
+        print_json(&rows);
+    } else {
+        crate::out!("{}", crate::bench::meter::table(&rows, &plan));
+    }
+    Ok(())
+}
+
+fn bench_crowd(a: CrowdArgs) -> CmdResult {
+    need_root("vnetlab bench crowd")?;
+    let online = crate::sys::online_cpus();
+    if let Some(c) = a.hog_cores.iter().find(|c| !online.contains(c)) {
+        return Err(Fail::Input(format!("--hog-cores: CPU {c} is not online")));
+    }
+    crate::sys::signals::install();
+    let crowd = crate::bench::crowd::Crowd::start(&crate::bench::crowd::Spec {
+        tasks: a.tasks,
+        hog_pct: a.hog_pct,
+        hog_cores: a.hog_cores,
+    })?;
+    crate::outln!(
+        "vnetlab: a crowd of {} tasks is running (pid {}); stop it with Ctrl-C or SIGTERM",
+        crowd.pids().len(),
+        std::process::id()
+    );
+    while !crate::sys::signals::stop_requested() {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    drop(crowd);
+    Ok(())
 }
 
 fn bench_engine(a: EngineArgs) -> CmdResult {

@@ -635,6 +635,8 @@ fn meter_info(d: &MeterData) -> MeterInfo {
         hz: super::HZ,
         own_cpu_pct_of_core: own,
         counter_notes: d.counter_notes.clone(),
+        reads_per_sample: Some(d.reads_per_sample),
+        reads_per_edge: Some(d.reads_per_edge),
     }
 }
 

@@ -42,6 +42,13 @@ pub struct MeterInfo {
     pub hz: f64,
     pub own_cpu_pct_of_core: f64,
     pub counter_notes: Vec<String>,
+    /// Files the most costly 10 Hz sample read, and the most costly window edge: they grow with
+    /// the lab and the host's cores and top-level cgroups, never with its tasks (absent in runs
+    /// stored before vnetlab counted them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads_per_sample: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads_per_edge: Option<u64>,
 }
 
 /// netperf's service demand, µs of CPU per unit moved.

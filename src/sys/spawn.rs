@@ -99,3 +99,22 @@ const CGROUP: &std::ffi::CStr = c"/sys/fs/cgroup";
 const OPEN_TREE_CLONE: libc::c_uint = 1;
 /// move_mount(2): the source is the fd itself.
 const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 4;
+
+/// The child joins the cgroup whose `cgroup.procs` is open as `procs` (kept open by the caller
+/// until the child has started) and dies with the thread that spawned it (SIGKILL on its death,
+/// kept across exec): a crowd a test starts never outlives the test.
+pub fn join_dying_with_parent(cmd: &mut Command, procs: i32) {
+    // SAFETY: the hook runs in the child between fork and exec and calls only prctl and write,
+    // which are async-signal-safe, on an fd the caller keeps open across the spawn.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::write(procs, b"0".as_ptr().cast(), 1) != 1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
