@@ -412,3 +412,22 @@ impl Drop for Postgres {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// Where skipped tests are listed, a line each; `make test` totals and prints it.
+pub const SKIPS: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/skipped.txt");
+
+/// Records that the calling test skipped what it checks, and why (its environment lacks
+/// something): a SKIP line in `SKIPS`, and on stderr.
+pub fn skip(why: &str) {
+    use std::io::Write;
+    let name = std::thread::current().name().unwrap_or("?").to_string();
+    let line = format!("SKIP {name}: {why}\n");
+    eprint!("{line}");
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(SKIPS)
+    {
+        let _ = f.write_all(line.as_bytes());
+    }
+}
