@@ -42,12 +42,10 @@ pub struct Counts {
     pub interrupts: u64,
 }
 
-pub fn read() -> Counts {
+pub fn read(fs: &super::fs::Fs) -> Counts {
     Counts {
-        softirqs: parse_softirqs(&std::fs::read_to_string("/proc/softirqs").unwrap_or_default()),
-        interrupts: parse_interrupts(
-            &std::fs::read_to_string("/proc/interrupts").unwrap_or_default(),
-        ),
+        softirqs: parse_softirqs(&fs.read("/proc/softirqs").unwrap_or_default()),
+        interrupts: parse_interrupts(&fs.read("/proc/interrupts").unwrap_or_default()),
     }
 }
 

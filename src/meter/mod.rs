@@ -37,6 +37,9 @@ use std::time::{Duration, Instant};
 
 pub use crate::vocab::{PartId, PartKind};
 
+#[cfg(test)]
+mod replay_tests;
+
 /// Something whose CPU is measured: a cgroup (guest, host, client, backend) or a process, and
 /// the side it belongs to.
 #[derive(Clone, Debug)]
@@ -162,7 +165,7 @@ impl Reader {
         Reader {
             outside: outside::Tracker::start(&fs, &setup.parts, &cores),
             timer_list: !procstat::has_cpuidle(&fs),
-            source: sched::Source::detect(),
+            source: sched::Source::detect_in(&fs),
             hz: ticks_per_s(),
             cores,
             fs,
@@ -249,7 +252,7 @@ impl Reader {
         let full = Full {
             light,
             outside: self.outside.read(&self.fs, &setup.parts, self.hz),
-            irq: irqstat::read(),
+            irq: irqstat::read(&self.fs),
             counters: counters.map(|c| c.read()),
         };
         (full, raw)

@@ -34,7 +34,12 @@ impl Source {
     /// `VNETLAB_SCHED_SOURCE` (cpuacct, schedstat, v2 or none) picks one where the host has it,
     /// to record how the meter reads on a host that has only that.
     pub fn detect() -> Option<Source> {
-        let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+        Source::detect_in(&Fs::real())
+    }
+
+    /// `detect` in the tree `fs` (a recorded host's).
+    pub fn detect_in(fs: &Fs) -> Option<Source> {
+        let mounts = fs.read("/proc/mounts").unwrap_or_default();
         let (v1, v2) = roots(&mounts);
         if let Ok(want) = std::env::var("VNETLAB_SCHED_SOURCE") {
             return match want.as_str() {
@@ -44,13 +49,16 @@ impl Source {
                 _ => None,
             };
         }
-        if let Some(d) = v1.filter(|d| d.join("cpuacct.usage_percpu").exists()) {
+        if let Some(d) = v1.filter(|d| fs.exists(d.join("cpuacct.usage_percpu"))) {
             return Some(Source::CpuacctV1(d));
         }
-        if std::fs::read_to_string("/proc/schedstat").is_ok_and(|t| parse_schedstat(&t).is_some()) {
+        if fs
+            .read("/proc/schedstat")
+            .is_some_and(|t| parse_schedstat(&t).is_some())
+        {
             return Some(Source::Schedstat);
         }
-        v2.filter(|d| d.join("cgroup.threads").exists())
+        v2.filter(|d| fs.exists(d.join("cgroup.threads")))
             .map(Source::V2Sum)
     }
 
