@@ -151,8 +151,8 @@ struct Reader {
     hz: f64,
     /// The cores whose idle time the series reads (empty: every CPU).
     cores: Vec<usize>,
-    /// Where cpuidle is missing, /proc/timer_list is read at the window's edges.
-    timer_list: bool,
+    /// Each CPU's cpuidle states; where there are none, /proc/timer_list is read at the edges.
+    idle: procstat::Cpuidle,
 }
 
 impl Reader {
@@ -164,7 +164,7 @@ impl Reader {
             .unwrap_or_default();
         Reader {
             outside: outside::Tracker::start(&fs, &setup.parts, &cores),
-            timer_list: !procstat::has_cpuidle(&fs),
+            idle: procstat::Cpuidle::find(&fs),
             source: sched::Source::detect_in(&fs),
             hz: ticks_per_s(),
             cores,
@@ -217,7 +217,7 @@ impl Reader {
         let at = Instant::now();
         let src = self.source.as_ref();
         let cores: &[usize] = if edge { &[] } else { &self.cores };
-        let raw = raw::RawEdge::read(&self.fs, src, edge && self.timer_list, cores).ok();
+        let raw = raw::RawEdge::read(&self.fs, src, (&self.idle, edge), cores).ok();
         let (stat, sched) = raw
             .as_ref()
             .and_then(|r| r.parse(src).ok())
@@ -379,27 +379,32 @@ pub struct Probe {
     at: Instant,
     raw: raw::RawEdge,
     source: Option<sched::Source>,
+    idle: procstat::Cpuidle,
 }
 
 impl Probe {
     pub fn start() -> Result<Probe, Error> {
         let source = sched::Source::detect();
+        let idle = procstat::Cpuidle::find(&fs::Fs::real());
         Ok(Probe {
-            raw: Self::read(source.as_ref())?,
+            raw: Self::read(source.as_ref(), &idle)?,
             at: Instant::now(),
             source,
+            idle,
         })
     }
 
     /// Every CPU's texts now (the timer list only where cpuidle is missing).
-    fn read(source: Option<&sched::Source>) -> Result<raw::RawEdge, Error> {
-        let fs = fs::Fs::real();
-        raw::RawEdge::read(&fs, source, !procstat::has_cpuidle(&fs), &[])
+    fn read(
+        source: Option<&sched::Source>,
+        idle: &procstat::Cpuidle,
+    ) -> Result<raw::RawEdge, Error> {
+        raw::RawEdge::read(&fs::Fs::real(), source, (idle, true), &[])
     }
 
     /// The window's seconds and each CPU's time over it.
     pub fn finish(self) -> Result<(f64, std::collections::BTreeMap<usize, busy::CoreTime>), Error> {
-        let b = Self::read(self.source.as_ref())?;
+        let b = Self::read(self.source.as_ref(), &self.idle)?;
         let window_s = self.at.elapsed().as_secs_f64();
         let rec = raw::Recording {
             note: String::new(),

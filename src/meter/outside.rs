@@ -45,7 +45,10 @@ pub struct Tracker {
     /// The accounting hierarchy's root (v1 cpuacct, else v2) and the lab's own top folders.
     root: Option<PathBuf>,
     lab_tops: HashSet<String>,
-    /// Per part: tasks seen in its accounting folders, and strays with their first CPU seconds.
+    /// Per part: its accounting folders and its other ones (a cpuset), told apart once.
+    folders: Vec<(Vec<PathBuf>, Vec<PathBuf>)>,
+    /// Per part: tasks seen in its accounting folders and still in its namespace, and strays
+    /// with their first CPU seconds.
     seen: Vec<HashSet<u32>>,
     first: HashMap<u32, f64>,
     /// The cores whose kernel threads are read (empty: all).
@@ -68,15 +71,13 @@ fn procs_in(fs: &Fs, dir: &Path) -> Vec<u32> {
         .collect()
 }
 
-/// A process's CPU seconds so far and the top-level cgroup it is in (under `root`).
-fn stray_times(fs: &Fs, pid: u32, root: Option<&Path>, hz: f64) -> Option<(f64, Option<String>)> {
+/// A process's CPU seconds so far and the top-level cgroup it is in.
+fn stray_times(fs: &Fs, pid: u32, hz: f64) -> Option<(f64, Option<String>)> {
     let t = procs::parse_stat(&fs.read(format!("/proc/{pid}/stat"))?, hz)?;
-    let top = root.and_then(|r| {
-        let text = fs.read(format!("/proc/{pid}/cgroup"))?;
-        let _ = r;
-        let rel = cgroup_line(&text)?;
-        top_of(Path::new("/"), Path::new(&rel))
-    });
+    let top = fs
+        .read(format!("/proc/{pid}/cgroup"))
+        .and_then(|text| cgroup_line(&text))
+        .and_then(|rel| top_of(Path::new("/"), Path::new(&rel)));
     Some((t.cpu_s, top))
 }
 
@@ -126,6 +127,15 @@ impl Tracker {
             kthreads: Registry::start(fs),
             root,
             lab_tops,
+            folders: parts
+                .iter()
+                .map(|p| {
+                    p.cgroups
+                        .iter()
+                        .cloned()
+                        .partition(|d| cgroupstat::counts_cpu(&fs.path(d)))
+                })
+                .collect(),
             seen: vec![HashSet::new(); parts.len()],
             first: HashMap::new(),
             cores: cores.to_vec(),
@@ -138,10 +148,7 @@ impl Tracker {
         let mut strays = Vec::new();
         for (i, p) in parts.iter().enumerate() {
             let Some(ns) = p.netns else { continue };
-            let (acct, other): (Vec<&PathBuf>, Vec<&PathBuf>) = p
-                .cgroups
-                .iter()
-                .partition(|d| cgroupstat::counts_cpu(&fs.path(d)));
+            let (acct, other) = &self.folders[i];
             let inside: HashSet<u32> = acct.iter().flat_map(|d| procs_in(fs, d)).collect();
             let seen = &mut self.seen[i];
             if seen.len() < MAX_SEEN {
@@ -152,11 +159,14 @@ impl Tracker {
             out.sort_unstable();
             out.dedup();
             for pid in out.into_iter().filter(|p| !inside.contains(p)) {
+                // A task that ended or left the namespace is no longer the lab's to follow.
                 let here = fs.link(format!("/proc/{pid}/ns/net"));
-                if here.as_deref() != Some(&format!("net:[{ns}]")) {
-                    continue;
-                }
-                let Some((cpu_s, top)) = stray_times(fs, pid, self.root.as_deref(), hz) else {
+                let times = (here.as_deref() == Some(&format!("net:[{ns}]")))
+                    .then(|| stray_times(fs, pid, hz))
+                    .flatten();
+                let Some((cpu_s, top)) = times else {
+                    seen.remove(&pid);
+                    self.first.remove(&pid);
                     continue;
                 };
                 let since_s = *self.first.entry(pid).or_insert(cpu_s);

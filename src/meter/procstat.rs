@@ -171,31 +171,53 @@ pub fn timer_list_idle_ns(text: &str) -> std::collections::BTreeMap<usize, u64> 
         .collect()
 }
 
-/// Microseconds CPU `c` has spent in its idle states so far (/sys/…/cpuidle/stateN/time).
-pub fn cpuidle_us(fs: &super::fs::Fs, c: usize) -> Option<u64> {
-    let dir = format!("/sys/devices/system/cpu/cpu{c}/cpuidle");
-    let mut total = 0u64;
-    let mut any = false;
-    for n in fs
-        .names(&dir)
-        .iter()
-        .filter(|n| n.starts_with("state"))
-        .take(64)
-    {
-        total += fs
-            .read(format!("{dir}/{n}/time"))?
-            .trim()
-            .parse::<u64>()
-            .ok()?;
-        any = true;
-    }
-    any.then_some(total)
-}
+/// Each CPU's cpuidle states, found once (a CPU's states do not change while it is online), so a
+/// sample reads one file a state and lists no folder.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Cpuidle(std::collections::BTreeMap<usize, usize>);
 
-/// Whether this host keeps cpuidle residency (then the meter never reads /proc/timer_list,
-/// whose cost grows with the host's pending timers).
-pub fn has_cpuidle(fs: &super::fs::Fs) -> bool {
-    fs.exists("/sys/devices/system/cpu/cpu0/cpuidle/state0/time")
+impl Cpuidle {
+    /// The states of every CPU that has cpuidle (none: the kernel keeps no residency).
+    pub fn find(fs: &super::fs::Fs) -> Cpuidle {
+        let cpus = fs.names("/sys/devices/system/cpu");
+        let ids = cpus
+            .iter()
+            .filter_map(|n| n.strip_prefix("cpu")?.parse::<usize>().ok())
+            .filter(|&c| c < 4096);
+        Cpuidle(
+            ids.filter_map(|c| {
+                let dir = format!("/sys/devices/system/cpu/cpu{c}/cpuidle");
+                let n = fs
+                    .names(&dir)
+                    .iter()
+                    .filter(|n| n.starts_with("state"))
+                    .count();
+                (n > 0).then_some((c, n.min(64)))
+            })
+            .collect(),
+        )
+    }
+
+    /// Whether this host keeps cpuidle residency (then the meter never reads /proc/timer_list,
+    /// whose cost grows with the host's pending timers).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Microseconds CPU `c` has spent in its idle states so far (/sys/…/cpuidle/stateN/time).
+    pub fn us(&self, fs: &super::fs::Fs, c: usize) -> Option<u64> {
+        let n = *self.0.get(&c)?;
+        (0..n)
+            .map(|k| {
+                fs.read(format!(
+                    "/sys/devices/system/cpu/cpu{c}/cpuidle/state{k}/time"
+                ))?
+                .trim()
+                .parse::<u64>()
+                .ok()
+            })
+            .sum()
+    }
 }
 
 #[cfg(test)]

@@ -28,23 +28,25 @@ pub struct RawEdge {
 const MAX_TEXT: usize = 4 << 20;
 
 impl RawEdge {
-    /// Reads everything now: /proc/stat, the timer list (if `timer_list`), cpuidle (of `cores`,
-    /// or every CPU where empty), the source.
+    /// Reads everything now: /proc/stat, the timer list (where `idle` is empty and
+    /// `timer_list`), cpuidle (of `cores`, or every CPU where empty), the source.
     pub fn read(
         fs: &Fs,
         source: Option<&Source>,
-        timer_list: bool,
+        (idle, timer_list): (&procstat::Cpuidle, bool),
         cores: &[usize],
     ) -> Result<RawEdge, Error> {
         let stat = fs
             .read("/proc/stat")
             .ok_or_else(|| Error::Unreadable("/proc/stat cannot be read".into()))?;
-        let timer_list = timer_list.then(|| fs.read("/proc/timer_list")).flatten();
+        let timer_list = (timer_list && idle.is_empty())
+            .then(|| fs.read("/proc/timer_list"))
+            .flatten();
         let ids = procstat::parse(&stat)?.ids;
         let cpuidle = ids
             .iter()
             .filter(|c| cores.is_empty() || cores.contains(c))
-            .filter_map(|&c| Some((c, procstat::cpuidle_us(fs, c)?)))
+            .filter_map(|&c| Some((c, idle.us(fs, c)?)))
             .collect();
         Ok(RawEdge {
             stat,

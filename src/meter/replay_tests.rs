@@ -115,9 +115,8 @@ impl Tree {
         );
         // The lab's task 777 left g1's accounting cgroup for the root, staying in its namespace.
         t.put("proc/777/cgroup", "4:cpuacct:/\n0::/\n");
-        std::os::unix::fs::symlink(format!("net:[{NETNS}]"), t.0.join("proc/777/ns_net")).unwrap();
         std::fs::create_dir_all(t.0.join("proc/777/ns")).unwrap();
-        std::fs::rename(t.0.join("proc/777/ns_net"), t.0.join("proc/777/ns/net")).unwrap();
+        std::os::unix::fs::symlink(format!("net:[{NETNS}]"), t.0.join("proc/777/ns/net")).unwrap();
         t.edge(kind, cpus, Edge::default());
         t
     }
