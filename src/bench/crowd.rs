@@ -30,13 +30,6 @@ pub struct Crowd {
     _hold: Option<std::io::PipeWriter>,
 }
 
-/// The accounting hierarchy's root (v1 cpuacct, else v2).
-fn accounting_root() -> Option<PathBuf> {
-    let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
-    let (v1, v2) = crate::meter::sched::roots(&mounts);
-    v1.or(v2)
-}
-
 fn failed(what: &str, e: impl std::fmt::Display) -> Error {
     Error::Failed(format!("crowd: {what}: {e}"))
 }
@@ -54,7 +47,8 @@ impl Crowd {
                 "the crowd's tasks are busybox's sleep and cat: install busybox-static (`make deps` does)".into(),
             ));
         }
-        let dir = accounting_root().map(|r| r.join(format!("vl-crowd-{}", std::process::id())));
+        let dir = crate::meter::sched::accounting_root(&crate::meter::fs::Fs::real())
+            .map(|r| r.join(format!("vl-crowd-{}", std::process::id())));
         if let Some(d) = &dir {
             std::fs::create_dir(d).map_err(|e| failed(&d.display().to_string(), e))?;
         }

@@ -26,8 +26,7 @@ pub fn hold_machine(
     if !crate::sys::is_root() {
         return Ok(None);
     }
-    let what = format!("{what} (pid {})", std::process::id());
-    Ok(crate::fleet::lock::measuring(&what, wait)?)
+    Ok(crate::fleet::lock::measuring(what, wait)?)
 }
 
 /// Root and a state folder labs can be journaled in, for a command that builds labs as it goes:

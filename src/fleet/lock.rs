@@ -98,16 +98,6 @@ pub fn wait_for(wait: Duration) -> Result<Duration, Error> {
     }
 }
 
-/// The parent process of `pid`, from /proc/PID/stat (after the name's last ')').
-fn parent_of(pid: u32) -> Option<u32> {
-    let t = crate::text::read_capped(Path::new(&format!("/proc/{pid}/stat")), 4096).ok()?;
-    t[t.rfind(')')? + 1..]
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
 /// Whether the holder named in the lock file is one of this process's ancestors.
 fn held_by_ancestor(path: &Path) -> bool {
     let text = crate::text::read_capped(path, 4096).unwrap_or_default();
@@ -120,7 +110,7 @@ fn held_by_ancestor(path: &Path) -> bool {
     };
     let mut p = std::process::id();
     for _ in 0..64 {
-        match parent_of(p) {
+        match crate::sys::parent_of(p) {
             Some(q) if q == holder => return true,
             Some(q) if q > 1 => p = q,
             _ => return false,

@@ -82,26 +82,6 @@ impl Fs {
     }
 }
 
-/// A CPU list as the kernel writes it (`0-3,8,10-11`); None where it is not one. At most 4,096
-/// CPUs, as the kernel's own limit.
-pub fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
-    let mut v = Vec::new();
-    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
-        let (a, b) = match part.split_once('-') {
-            Some((a, b)) => (a.trim().parse().ok()?, b.trim().parse().ok()?),
-            None => {
-                let x: usize = part.trim().parse().ok()?;
-                (x, x)
-            }
-        };
-        if a > b || b >= 4096 {
-            return None;
-        }
-        v.extend(a..=b);
-    }
-    Some(v)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,18 +97,5 @@ mod tests {
         assert_eq!(fs.names("/proc"), vec!["stat".to_string()]);
         assert_eq!(fs.reads(), 3);
         let _ = std::fs::remove_dir_all(&d);
-    }
-
-    #[test]
-    fn cpu_lists_parse_as_the_kernel_writes_them() {
-        assert_eq!(
-            parse_cpu_list("0-3,8,10-11\n"),
-            Some(vec![0, 1, 2, 3, 8, 10, 11])
-        );
-        assert_eq!(parse_cpu_list("5"), Some(vec![5]));
-        assert_eq!(parse_cpu_list(""), Some(vec![]));
-        assert_eq!(parse_cpu_list("3-1"), None);
-        assert_eq!(parse_cpu_list("0-99999"), None);
-        assert_eq!(parse_cpu_list("x"), None);
     }
 }

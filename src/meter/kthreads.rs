@@ -4,7 +4,8 @@
 //! time (schedstat, nanoseconds) only when asked. A kernel without that file (no
 //! CONFIG_PROC_CHILDREN) gets one scan of /proc when the registry starts, and no later threads.
 
-use super::fs::{parse_cpu_list, Fs};
+use super::fs::Fs;
+use crate::sys::parse_cpu_list;
 use std::collections::BTreeMap;
 
 const KTHREADD: &str = "/proc/2/task/2/children";

@@ -107,9 +107,7 @@ impl Tracker {
     /// Knows the host's kernel threads and its accounting root; `cores` are the lab's (empty:
     /// unplaced, every core).
     pub fn start(fs: &Fs, parts: &[Part], cores: &[usize]) -> Tracker {
-        let mounts = fs.read("/proc/mounts").unwrap_or_default();
-        let (v1, v2) = super::sched::roots(&mounts);
-        let root = v1.or(v2);
+        let root = super::sched::accounting_root(fs);
         let lab_tops = root
             .as_ref()
             .map(|r| {

@@ -112,6 +112,12 @@ impl Source {
     }
 }
 
+/// The hierarchy that accounts tasks' CPU time in the tree `fs`: v1's cpuacct, else v2's.
+pub fn accounting_root(fs: &Fs) -> Option<PathBuf> {
+    let (v1, v2) = roots(&fs.read("/proc/mounts").unwrap_or_default());
+    v1.or(v2)
+}
+
 /// The first cgroup v1 cpuacct mount and the first cgroup v2 mount in /proc/mounts text.
 pub fn roots(mounts: &str) -> (Option<PathBuf>, Option<PathBuf>) {
     let (mut v1, mut v2) = (None, None);

@@ -68,10 +68,10 @@ pub fn online_cpus() -> Vec<usize> {
     }
 }
 
-/// `0-3,6` as the kernel writes CPU lists.
-fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
+/// `0-3,6` as the kernel writes CPU lists (surrounding blanks ignored; empty: no CPU).
+pub fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
     let mut v = Vec::new();
-    for part in s.split(',') {
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
         let (a, b) = part.split_once('-').unwrap_or((part, part));
         let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
         if a > b || b >= libc::CPU_SETSIZE as usize {
@@ -82,12 +82,23 @@ fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
     Some(v)
 }
 
+/// Field `n` of /proc/PID/stat counted after the command's name (state is 0), which may hold
+/// spaces and parentheses.
+fn stat_field(pid: u32, n: usize) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(n)?.parse().ok()
+}
+
 /// When process `pid` started (clock ticks after boot, /proc/PID/stat field 22): with its pid,
 /// it names one process for good, where a pid alone may be reused.
 pub fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    stat_field(pid, 19)
+}
+
+/// The parent of process `pid` (/proc/PID/stat field 4).
+pub fn parent_of(pid: u32) -> Option<u32> {
+    stat_field(pid, 1).and_then(|p| u32::try_from(p).ok())
 }
 
 /// Whether the process that started at `start` with this pid still runs (None: any process with
@@ -367,6 +378,20 @@ pub fn die_with_parent(cmd: &mut std::process::Command) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn cpu_lists_parse_as_the_kernel_writes_them() {
+        use super::parse_cpu_list;
+        assert_eq!(
+            parse_cpu_list("0-3,8,10-11\n"),
+            Some(vec![0, 1, 2, 3, 8, 10, 11])
+        );
+        assert_eq!(parse_cpu_list("\t5"), Some(vec![5]));
+        assert_eq!(parse_cpu_list(""), Some(vec![]));
+        assert_eq!(parse_cpu_list("3-1"), None);
+        assert_eq!(parse_cpu_list("0-99999"), None);
+        assert_eq!(parse_cpu_list("x"), None);
+    }
+
     #[test]
     fn this_process_is_alive_and_a_stale_start_is_not() {
         let me = std::process::id();
