@@ -64,10 +64,6 @@ impl From<GuestsArg> for Want {
 
 pub fn reproduce(a: ReproduceArgs) -> CmdResult {
     let papers = reproduce::select(&a.paper)?;
-    let _machine = match a.from_runs {
-        false => super::shared::hold_machine("vnetlab reproduce", std::time::Duration::ZERO)?,
-        true => None,
-    };
     let site = if !a.from_runs {
         need_lab_root("vnetlab reproduce")?;
         // Refused before the first suite runs, not after it.
@@ -78,6 +74,11 @@ pub fn reproduce(a: ReproduceArgs) -> CmdResult {
         ));
     } else {
         None
+    };
+    // One measurement at a time on the machine, once the state folder and site are known good.
+    let _machine = match a.from_runs {
+        false => super::shared::hold_machine("vnetlab reproduce", std::time::Duration::ZERO)?,
+        true => None,
     };
     let ask = Ask {
         quick: a.quick,
