@@ -154,6 +154,15 @@ impl Pg {
             ))
         })?;
         cfg.connect_timeout(std::time::Duration::from_secs(CONNECT_TIMEOUT_S as u64));
+        // A server that vanished without a word (its host lost, a link gone) is found within a
+        // minute rather than waited for for good: keep-alive probes, and sent data left
+        // unacknowledged, end the connection. A long statement is not cut (its server still
+        // answers the probes); statement_timeout bounds that.
+        cfg.keepalives(true)
+            .keepalives_idle(std::time::Duration::from_secs(10))
+            .keepalives_interval(std::time::Duration::from_secs(5))
+            .keepalives_retries(4)
+            .tcp_user_timeout(std::time::Duration::from_secs(30));
         let client = cfg.connect(NoTls).map_err(|e| Error::Pg {
             url: shown.clone(),
             message: format!("cannot connect: {}", with_causes(&e)),
