@@ -239,7 +239,6 @@ fn bad_input_and_faults_end_cleanly() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot reach"));
     // The server dies mid-test: the test fails within bounded time.
     let (mut s, port) = serve("gone-token-012345");
-    let t0 = Instant::now();
     let child = Command::new(BIN)
         .args([
             "test",
@@ -255,8 +254,12 @@ fn bad_input_and_faults_end_cleanly() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1200));
+    // Kill the server once the test has reached it (it may first wait for the machine's lock).
+    let flowing = format!("ss -tnH state established '( sport = :{port} )'");
+    assert!(wait_until(120, || !sh(&flowing).trim().is_empty()));
+    std::thread::sleep(Duration::from_millis(300));
     s.kill().unwrap();
+    let t0 = Instant::now();
     let o = child.wait_with_output().unwrap();
     assert!(!o.status.success());
     assert!(
@@ -392,8 +395,13 @@ fn paced_streams_arrive_at_their_rate_in_each_pacing_mode() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(2000));
-    let ss = sh("ip netns exec vltpace-g1 ss -tin state established");
+    // Watch while it runs (it may first wait for the machine's lock, then set up).
+    let mut child = child;
+    let mut ss = String::new();
+    wait_until(120, || {
+        ss = sh("ip netns exec vltpace-g1 ss -tin state established");
+        ss.contains(" reno ") || child.try_wait().unwrap().is_some()
+    });
     let out = child.wait_with_output().unwrap();
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["congestion"], "reno", "{r}");

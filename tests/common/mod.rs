@@ -168,6 +168,19 @@ impl Ctx {
     }
 }
 
+/// Polls `done` every 50 ms until it holds or `secs` pass; whether it held. For waits on a busy
+/// host, where a fixed sleep guesses how long another task takes to get there.
+pub fn wait_until(secs: u64, mut done: impl FnMut() -> bool) -> bool {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < std::time::Duration::from_secs(secs) {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    done()
+}
+
 pub fn sh(cmd: &str) -> String {
     let o = Command::new("sh").args(["-c", cmd]).output().unwrap();
     String::from_utf8_lossy(&o.stdout).into_owned()
