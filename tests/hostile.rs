@@ -740,16 +740,15 @@ fn an_interrupted_reproduce_computes_no_verdict() {
         out.to_str().unwrap(),
     ]);
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let child = cmd
+    let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Once the run has begun (its store exists), Ctrl-C the group a few points in.
-    let t0 = Instant::now();
-    while !db.exists() && t0.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    // Once the run has begun (it holds the machine, its store exists), Ctrl-C the group a few
+    // points in.
+    assert!(measuring(&mut child, 3600), "reproduce ended before it began");
+    assert!(wait_until(60, || db.exists()));
     std::thread::sleep(Duration::from_secs(5));
     signal(-(child.id() as i32), 2);
     let o = child.wait_with_output().unwrap();

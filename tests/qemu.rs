@@ -79,7 +79,7 @@ fn a_killed_vm_fails_the_running_test_with_its_console_and_down_cleans_up() {
     c.ok(&["up", "--name", "tqk", "--mode", "qemu-virtio"]);
     let st = c.json(&["status", "tqk", "--json"]);
     let pid = st["labs"][0]["guests"][0]["vm"]["pid"].as_u64().unwrap();
-    let test = c
+    let mut test = c
         .cmd(&[
             "test", "--lab", "tqk", "--from", "g1", "--to", "client", "-l", "30",
         ])
@@ -87,6 +87,7 @@ fn a_killed_vm_fails_the_running_test_with_its_console_and_down_cleans_up() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    assert!(measuring(&mut test, 3600), "the test ended before it began");
     std::thread::sleep(std::time::Duration::from_secs(4));
     signal(pid as i32, 9);
     let out = test.wait_with_output().unwrap();

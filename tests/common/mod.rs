@@ -181,6 +181,16 @@ pub fn wait_until(secs: u64, mut done: impl FnMut() -> bool) -> bool {
     done()
 }
 
+/// Waits (up to `secs`) until `child`, a measuring command, holds the machine's lock, or has
+/// ended; whether it holds it. Tests run side by side, so a measurement may first wait its turn.
+pub fn measuring(child: &mut std::process::Child, secs: u64) -> bool {
+    let me = format!("pid {}:", child.id());
+    wait_until(secs, || {
+        let lock = std::fs::read_to_string("/run/vnetlab/run.lock").unwrap_or_default();
+        lock.starts_with(&me) || child.try_wait().unwrap().is_some()
+    }) && child.try_wait().unwrap().is_none()
+}
+
 pub fn sh(cmd: &str) -> String {
     let o = Command::new("sh").args(["-c", cmd]).output().unwrap();
     String::from_utf8_lossy(&o.stdout).into_owned()
