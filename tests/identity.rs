@@ -133,6 +133,10 @@ impl Pair {
     /// `ethtool -k`/`-g` show of the interface.
     fn state(&self) -> String {
         let u = &self.root;
+        // An address is `tentative` while the kernel's duplicate detection runs again after the
+        // link changed; on a busy host that can outlast the cleanup. Let it finish.
+        let dad = format!("ip addr show {u} | grep -w tentative");
+        wait_until(30, || sh(&dad).is_empty());
         [
             format!("ip -d link show {u}"),
             format!("ip addr show {u}"),
