@@ -16,6 +16,7 @@ pub mod named;
 pub mod records;
 pub mod report;
 pub mod reproduce;
+pub mod shield;
 pub mod stats;
 pub mod store;
 pub mod sys;

@@ -747,7 +747,10 @@ fn an_interrupted_reproduce_computes_no_verdict() {
         .unwrap();
     // Once the run has begun (it holds the machine, its store exists), Ctrl-C the group a few
     // points in.
-    assert!(measuring(&mut child, 3600), "reproduce ended before it began");
+    assert!(
+        measuring(&mut child, 3600),
+        "reproduce ended before it began"
+    );
     assert!(wait_until(60, || db.exists()));
     std::thread::sleep(Duration::from_secs(5));
     signal(-(child.id() as i32), 2);

@@ -26,6 +26,9 @@ pub struct Spec {
 pub struct Crowd {
     members: Vec<Child>,
     dir: Option<PathBuf>,
+    /// Its folder in the v1 cpuset hierarchy (`vl-crowd-PID`), where the host has one apart:
+    /// what `up --shield --shield-root` names to move the crowd off a lab's cores.
+    cpuset: Option<PathBuf>,
     /// The write end of the pipe the blocked half reads: held open while the crowd lives.
     _hold: Option<std::io::PipeWriter>,
 }
@@ -52,9 +55,14 @@ impl Crowd {
         if let Some(d) = &dir {
             std::fs::create_dir(d).map_err(|e| failed(&d.display().to_string(), e))?;
         }
+        let cpuset = match crate::shield::tree() {
+            Some(crate::shield::Tree::V1(root)) => Some(cpuset_folder(&root)?),
+            _ => None,
+        };
         let mut c = Crowd {
             members: Vec::with_capacity(spec.tasks + spec.hog_cores.len()),
             dir,
+            cpuset,
             _hold: None,
         };
         c.fill(spec)?;
@@ -69,6 +77,15 @@ impl Crowd {
                     .write(true)
                     .open(d.join("cgroup.procs"))
                     .map_err(|e| failed("its cgroup.procs", e))?,
+            ),
+            None => None,
+        };
+        let mut cpuset = match &self.cpuset {
+            Some(d) => Some(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(d.join("cgroup.procs"))
+                    .map_err(|e| failed("its cpuset's cgroup.procs", e))?,
             ),
             None => None,
         };
@@ -103,6 +120,10 @@ impl Crowd {
                 None => crate::sys::die_with_parent(&mut cmd),
             }
             let child = cmd.spawn().map_err(|e| failed("a member", e))?;
+            if let Some(f) = &mut cpuset {
+                use std::io::Write;
+                let _ = f.write_all(child.id().to_string().as_bytes());
+            }
             if let Some(&core) = i
                 .checked_sub(spec.tasks)
                 .and_then(|h| spec.hog_cores.get(h))
@@ -113,6 +134,11 @@ impl Crowd {
             self.members.push(child);
         }
         Ok(())
+    }
+
+    /// Its own cpuset folder, where the host's cpuset hierarchy is apart from the accounting one.
+    pub fn cpuset(&self) -> Option<&std::path::Path> {
+        self.cpuset.as_deref()
     }
 
     /// The members' pids.
@@ -129,7 +155,7 @@ impl Drop for Crowd {
         for m in &mut self.members {
             let _ = m.wait();
         }
-        if let Some(d) = &self.dir {
+        for d in self.dir.iter().chain(&self.cpuset) {
             // The cgroup empties as the last members are reaped.
             for _ in 0..100 {
                 if std::fs::remove_dir(d).is_ok() || !d.exists() {
@@ -139,6 +165,21 @@ impl Drop for Crowd {
             }
         }
     }
+}
+
+/// Makes the crowd's folder in the v1 cpuset hierarchy at `root`, on every CPU and memory node
+/// the root has.
+fn cpuset_folder(root: &std::path::Path) -> Result<PathBuf, Error> {
+    let d = root.join(format!("vl-crowd-{}", std::process::id()));
+    std::fs::create_dir(&d).map_err(|e| failed(&d.display().to_string(), e))?;
+    for f in ["cpuset.cpus", "cpuset.mems"] {
+        let v = std::fs::read_to_string(root.join(f)).unwrap_or_default();
+        if let Err(e) = std::fs::write(d.join(f), v.trim()) {
+            let _ = std::fs::remove_dir(&d);
+            return Err(failed(f, e));
+        }
+    }
+    Ok(d)
 }
 
 /// A program on the PATH.

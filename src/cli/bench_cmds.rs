@@ -328,8 +328,18 @@ fn bench_crowd(a: CrowdArgs) -> CmdResult {
         hog_pct: a.hog_pct,
         hog_cores: a.hog_cores,
     })?;
+    let shield = crowd
+        .cpuset()
+        .and_then(|d| d.file_name())
+        .map(|n| {
+            format!(
+                "; a lab moves it off its cores with `up --shield --shield-root {}`",
+                n.to_string_lossy()
+            )
+        })
+        .unwrap_or_default();
     crate::outln!(
-        "vnetlab: a crowd of {} tasks is running (pid {}); stop it with Ctrl-C or SIGTERM",
+        "vnetlab: a crowd of {} tasks is running (pid {}){shield}; stop it with Ctrl-C or SIGTERM",
         crowd.pids().len(),
         std::process::id()
     );

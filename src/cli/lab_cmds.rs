@@ -119,6 +119,19 @@ pub struct UpArgs {
     /// --token, which other users see in `ps`; VNETLAB_TOKEN in the environment is a third way
     #[arg(long, value_name = "FILE", conflicts_with = "token")]
     token_file: Option<std::path::PathBuf>,
+    /// Clear the lab's host cores (and the client's, where cores are left beyond both) of the
+    /// host's other work while the lab lives: other cgroups' cpusets move off them and come back
+    /// at `down` (see docs/shield.md); refused where user tasks sit in the root cgroup
+    #[arg(long)]
+    shield: bool,
+    /// With --shield: move only this cgroup (a path under the cpuset hierarchy, e.g.
+    /// system.slice); tasks in the root cgroup then stay where they are
+    #[arg(long, value_name = "CGROUP", requires = "shield")]
+    shield_root: Option<std::path::PathBuf>,
+    /// With --shield: also move IRQs and other devices' RPS/XPS masks off the cores: every
+    /// movable one (--shield-irqs), or only these devices' (--shield-irqs=eth1,eth2)
+    #[arg(long, value_name = "DEVICES", num_args = 0..=1, require_equals = true, default_missing_value = "all", requires = "shield")]
+    shield_irqs: Option<String>,
     /// Print the iproute2/tc/ethtool/nft commands instead of running them
     #[arg(long)]
     dry_run: bool,
@@ -169,6 +182,37 @@ impl UpArgs {
         })
     }
 
+    /// What --shield, --shield-root and --shield-irqs ask.
+    fn shield(&self) -> Result<Option<crate::shield::Ask>, Fail> {
+        use crate::shield::{Ask, Irqs};
+        if !self.shield {
+            return Ok(None);
+        }
+        let irqs = match self.shield_irqs.as_deref() {
+            None => None,
+            Some("all") => Some(Irqs::All),
+            Some(list) => {
+                let devs: Vec<String> = list.split(',').map(str::to_string).collect();
+                let bad = devs.iter().find(|d| {
+                    d.is_empty()
+                        || d.len() > 15
+                        || d.contains(|c: char| c == '/' || c.is_whitespace())
+                });
+                if devs.len() > 64 || bad.is_some() {
+                    return Err(Fail::Input(format!(
+                        "--shield-irqs={}: name up to 64 devices, comma-separated (e.g. eth1,eth2), or give --shield-irqs alone for all",
+                        crate::text::clip(list)
+                    )));
+                }
+                Some(Irqs::Devices(devs))
+            }
+        };
+        Ok(Some(Ask {
+            root: self.shield_root.clone(),
+            irqs,
+        }))
+    }
+
     fn topology(&self) -> Result<Topology, Fail> {
         let flags = self.as_file()?;
         let mut t = match &self.file {
@@ -186,6 +230,7 @@ impl UpArgs {
             t.name = n.clone();
         }
         t.force_uplink = self.force_uplink;
+        t.shield = self.shield()?;
         crate::lab::plan::validate(&t)?;
         Ok(t)
     }

@@ -253,7 +253,50 @@ fn run_steps(p: &Plan, j: &mut Journal, progress: bool) -> Result<(), Error> {
         }
     }
     settle(&p.record)?;
+    if let Some(ask) = &p.record.topology.shield {
+        raise_shield(&p.record, ask, j)?;
+    }
     j.record(&[Entry::Complete])
+}
+
+/// Clears the lab's host cores (and the client's, where the host has cores beyond both) of the
+/// host's other work: each change journaled, then made.
+fn raise_shield(
+    r: &state::LabRecord,
+    ask: &crate::shield::Ask,
+    j: &mut Journal,
+) -> Result<(), Error> {
+    let tree = crate::shield::tree().ok_or_else(|| {
+        Error::Input(
+            "--shield moves cpusets, and this host mounts no cpuset hierarchy: leave --shield out"
+                .into(),
+        )
+    })?;
+    let online = crate::sys::online_cpus();
+    let both: Vec<usize> = r
+        .cpus
+        .host
+        .0
+        .iter()
+        .chain(&r.cpus.client.0)
+        .copied()
+        .collect();
+    let spare = online.iter().any(|c| !both.contains(c));
+    let cores = if spare { both } else { r.cpus.host.0.clone() };
+    let h = crate::shield::RealHost::new();
+    let own = format!("vl{}", r.topology.name);
+    let mut plan = crate::shield::plan(&h, &tree, &cores, &online, ask, &own)?;
+    for c in &plan.changes {
+        j.record(&[Entry::Shield { change: c.clone() }])?;
+        if let Err(e) = crate::shield::apply(&h, c) {
+            match crate::shield::may_refuse(c) {
+                true => plan.summary.left.push(e.to_string()),
+                false => return Err(e.into()),
+            }
+        }
+    }
+    crate::errln!("\rvnetlab: {}", plan.summary.line());
+    Ok(())
 }
 
 /// The ethtool commands at the head of `steps` that create nothing (they may run together).
@@ -776,6 +819,8 @@ pub enum Undo {
     },
     /// Remove a QEMU guest's folder (its QEMU is killed with the lab's processes).
     RmVmFolder(std::path::PathBuf),
+    /// Give back what the shield moved, where it is still as the shield left it.
+    Shield(crate::shield::Change),
     /// Move the uplink back into this machine's namespace and put its settings back.
     ReturnUplink {
         name: String,
@@ -808,6 +853,7 @@ impl Undo {
                 format!("echo {previous} > /sys/class/net/{pf}/device/sriov_numvfs  # if it still has {set}")
             }
             Undo::RmVmFolder(path) => format!("rm -r {}", path.display()),
+            Undo::Shield(c) => crate::shield::shell(c),
             Undo::ReturnUplink { name, netns, before, .. } => format!(
                 "ip -n {netns} link set dev {name} netns 1  # if there with {}; then mtu {}, {} addresses, {} routes, qdiscs, offloads, rings and masks as they were, {}",
                 before.mac,
@@ -925,6 +971,7 @@ pub fn undo_steps(entries: &[Entry]) -> Result<Vec<Undo>, Error> {
                 })?,
             }),
             Entry::VmFolder { path } => out.push(Undo::RmVmFolder(path.clone())),
+            Entry::Shield { change } => out.push(Undo::Shield(change.clone())),
             Entry::Uplink {
                 name,
                 netns,
@@ -1056,6 +1103,10 @@ fn undo(
         Undo::RmCgroup { path, shared, id } => cgroup::remove(path, *shared, *id).map(|_| None),
         Undo::RmTempCgroup(path) => cgroup::remove_unused(path).map(|_| None),
         Undo::GiveBackVf { device } => vfio::give_back(device).map(|_| None),
+        Undo::Shield(c) => Ok(crate::shield::give_back(
+            &crate::shield::RealHost::new(),
+            c,
+        )?),
         Undo::ReturnUplink {
             name,
             netns,

@@ -96,6 +96,9 @@ pub enum Entry {
     },
     /// The uplink is in the lab's namespace (the move succeeded).
     UplinkMoved { name: String },
+    /// A change `up --shield` makes outside the lab (a cpuset, an affinity, an IRQ's or a
+    /// device's mask), given back when the lab goes.
+    Shield { change: crate::shield::Change },
     /// The lab was built completely.
     Complete,
 }
@@ -441,6 +444,7 @@ pub fn validate(lab: &str, entries: &[Entry], roots: &[PathBuf]) -> Result<(), E
                 claimed_pf(pf) && super::vfio::is_bdf(device) && driver.as_deref().is_none_or(plain)
             }
             Entry::VmFolder { path } => vm_folder_ok(path, lab),
+            Entry::Shield { change } => crate::shield::valid(change),
             Entry::Uplink {
                 name,
                 netns,

@@ -83,6 +83,16 @@ impl Error {
     }
 }
 
+/// A shield that cannot be raised as asked is the user's to change; one the host refused is not.
+impl From<crate::shield::Error> for Error {
+    fn from(e: crate::shield::Error) -> Error {
+        match e {
+            crate::shield::Error::Input(m) => Error::Input(m),
+            e => Error::Failed(e.to_string()),
+        }
+    }
+}
+
 /// A range that cannot be taken is what was asked.
 impl From<addr::Error> for Error {
     fn from(e: addr::Error) -> Error {

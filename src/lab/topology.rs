@@ -76,6 +76,9 @@ pub struct Topology {
     /// `--force-uplink`: take the uplink even though this machine's default route uses it.
     #[serde(default)]
     pub force_uplink: bool,
+    /// `up --shield`: the lab's cores cleared of the host's other work while it lives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shield: Option<crate::shield::Ask>,
 }
 
 /// The client on another machine: its address on the uplink's link (the lab's client address)
@@ -172,6 +175,7 @@ impl Default for Topology {
             uplink: None,
             client: None,
             force_uplink: false,
+            shield: None,
         }
     }
 }
@@ -457,6 +461,7 @@ impl TopologyFile {
             uplink: self.uplink,
             client,
             force_uplink: false,
+            shield: None,
             wire: Wire {
                 rate: w.rate,
                 delay: w.delay,
