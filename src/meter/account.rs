@@ -139,13 +139,14 @@ fn strays(d: &MeterData, (a, b): (&Full, &Full)) -> (Vec<RawPart>, [f64; 2], [f6
 }
 
 /// Which kernel threads are the lab's: those that serve no one device or VM (per-CPU threads
-/// such as ksoftirqd and kworkers do the lab's softirq work on its cores), the lab's own NAPI
-/// threads (its wire ends are named `vl…`) and its QEMUs' vhost workers. The rest (another
-/// device's NAPI poller, another VM's vhost worker) are foreign kernel work.
+/// such as ksoftirqd and kworkers do the lab's softirq work on its cores) and its QEMUs' vhost
+/// workers. The lab's own NAPI threads are parts of their own (taken before this is asked), so
+/// any other NAPI poller (another device's, another lab's) is foreign kernel work, as is another
+/// VM's vhost worker.
 fn foreign_kthread(d: &MeterData, k: &KThread) -> bool {
     match k.serves() {
         None => false,
-        Some(dev) if k.comm.starts_with("napi/") => !dev.starts_with("vl"),
+        Some(_) if k.comm.starts_with("napi/") => true,
         Some(owner) => !d
             .parts
             .iter()
