@@ -12,7 +12,7 @@ PYDEPS := prometheus_client:python3-prometheus-client ensurepip:python3-venv
 BIN := target/release/vnetlab
 KV := target/venv/bin/kubernetes-validate
 
-.PHONY: all deps build install test lint demo bench reproduce fuzz clean
+.PHONY: all deps build install test test-crowded lint demo bench reproduce fuzz clean
 
 all: build
 
@@ -53,6 +53,13 @@ test: deps lint
 	@VNETLAB_LOCK_WAIT=3600 $(CARGO) test --release -- --test-threads=2; s=$$?; \
 	  n=$$(cat $(SKIPS) 2>/dev/null | wc -l); echo "skipped tests: $$n"; \
 	  [ "$$n" -eq 0 ] || cat $(SKIPS); exit $$s
+
+# The meter's, the CPU split's and the planner's tests once more, beside a crowd (scripts/crowd.sh:
+# 10,000 light tasks and a 30 % hog on each core), as a farm host's other tenants would be.
+test-crowded: build
+	@scripts/crowd.sh start 10000 || exit 1; \
+	  VNETLAB_LOCK_WAIT=3600 $(CARGO) test --release --test meter --test cpus --test plan -- --test-threads=2; s=$$?; \
+	  scripts/crowd.sh stop; exit $$s
 
 lint:
 	@for c in rustfmt clippy; do $(CARGO) $${c#rust} --version >/dev/null 2>&1 || rustup component add $$c; done

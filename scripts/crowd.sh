@@ -10,8 +10,12 @@ case "${1:-}" in
   start)
     [ -s "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null && { echo "crowd.sh: a crowd is running (pid $(cat "$pidfile")): stop it first" >&2; exit 2; }
     cores=$(seq -s, 0 $(( $(nproc) - 1 )))
-    setsid "$bin" bench crowd --tasks "${2:-10000}" --hog-pct 30 --hog-cores "$cores" </dev/null >/dev/null 2>&1 &
+    out=$(mktemp)
+    setsid "$bin" bench crowd --tasks "${2:-10000}" --hog-pct 30 --hog-cores "$cores" </dev/null >"$out" 2>&1 &
     echo $! > "$pidfile"
+    # Ready once it says so (10,000 tasks take some seconds to start), or gone with its reason.
+    for _ in $(seq 600); do grep -q running "$out" && break; kill -0 "$!" 2>/dev/null || { cat "$out" >&2; rm -f "$out" "$pidfile"; exit 1; }; sleep 0.2; done
+    rm -f "$out"
     echo "crowd.sh: crowd started (pid $!)";;
   stop)
     [ -s "$pidfile" ] || { echo "crowd.sh: no crowd is running" >&2; exit 0; }
