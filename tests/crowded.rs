@@ -6,9 +6,8 @@
 
 mod common;
 use common::*;
-use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
 /// The crowd and the second lab's stream, stopped (SIGSTOP) for quiet rounds, ended when dropped.
 struct Crowd {
@@ -19,24 +18,7 @@ struct Crowd {
 
 impl Crowd {
     fn start(hog_pct: u32) -> Crowd {
-        let mut crowd = Command::new(BIN)
-            .args(["bench", "crowd", "--tasks", "10000", "--hog-pct"])
-            .arg(hog_pct.to_string())
-            .args(["--hog-cores", "0,1"])
-            .process_group(0)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(crowd.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let root = line
-            .split("--shield-root ")
-            .nth(1)
-            .and_then(|r| r.split('`').next())
-            .unwrap_or_default()
-            .to_string();
+        let (crowd, root) = crowd(10_000, hog_pct);
         Crowd {
             crowd,
             stream: None,

@@ -7,35 +7,6 @@ use common::*;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-/// The test's crowd (20 tasks, a 10 % hog on each core) and the cgroup `--shield-root` names.
-fn crowd() -> (Child, String) {
-    let mut c = Command::new(BIN)
-        .args([
-            "bench",
-            "crowd",
-            "--tasks",
-            "20",
-            "--hog-pct",
-            "10",
-            "--hog-cores",
-            "0,1",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(c.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let root = line
-        .split("--shield-root ")
-        .nth(1)
-        .and_then(|r| r.split('`').next())
-        .unwrap_or_default()
-        .to_string();
-    (c, root)
-}
-
 fn affinity(pid: &str) -> String {
     sh(&format!("taskset -pc {pid} | sed 's/.*: //'"))
         .trim()
@@ -66,7 +37,7 @@ fn the_shield_moves_only_what_it_was_given_and_cleanup_gives_it_back() {
     // With user tasks in the root cpuset (every v1 host), the shield needs a named root.
     c.refused(&["up", "--name", "sx", "--shield"], "--shield-root CGROUP");
     assert_eq!(before, host_snapshot(), "a refused shield left something");
-    let (crowd, root) = crowd();
+    let (crowd, root) = crowd(20, 10);
     let made = Made(crowd);
     assert!(root.starts_with("vl-crowd-"), "{root}");
     let dir = format!("/sys/fs/cgroup/cpuset/{root}");

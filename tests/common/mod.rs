@@ -191,6 +191,32 @@ pub fn measuring(child: &mut std::process::Child, secs: u64) -> bool {
     }) && child.try_wait().unwrap().is_none()
 }
 
+/// A crowd of the test's own (`vnetlab bench crowd`: `tasks` light tasks, a hog at `hog_pct` on
+/// each of cores 0 and 1) in a process group of its own, once it runs; with the cgroup that
+/// `up --shield --shield-root` names to move it.
+pub fn crowd(tasks: u32, hog_pct: u32) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    let mut c = Command::new(BIN)
+        .args(["bench", "crowd", "--tasks", &tasks.to_string(), "--hog-pct"])
+        .args([&hog_pct.to_string(), "--hog-cores", "0,1"])
+        .process_group(0)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(c.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let root = line
+        .split("--shield-root ")
+        .nth(1)
+        .and_then(|r| r.split('`').next())
+        .unwrap_or_default()
+        .to_string();
+    (c, root)
+}
+
 pub fn sh(cmd: &str) -> String {
     let o = Command::new("sh").args(["-c", cmd]).output().unwrap();
     String::from_utf8_lossy(&o.stdout).into_owned()
