@@ -99,3 +99,24 @@ fn the_shield_moves_only_what_it_was_given_and_cleanup_gives_it_back() {
     drop(made);
     assert_eq!(before, host_snapshot());
 }
+
+#[test]
+fn a_killed_crowds_cgroups_go_with_cleanup() {
+    let c = ctx("crowdkill");
+    let (mut crowd, _) = crowd(20, 0);
+    let name = format!("vl-crowd-{}", crowd.id());
+    let dirs = [
+        "/sys/fs/cgroup/cpuacct",
+        "/sys/fs/cgroup/cpuset",
+        "/sys/fs/cgroup",
+    ]
+    .map(|r| std::path::Path::new(r).join(&name));
+    assert!(dirs.iter().any(|d| d.exists()), "the crowd made no cgroup");
+    let _ = crowd.kill(); // SIGKILL: it cannot remove its folders
+    let _ = crowd.wait();
+    // Its members die with it (a parent-death signal); then cleanup removes the empty folders.
+    assert!(wait_until(30, || {
+        c.ok(&["cleanup"]);
+        dirs.iter().all(|d| !d.exists())
+    }));
+}

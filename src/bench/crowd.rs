@@ -182,6 +182,33 @@ fn cpuset_folder(root: &std::path::Path) -> Result<PathBuf, Error> {
     Ok(d)
 }
 
+/// Removes the cgroup folders of crowds whose process is gone (killed before it could remove
+/// them; their members died with it): only empty `vl-crowd-PID` folders at a hierarchy's root
+/// whose PID no longer runs. The folders removed.
+pub fn remove_stale() -> Vec<PathBuf> {
+    let acct = crate::meter::sched::accounting_root(&crate::meter::fs::Fs::real());
+    let set = match crate::shield::tree() {
+        Some(crate::shield::Tree::V1(r)) => Some(r),
+        _ => None,
+    };
+    let mut gone = Vec::new();
+    for root in acct.iter().chain(&set) {
+        for e in std::fs::read_dir(root).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name
+                .strip_prefix("vl-crowd-")
+                .and_then(|p| p.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if !crate::sys::alive(pid, None) && std::fs::remove_dir(e.path()).is_ok() {
+                gone.push(e.path());
+            }
+        }
+    }
+    gone
+}
+
 /// A program on the PATH.
 fn which(prog: &str) -> Option<PathBuf> {
     std::env::var_os("PATH")?

@@ -655,6 +655,12 @@ pub fn cleanup(a: CleanupArgs) -> CmdResult {
             Err(e) => errors.push(format!("{lab}: {e}")),
         }
     }
+    if !a.dry_run {
+        for d in crate::bench::crowd::remove_stale() {
+            removed += 1;
+            crate::errln!("removed a dead crowd's cgroup {}", d.display());
+        }
+    }
     if removed == 0 && errors.is_empty() && !a.dry_run {
         crate::errln!("nothing to remove");
     }
