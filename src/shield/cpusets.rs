@@ -34,26 +34,30 @@ pub fn plan(
             refuse_root_tasks(h, root, v1)?;
             h.folders(root)
                 .into_iter()
-                .filter(|n| n != "vnetlab" && !n.starts_with("vl"))
+                .filter(|n| n != "vnetlab" && !n.starts_with("vl-"))
                 .map(|n| root.join(n))
                 .collect()
         }
     };
-    let mut folders = Vec::new();
+    // Every folder's tasks are watched; v1 writes every folder, v2 only the tops.
+    let (mut written, mut watched) = (Vec::new(), Vec::new());
     for t in &tops {
+        let mut under = Vec::new();
+        walk(h, t, 0, &mut under)?;
         match v1 {
-            true => walk(h, t, 0, &mut folders)?,
+            true => written.extend(under.iter().cloned()),
             false => {
-                enable_down_to(h, root, t, p)?;
-                folders.push(t.clone());
+                enable_down_to(h, root, t, p);
+                written.push(t.clone());
             }
         }
+        watched.extend(under);
     }
     // Affinities first: the journal gives back in reverse, so they come back after the cpusets.
-    for f in &folders {
+    for f in &watched {
         record_affinities(h, f, v1, cores, rest, p);
     }
-    for f in folders.iter().rev() {
+    for f in written.iter().rev() {
         shrink(h, f, cores, rest, p);
     }
     Ok(())
@@ -115,7 +119,7 @@ fn walk(h: &dyn Host, dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Resul
 
 /// v2: the cpuset controller enabled in each folder's subtree_control from the root down to
 /// `dir`'s parent, where it is not.
-fn enable_down_to(h: &dyn Host, root: &Path, dir: &Path, p: &mut Plan) -> Result<(), Error> {
+fn enable_down_to(h: &dyn Host, root: &Path, dir: &Path, p: &mut Plan) {
     let mut at = root.to_path_buf();
     let rel = dir.strip_prefix(root).unwrap_or(dir);
     for c in rel.components() {
@@ -126,7 +130,6 @@ fn enable_down_to(h: &dyn Host, root: &Path, dir: &Path, p: &mut Plan) -> Result
         }
         at = at.join(c);
     }
-    Ok(())
 }
 
 /// A folder's cpus, as written (v2: empty where it inherits).

@@ -63,8 +63,12 @@ impl Host for RealHost {
         Ok(s)
     }
     fn write(&self, path: &Path, value: &str) -> Result<(), Error> {
-        // One write(2) of the whole value, as the kernel's files want it.
-        std::fs::write(self.at(path), value)
+        // One write(2) of the whole value, as the kernel's files want it, to a file that exists.
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(self.at(path))
+            .and_then(|mut f| f.write_all(value.as_bytes()))
             .map_err(|e| Error::Failed(format!("cannot write {value} to {}: {e}", path.display())))
     }
     fn folders(&self, dir: &Path) -> Vec<String> {

@@ -200,9 +200,11 @@ pub fn give_back(h: &dyn Host, c: &Change) -> Result<Option<String>, Error> {
 }
 
 /// Whether the kernel may refuse `c` without the shield failing: an IRQ it cannot move (its
-/// write fails with EIO) stays where it is, said in the summary.
+/// write fails with EIO) or a queue mask a driver does not take stays where it is, said in the
+/// summary.
 pub fn may_refuse(c: &Change) -> bool {
-    matches!(c, Change::Value { path, .. } if path.starts_with("/proc/irq"))
+    matches!(c, Change::Value { path, .. }
+        if path.starts_with("/proc/irq") || path.starts_with("/sys/class/net"))
 }
 
 /// The shell line that gives `c` back, as `down --dry-run` prints it.

@@ -66,7 +66,10 @@ impl Host for Fake {
                 }
             }
         }
-        self.real.write(path, value)
+        // A made file is truncated as a kernel value file never needs to be.
+        assert!(self.real.exists(path), "{} was never made", path.display());
+        let at = self.real.root.join(path.strip_prefix("/").unwrap());
+        std::fs::write(at, value).map_err(|e| Error::Failed(e.to_string()))
     }
     fn folders(&self, dir: &Path) -> Vec<String> {
         self.real.folders(dir)
@@ -271,6 +274,8 @@ fn v2_machine_slice_and_kubepods_move_at_the_top_with_the_controller_enabled() {
     h.aff.borrow_mut().insert(700, vec![0, 1, 2, 3]);
     h.aff.borrow_mut().insert(701, vec![1]);
     h.aff.borrow_mut().insert(800, vec![0, 1, 2, 3]);
+    h.aff.borrow_mut().insert(801, vec![0]); // narrower, deep in a pod
+    h.put(&format!("{pod}/cgroup.threads"), "800\n801\n");
     let tree = Tree::V2(V2.into());
     let p = plan(&h, &tree, &[0], &[0, 1, 2, 3], &Ask::default(), "vlx").unwrap();
     apply_all(&h, &p);
@@ -281,6 +286,15 @@ fn v2_machine_slice_and_kubepods_move_at_the_top_with_the_controller_enabled() {
     assert_eq!(h.get(&format!("{V2}/kubepods.slice/cpuset.cpus")), "1-3");
     assert_eq!(h.get(&format!("{V2}/vnetlab/cpuset.cpus")), "");
     assert_eq!(p.summary.cgroups, 2);
+    // v2 writes only the tops, but the tasks below them keep their own affinity too.
+    assert!(p
+        .changes
+        .iter()
+        .any(|c| matches!(c, Change::Affinity { tid: 801, .. })));
+    assert!(p
+        .changes
+        .iter()
+        .any(|c| matches!(c, Change::Affinity { tid: 701, .. })));
     give_back_all(&h, &p);
     assert_eq!(h.get(&format!("{V2}/machine.slice/cpuset.cpus")), "");
     // A named root deep in kubepods enables the controller on the way down.
