@@ -90,7 +90,7 @@ fn bad_input_is_one_line_exit_2() {
 fn costs_come_from_a_stored_run_or_the_run_is_refused() {
     let c = ctx("plan");
     let exp = c.state.join("p.toml");
-    std::fs::write(&exp, "name = \"p\"\n[matrix]\nmodes = [\"bridge\", \"macvlan\"]\nmessages = [\"8K\"]\ndirections = [\"guest-to-client\", \"host-to-client\"]\nloads = [\"300mbit\"]\n[point]\nduration = 0.4\nwarmup = 0.2\n").unwrap();
+    std::fs::write(&exp, "name = \"p\"\n[matrix]\nmodes = [\"bridge\", \"macvlan\"]\nmessages = [\"8K\"]\ndirections = [\"guest-to-client\", \"host-to-client\"]\nloads = [\"300mbit\"]\n[point]\nduration = 1.0\nwarmup = 0.3\n").unwrap();
     let rr = c.state.join("rr.toml");
     std::fs::write(&rr, "name = \"rr\"\n[matrix]\nmodes = [\"bridge\"]\ntests = [\"TCP_RR\"]\n[point]\nduration = 0.3\nwarmup = 0.1\n").unwrap();
     let db = c.state.join("p.sqlite");
