@@ -17,7 +17,11 @@ struct Fake {
 
 impl Fake {
     fn new(name: &str, v1: bool) -> Fake {
-        let root = std::env::temp_dir().join(format!("vl-shield-{name}-{}", std::process::id()));
+        // One folder per made host: tests that make the same kind run side by side.
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let root =
+            std::env::temp_dir().join(format!("vl-shield-{name}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).unwrap();
         Fake {
@@ -135,6 +139,11 @@ fn v1_host(root_tasks: &[u32]) -> Fake {
     h
 }
 
+/// The shield of core 2 of the 4-core v1 host, as `ask` says.
+fn v1_plan(h: &Fake, ask: &Ask) -> Result<Plan, Error> {
+    plan(h, &Tree::V1(V1.into()), &[2], &[0, 1, 2, 3], ask, "vlx")
+}
+
 #[test]
 fn v1_cgroups_shrink_children_first_and_come_back_as_they_were() {
     let h = v1_host(&[2, 3]);
@@ -181,15 +190,7 @@ fn v1_cgroups_shrink_children_first_and_come_back_as_they_were() {
 #[test]
 fn v1_the_system_cgroup_file_is_never_written_but_system_slice_is() {
     let h = v1_host(&[2]);
-    let p = plan(
-        &h,
-        &Tree::V1(V1.into()),
-        &[2],
-        &[0, 1, 2, 3],
-        &Ask::default(),
-        "vlx",
-    )
-    .unwrap();
+    let p = v1_plan(&h, &Ask::default()).unwrap();
     assert!(p.changes.iter().all(|c| match c {
         Change::Value { path, .. } => path != Path::new(&format!("{V1}/cpuset.cpus")),
         _ => true,
@@ -228,15 +229,7 @@ fn user_tasks_in_the_root_cgroup_refuse_the_shield_unless_a_root_is_named() {
 #[test]
 fn a_value_changed_since_is_left_and_said() {
     let h = v1_host(&[2]);
-    let p = plan(
-        &h,
-        &Tree::V1(V1.into()),
-        &[2],
-        &[0, 1, 2, 3],
-        &Ask::default(),
-        "vlx",
-    )
-    .unwrap();
+    let p = v1_plan(&h, &Ask::default()).unwrap();
     apply_all(&h, &p);
     h.put(&format!("{V1}/user.slice/cpuset.cpus"), "1");
     h.aff.borrow_mut().insert(201, vec![1]); // someone pinned it since
