@@ -64,7 +64,12 @@ fn a_run_is_stored_reported_exported_and_compared() {
     assert_eq!(pts.len(), 4);
     for p in pts {
         assert!(p["throughput_gbps"].as_f64().unwrap() > 0.0);
-        assert!(p["host_busy_pct"].as_f64().unwrap() > 0.0);
+        // A figure, or the meter's reason it could not tell one (steal on a shared machine).
+        assert!(
+            p["host_busy_pct"].as_f64().is_some_and(|b| b > 0.0)
+                || p["unmeasurable"].as_str().is_some_and(|w| !w.is_empty()),
+            "{p}"
+        );
         assert!(!p["samples"].as_array().unwrap().is_empty());
         assert!(p["parts"]
             .as_array()

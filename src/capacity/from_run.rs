@@ -131,14 +131,15 @@ fn vdi_points<'a>(
 
 /// Why each host → client stream could give no cost (it failed, or measured no host CPU per
 /// Gb/s), as " (…; …)"; empty when none was passed over for that.
-fn passed_over(points: &[PointRecord]) -> String {
+fn passed_over(points: &[PointRecord], dirs: &[Direction]) -> String {
     let why: Vec<String> = points
         .iter()
-        .filter(|p| p.key.direction == Direction::HostToClient && p.key.test == TestKind::TcpStream)
+        .filter(|p| dirs.contains(&p.key.direction) && p.key.test == TestKind::TcpStream)
         .filter(|p| !usable(p))
-        .map(|p| match &p.error {
-            Some(e) => format!("{} failed: {}", describe(p), crate::text::clip(e)),
-            None => format!("{} measured no host CPU per Gb/s", describe(p)),
+        .map(|p| match (&p.error, &p.unmeasurable) {
+            (Some(e), _) => format!("{} failed: {}", describe(p), crate::text::clip(e)),
+            (None, Some(u)) => format!("{}'s host CPU could not be told: {u}", describe(p)),
+            (None, None) => format!("{} measured no host CPU per Gb/s", describe(p)),
         })
         .collect();
     match why.is_empty() {
@@ -223,7 +224,7 @@ pub fn costs(
         })
         .collect();
     if vm.is_empty() {
-        return Err(Error::NoData(format!("run {} has no guest-to-client TCP_STREAM points (the VM network): run an experiment with that direction, e.g. experiments/papers/icsnc2013/full.toml", run.id)));
+        return Err(Error::NoData(format!("run {} has no guest-to-client TCP_STREAM points with a cost (the VM network){}: run an experiment with that direction, e.g. experiments/papers/icsnc2013/full.toml", run.id, passed_over(points, &[Direction::GuestToClient, Direction::GuestsToClient]))));
     }
     let mut used = Vec::new();
     let mut notes = Vec::new();
@@ -247,7 +248,7 @@ pub fn costs(
                 run.id,
                 if vdi_offload { "on" } else { "off" },
                 how.size.map(|s| format!(" at {s} B")).unwrap_or_default(),
-                passed_over(points)
+                passed_over(points, &[Direction::HostToClient])
             )))
         }
         None => {
@@ -375,6 +376,26 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("measured no host CPU per Gb/s"), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+
+    #[test]
+    fn a_run_whose_vm_streams_have_no_cost_is_refused_with_the_meters_reason() {
+        let steal = "4 of 4 units: steal 3.0 % of the host's cores";
+        let unmeasured = PointRecord {
+            normalized_pct_per_gbps: None,
+            unmeasurable: Some(steal.into()),
+            ..paced(2, "bridge", "guest-to-client", 500, 0.0)
+        };
+        let pts = vec![unmeasured, paced(4, "bridge", "host-to-client", 500, 6.0)];
+        let e = costs(&sample_run(), &pts, Pick::default(), true, true)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no guest-to-client TCP_STREAM points with a cost")
+                && e.contains(&format!("host CPU could not be told: {steal}")),
+            "{e}"
+        );
         assert_eq!(e.lines().count(), 1, "{e}");
     }
 
