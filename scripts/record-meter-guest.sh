@@ -21,20 +21,7 @@ VNETLAB_SCHED_SOURCE=$src /bin/vnetlab meter --machine -l 2 --record /tmp/m.rec 
 echo '=====BEGIN'; cat /tmp/m.rec; echo '=====END'
 poweroff -f
 SH
-chmod +x "$work/rec"
-python3 - "$work/rec" "$work/extra.cpio" <<'PY'
-import sys, os
-src, dst = sys.argv[1], sys.argv[2]
-def entry(name, mode, data):
-    n = name.encode() + b"\0"
-    h = "070701" + "".join("%08X" % v for v in [1, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(n), 0])
-    b = h.encode() + n
-    b += b"\0" * (-len(b) % 4) + data
-    return b + b"\0" * (-len(b) % 4)
-out = entry("rec", 0o100755, open(src, "rb").read()) + entry("TRAILER!!!", 0, b"")
-open(dst, "wb").write(out)
-PY
-cat "$initrd" "$work/extra.cpio" > "$work/initrd"
+"$(dirname "$0")/initrd-with.py" "$initrd" "$work/rec" "$work/initrd"
 timeout 300 qemu-system-x86_64 -machine q35 -accel tcg -smp 2 -m 512 -nographic -no-reboot \
   -kernel "$kernel" -initrd "$work/initrd" \
   -append "console=ttyS0 rdinit=/rec quiet $extra" > "$work/console" 2>&1 || true

@@ -287,34 +287,8 @@ fn a_window_on_a_made_host_bills_the_guest_its_stray_and_other_cgroups() {
             idle: vec![0.0, 1.0],
         },
     );
-    let (mut b, _) = rd.full(&s, None);
-    b.light.at = a.light.at + std::time::Duration::from_secs(1);
-    let d = super::MeterData {
-        parts: s.parts.clone(),
-        acct: super::kernel::Accounting::this().clone(),
-        source: rd.source.clone(),
-        raw: vec![],
-        sides: s.sides.clone(),
-        series: vec![],
-        edges: vec![a, b],
-        counters_unsupported: None,
-        counter_notes: vec![],
-        own_cpu_s: 0.0,
-        own_wall_s: 1.0,
-        ticks_per_s: rd.hz,
-        reads_per_sample: 0,
-        reads_per_edge: 0,
-    };
-    let r = account::build(
-        &d,
-        &Traffic {
-            gbps: None,
-            transactions_per_s: None,
-            send_parts: &[],
-            recv_parts: &[],
-        },
-    )
-    .unwrap();
+    let (b, _) = rd.full(&s, None);
+    let r = window(&s, &rd, a, b, 1.0);
     let pct = |name: &str| {
         r.parts
             .iter()
@@ -330,4 +304,39 @@ fn a_window_on_a_made_host_bills_the_guest_its_stray_and_other_cgroups() {
         near(r.foreign_pct, 50.0) && near(r.host_busy_pct, 50.0),
         "{r:?}"
     );
+}
+
+/// The meter's report, with no traffic, of the window between edges `a` and `b`, `window_s`
+/// apart, read by `rd` for the lab `s`.
+pub(super) fn window(
+    s: &Setup,
+    rd: &Reader,
+    a: super::Full,
+    mut b: super::Full,
+    window_s: f64,
+) -> crate::records::cpu::CpuReport {
+    b.light.at = a.light.at + std::time::Duration::from_secs_f64(window_s);
+    let d = super::MeterData {
+        parts: s.parts.clone(),
+        acct: super::kernel::Accounting::this().clone(),
+        source: rd.source.clone(),
+        raw: vec![],
+        sides: s.sides.clone(),
+        series: vec![],
+        edges: vec![a, b],
+        counters_unsupported: None,
+        counter_notes: vec![],
+        own_cpu_s: 0.0,
+        own_wall_s: window_s,
+        ticks_per_s: rd.hz,
+        reads_per_sample: 0,
+        reads_per_edge: 0,
+    };
+    let none = Traffic {
+        gbps: None,
+        transactions_per_s: None,
+        send_parts: &[],
+        recv_parts: &[],
+    };
+    account::build(&d, &none).unwrap()
 }
