@@ -38,6 +38,8 @@ use std::time::{Duration, Instant};
 pub use crate::vocab::{PartId, PartKind};
 
 #[cfg(test)]
+mod recorded_tests;
+#[cfg(test)]
 mod replay_tests;
 
 /// Something whose CPU is measured: a cgroup (guest, host, client, backend) or a process, and
