@@ -6,8 +6,7 @@
 //! crowds, and the window's parts agree with what each loop's own /proc/PID/stat says it ran.
 
 use super::fs::Fs;
-use super::{Part, PartId, PartKind, Reader, Setup, Side, Sides};
-use crate::vocab::Role;
+use super::{Reader, Setup, Side};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -121,24 +120,8 @@ impl Recorded {
     /// The lab as the meter is given it: guest g1 in `vnetlab/l/g1`, in its own namespace,
     /// placed on CPU 0 (host) and CPU 1 (client).
     fn setup(&self) -> Setup {
-        Setup {
-            parts: vec![Part {
-                name: "g1".into(),
-                id: PartId {
-                    kind: PartKind::Guest,
-                    side: Side::Host,
-                    role: Some(Role::Guest(1)),
-                },
-                cgroups: vec![PathBuf::from("/sys/fs/cgroup/vnetlab/l/g1")],
-                pid: None,
-                threads: None,
-                netns: Some(self.netns()),
-            }],
-            sides: Some(Sides {
-                host: vec![0],
-                client: vec![1],
-            }),
-        }
+        let g1 = PathBuf::from("/sys/fs/cgroup/vnetlab/l/g1");
+        super::replay_tests::g1_lab(vec![g1], self.netns(), 1)
     }
 }
 

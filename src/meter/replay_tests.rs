@@ -215,25 +215,7 @@ fn setup(kind: Kind, cpus: usize) -> Setup {
     if kind == Kind::V1 {
         cgroups.push("/sys/fs/cgroup/cpuset/vnetlab/l/g1".into());
     }
-    Setup {
-        parts: vec![Part {
-            name: "g1".into(),
-            id: PartId {
-                kind: PartKind::Guest,
-                side: Side::Host,
-                role: Some(Role::Guest(1)),
-            },
-            cgroups,
-            pid: None,
-            threads: None,
-            netns: Some(NETNS),
-        }],
-        // A lab placed on two cores of the host, as on a farm's server.
-        sides: Some(Sides {
-            host: vec![0],
-            client: vec![1.min(cpus - 1)],
-        }),
-    }
+    g1_lab(cgroups, NETNS, 1.min(cpus - 1))
 }
 
 /// The files one sample and one edge read on this tree.
@@ -339,4 +321,27 @@ pub(super) fn window(
         recv_parts: &[],
     };
     account::build(&d, &none).unwrap()
+}
+
+/// A lab of one guest, g1, in `cgroups` and network namespace `netns`, placed on the host's core
+/// 0 and the client's core `client`, as on a farm's server.
+pub(super) fn g1_lab(cgroups: Vec<PathBuf>, netns: u64, client: usize) -> Setup {
+    Setup {
+        parts: vec![Part {
+            name: "g1".into(),
+            id: PartId {
+                kind: PartKind::Guest,
+                side: Side::Host,
+                role: Some(Role::Guest(1)),
+            },
+            cgroups,
+            pid: None,
+            threads: None,
+            netns: Some(netns),
+        }],
+        sides: Some(Sides {
+            host: vec![0],
+            client: vec![client],
+        }),
+    }
 }
