@@ -113,7 +113,7 @@ fn costs_come_from_a_stored_run_or_the_run_is_refused() {
     let v = loop {
         c.ok(&["run", exp.to_str().unwrap(), "--db", dbs, "--out", outs]);
         run += 1;
-        let told = untold_streams(dbs, run);
+        let told = untold(dbs, run);
         let o = c.run(&[
             "plan",
             "--from-run",
@@ -160,15 +160,4 @@ fn costs_come_from_a_stored_run_or_the_run_is_refused() {
         "off",
     ]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("offloads off"));
-}
-
-/// The meter's reasons, from the store, for each stream of run `run` whose host CPU it could not
-/// tell.
-fn untold_streams(db: &str, run: i64) -> Vec<String> {
-    let c = rusqlite::Connection::open(db).unwrap();
-    let mut q = c
-        .prepare("SELECT unmeasurable FROM points WHERE run_id = ?1 AND unmeasurable IS NOT NULL")
-        .unwrap();
-    let rows = q.query_map([run], |x| x.get::<_, String>(0)).unwrap();
-    rows.map(Result::unwrap).collect()
 }

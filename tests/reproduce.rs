@@ -41,7 +41,12 @@ fn the_smallest_paper_reproduces_end_to_end_and_re_renders_from_its_run() {
         if v == "not measurable" {
             let why = cl["why"].as_str().unwrap();
             if why.contains("could not be told on this host") {
-                let stored = unmeasurable_points(db, &p["runs"]);
+                let stored: Vec<String> = p["runs"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .flat_map(|r| untold(db, r.as_i64().unwrap()))
+                    .collect();
                 assert!(
                     stored.iter().any(|s| why.ends_with(s.as_str())),
                     "the reason is a stored point's: {cl} vs {stored:?}"
@@ -222,23 +227,6 @@ fn bound_paced_repeats(db: &str, runs: &serde_json::Value) -> i64 {
                 .unwrap()
         })
         .sum()
-}
-
-/// The reasons the store gives for the points of these runs whose host CPU the meter could not
-/// tell.
-fn unmeasurable_points(db: &str, runs: &serde_json::Value) -> Vec<String> {
-    let c = rusqlite::Connection::open(db).unwrap();
-    let mut q = c
-        .prepare("SELECT unmeasurable FROM points WHERE run_id = ?1 AND unmeasurable IS NOT NULL")
-        .unwrap();
-    let mut out = Vec::new();
-    for r in runs.as_array().unwrap() {
-        let rows = q
-            .query_map([r.as_i64().unwrap()], |x| x.get::<_, String>(0))
-            .unwrap();
-        out.extend(rows.map(Result::unwrap));
-    }
-    out
 }
 
 /// A cost compared between points something bound is not a cost: a claim on host CPU per Gb/s

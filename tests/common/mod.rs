@@ -480,3 +480,14 @@ pub fn skip(why: &str) {
         let _ = f.write_all(line.as_bytes());
     }
 }
+
+/// The meter's reasons, from the store `db`, for each point of run `run` whose host CPU it could
+/// not tell (steal on a shared machine, sources that disagree).
+pub fn untold(db: &str, run: i64) -> Vec<String> {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let mut q = c
+        .prepare("SELECT unmeasurable FROM points WHERE run_id = ?1 AND unmeasurable IS NOT NULL")
+        .unwrap();
+    let rows = q.query_map([run], |x| x.get::<_, String>(0)).unwrap();
+    rows.map(Result::unwrap).collect()
+}
