@@ -238,10 +238,7 @@ fn points_say_what_bound_them_and_the_planner_takes_only_unbound_costs() {
     let o = c.run(&["plan", "--from-run", "1", "--db", dbs, "--load", "max"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("--allow-bound") && err.trim().lines().count() == 1,
-        "{err}"
-    );
+    assert!(err.contains("--allow-bound") && one_line(&err), "{err}");
     let v = c.json(&[
         "plan",
         "--from-run",

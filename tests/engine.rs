@@ -215,10 +215,7 @@ fn bad_input_and_faults_end_cleanly() {
         let o = Command::new(BIN).arg("test").args(*args).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(
-            err.contains(want) && err.trim().lines().count() == 1,
-            "{args:?}: {err}"
-        );
+        assert!(err.contains(want) && one_line(&err), "{args:?}: {err}");
     }
     // Unreachable: nothing listens on that port.
     let o = Command::new(BIN)
@@ -439,10 +436,7 @@ fn paced_streams_arrive_at_their_rate_in_each_pacing_mode() {
         let o = c.run(&udp);
         assert_eq!(o.status.code(), Some(2));
         let e = String::from_utf8_lossy(&o.stderr);
-        assert!(
-            e.contains("use --pacing app") && e.lines().count() == 1,
-            "{e}"
-        );
+        assert!(e.contains("use --pacing app") && one_line(&e), "{e}");
     }
     assert_eq!(q0, qdiscs());
     // Kernel pacing paces streams only.

@@ -235,9 +235,7 @@ fn bad_experiment_files_are_refused_before_anything_is_built() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{text}: {err}");
         assert!(
-            err.contains(&format!("bad{i}.toml:{at}"))
-                && err.contains(says)
-                && err.trim().lines().count() == 1,
+            err.contains(&format!("bad{i}.toml:{at}")) && err.contains(says) && one_line(&err),
             "{text}: {err}"
         );
     }

@@ -223,8 +223,7 @@ fn a_state_folder_must_exist_and_be_only_ours() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(
-            err.contains("VNETLAB_STATE_DIR=/nonexistent/x is not a folder")
-                && err.trim().lines().count() == 1,
+            err.contains("VNETLAB_STATE_DIR=/nonexistent/x is not a folder") && one_line(&err),
             "{args:?}: {err}"
         );
     }

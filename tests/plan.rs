@@ -79,10 +79,7 @@ fn bad_input_is_one_line_exit_2() {
             .unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(
-            err.contains(want) && err.trim().lines().count() == 1,
-            "{args:?}: {err}"
-        );
+        assert!(err.contains(want) && one_line(&err), "{args:?}: {err}");
     }
 }
 
@@ -103,7 +100,7 @@ fn costs_come_from_a_stored_run_or_the_run_is_refused() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("no guest-to-client TCP_STREAM points") && err.trim().lines().count() == 1,
+        err.contains("no guest-to-client TCP_STREAM points") && one_line(&err),
         "{err}"
     );
     // The streams' run. A point whose host CPU the meter could not tell (steal past its

@@ -203,7 +203,7 @@ fn the_smallest_paper_reproduces_end_to_end_and_re_renders_from_its_run() {
         let o = c.run(&argv);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{err}");
-        assert!(err.contains(hint) && err.lines().count() == 1, "{err}");
+        assert!(err.contains(hint) && one_line(&err), "{err}");
         assert!(!fresh.exists(), "no pages are written");
     }
     let o = c.run(&["reproduce", "nope", "--from-runs", "--db", db, "--out", out]);

@@ -541,7 +541,7 @@ fn a_postgresql_store_holds_two_hosts_runs_and_compare_reads_both() {
     let o = c.run(&["runs", "--store", "postgresql://u:s3cret@127.0.0.1:1/x"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        !o.status.success() && !err.contains("s3cret") && err.trim().lines().count() == 1,
+        !o.status.success() && !err.contains("s3cret") && one_line(&err),
         "{err}"
     );
     drop(_pg);
