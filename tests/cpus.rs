@@ -188,7 +188,17 @@ fn points_say_what_bound_them_and_the_planner_takes_only_unbound_costs() {
         "test", "--lab", "tbnd", "--from", "g1", "--to", "client", "-m", "64K", "-l", "1",
         "--rate", "200mbit", "--json",
     ]);
-    assert!(v["cpu"]["bound_by"].is_null(), "{}", v["cpu"]["bound_by"]);
+    // Far below every limit nothing binds it, unless other work saturated the host's core (a
+    // compiler beside `make test`): then the bound is the host's and the point says whose work
+    // filled it.
+    let cpu = &v["cpu"];
+    let foreign = cpu["foreign_pct"].as_f64().unwrap();
+    assert!(
+        cpu["bound_by"].is_null()
+            || (cpu["bound_by"].as_str().unwrap().starts_with("host") && foreign >= 20.0),
+        "bound by {} with {foreign:.1} % foreign: {cpu}",
+        cpu["bound_by"]
+    );
     assert_eq!(v["cpus"]["placed"], true);
     // As fast as it goes on a 2-core host: something bound it (a saturated side's core, or the
     // waits between the sides when neither core quite saturates).
