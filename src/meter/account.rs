@@ -9,8 +9,12 @@ use std::collections::{BTreeMap, HashSet};
 
 use super::busy::{self, CoreTime};
 use super::kthreads::KThread;
-use super::{counters, outside, procstat, Full, MeterData, Part, PartId, PartKind, PartTime, Side};
-use crate::records::cpu::{Check, CpuReport, Demand, HwCounters, MeterInfo, PartCpu, SideTime};
+use super::{
+    counters, outside, procstat, softirq, Full, MeterData, Part, PartId, PartKind, PartTime, Side,
+};
+use crate::records::cpu::{
+    Check, CpuReport, Demand, HwCounters, MeterInfo, PartCpu, SideTime, SoftirqSplit,
+};
 
 impl HwCounters {
     pub fn missing(&self) -> Option<&str> {
@@ -77,6 +81,8 @@ struct Sided {
     /// Per side: seconds by which the parts measured apart add up past the side's total (each
     /// residual is then shown as 0, never negative).
     excess_s: [f64; 2],
+    /// Per side: other devices' softirq on its cores.
+    other_softirq: [OtherSoftirq; 2],
 }
 
 /// A residual part: its seconds, or 0 and the excess where the parts before it add up past it.
@@ -174,7 +180,7 @@ fn beside(
     (a, b): (&Full, &Full),
     s: SideIn,
     ex: &mut f64,
-) -> (Vec<RawPart>, f64, f64) {
+) -> (Vec<RawPart>, f64, f64, OtherSoftirq) {
     let SideIn {
         side,
         cores,
@@ -191,6 +197,15 @@ fn beside(
     let fkernel = outside::kthread_delta(&a.outside, &b.outside, |t, k| {
         ours(t, k) && foreign_kthread(d, k)
     });
+    let core_kthread = |t: u32| {
+        a.outside
+            .kthreads
+            .get(&t)
+            .is_some_and(|(k, _)| ours(t, k) && !foreign_kthread(d, k))
+    };
+    let soft = other_softirq(d, (a, b), cores, core_kthread);
+    // Other devices' softirq on the cores' own kernel threads is inside those threads' time.
+    let kthreads = residual(kthreads - soft.on_kthreads, ex);
     let tops =
         outside::tops_on(&a.outside, &b.outside, cores).map_or(0.0, |t| (t - in_tops).max(0.0));
     let mut parts: Vec<RawPart> = vec![
@@ -210,7 +225,18 @@ fn beside(
             tops,
         ),
     ];
-    let known = known + kthreads + fkernel + tops;
+    // Only where softirq was traced (asked for): an untraced 0 would read as measured.
+    if a.softirq.is_some() && b.softirq.is_some() {
+        parts.push((
+            "other devices' softirq".into(),
+            PartId::other(PartKind::Kernel, side),
+            soft.taken_s(),
+        ));
+    }
+    // Tasks' time (the scheduler's) holds the softirq that ran on kernel threads, not the
+    // idle task's.
+    let known = known + kthreads + fkernel + tops + soft.on_kthreads;
+    let fkernel = fkernel + soft.taken_s();
     let foreign = match root {
         Some(r) => {
             let unconfined = residual(r - known, ex);
@@ -219,7 +245,7 @@ fn beside(
                 PartId::other(PartKind::Unconfined, side),
                 unconfined,
             ));
-            let kernel = residual(busy - r.max(known), ex);
+            let kernel = residual(busy - r.max(known) - soft.on_idle, ex);
             parts.push((
                 "kernel (unattributed)".into(),
                 PartId::other(PartKind::Unattributed, side),
@@ -229,7 +255,7 @@ fn beside(
         }
         // Without per-CPU accounting the two cannot be told apart.
         None => {
-            let rest = residual(busy - known, ex);
+            let rest = residual(busy - known - soft.on_idle, ex);
             parts.push((
                 "kernel and unconfined tasks".into(),
                 PartId::other(PartKind::Unattributed, side),
@@ -238,7 +264,85 @@ fn beside(
             tops + fkernel
         }
     };
-    (parts, foreign, fkernel)
+    (parts, foreign, fkernel, soft)
+}
+
+/// Other devices' NET_RX softirq on one side's cores (seconds), by what it ran on top of and so
+/// where the kernel charged it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OtherSoftirq {
+    /// On the idle task (or anywhere, where the kernel keeps interrupt time apart): busy time
+    /// no task was charged for.
+    pub on_idle: f64,
+    /// On the cores' own kernel threads (ksoftirqd, kworkers): inside their time.
+    pub on_kthreads: f64,
+    /// On the lab's parts' tasks, per part (by index): inside that part's time.
+    pub in_lab: BTreeMap<usize, f64>,
+    /// On any other task: inside that task's time, which is foreign already.
+    pub in_tasks: f64,
+}
+
+impl OtherSoftirq {
+    /// What is taken out of the datapath's figure: all of it but what other tasks hold.
+    pub fn taken_s(&self) -> f64 {
+        self.on_idle + self.on_kthreads + self.in_lab.values().sum::<f64>()
+    }
+}
+
+/// The lab's network namespaces (inodes): their devices' packets are the lab's.
+fn lab_netns(d: &MeterData) -> Vec<u64> {
+    d.parts.iter().filter_map(|p| p.netns).collect()
+}
+
+/// The lab part whose task `tgid` is: its process, its QEMU, or a task seen in its folders.
+fn part_of(d: &MeterData, b: &Full, tgid: u32) -> Option<usize> {
+    d.parts.iter().enumerate().find_map(|(i, p)| {
+        let own = p.pid == Some(tgid)
+            || p.threads.as_ref().is_some_and(|t| t.pid == tgid)
+            || b.outside
+                .lab_tasks
+                .get(i)
+                .is_some_and(|s| s.contains(&tgid));
+        own.then_some(i)
+    })
+}
+
+/// Other devices' softirq on `cores`, where both edges traced it (`core_kthread`: a tgid that is
+/// one of the cores' own kernel threads).
+fn other_softirq(
+    d: &MeterData,
+    (a, b): (&Full, &Full),
+    cores: &[usize],
+    core_kthread: impl Fn(u32) -> bool,
+) -> OtherSoftirq {
+    let mut o = OtherSoftirq::default();
+    let (Some(x), Some(y)) = (&a.softirq, &b.softirq) else {
+        return o;
+    };
+    let lab = lab_netns(d);
+    let tgids: std::collections::BTreeSet<u32> = y.devices.iter().map(|t| t.tgid).collect();
+    let apart = d.acct.irq_time == Some(true);
+    for t in tgids {
+        let m = softirq::foreign_ns(x, y, &lab, |g| g == t);
+        let s = cores.iter().filter_map(|c| m.get(c)).sum::<u64>() as f64 / 1e9;
+        match (apart || t == 0, core_kthread(t), part_of(d, b, t)) {
+            (true, _, _) => o.on_idle += s,
+            (_, true, _) => o.on_kthreads += s,
+            (_, _, Some(i)) => *o.in_lab.entry(i).or_insert(0.0) += s,
+            _ => o.in_tasks += s,
+        }
+    }
+    o
+}
+
+/// Takes other devices' softirq out of the lab parts whose tasks it ran on top of.
+fn carve(d: &MeterData, parts: &mut [RawPart], soft: &OtherSoftirq, ex: &mut f64) {
+    for (&i, &s) in &soft.in_lab {
+        let p = &d.parts[i];
+        if let Some(e) = parts.iter_mut().find(|e| e.1 == p.id && e.0 == p.name) {
+            e.2 = residual(e.2 - s, ex);
+        }
+    }
 }
 
 fn sided(
@@ -264,6 +368,7 @@ fn sided(
         sum_on(&a.light.sched.per_cpu, &b.light.sched.per_cpu, client),
     ];
     let (mut foreign_s, mut excess_s, mut foreign_kernel_s) = ([0.0; 2], [0.0; 2], [0.0; 2]);
+    let mut other_softirq = [OtherSoftirq::default(), OtherSoftirq::default()];
     for (k, (side, cores)) in [(Side::Host, host), (Side::Client, client)]
         .into_iter()
         .enumerate()
@@ -280,10 +385,12 @@ fn sided(
             busy: busy[k],
             in_tops: in_tops[k],
         };
-        let (p, f, fk) = beside(d, (a, b), s, &mut excess_s[k]);
+        let (p, f, fk, soft) = beside(d, (a, b), s, &mut excess_s[k]);
+        carve(d, &mut parts, &soft, &mut excess_s[k]);
         parts.extend(p);
         foreign_s[k] = f;
         foreign_kernel_s[k] = fk;
+        other_softirq[k] = soft;
     }
     let by_cpu = per_cpu && root[0].is_some();
     Sided {
@@ -297,6 +404,7 @@ fn sided(
         foreign_s,
         foreign_kernel_s,
         excess_s,
+        other_softirq,
     }
 }
 
@@ -342,6 +450,7 @@ fn unplaced(d: &MeterData, a: &Full, b: &Full, machine_s: f64) -> Sided {
         foreign_s: [others, 0.0],
         foreign_kernel_s: [0.0, 0.0],
         excess_s: [excess, 0.0],
+        other_softirq: Default::default(),
     }
 }
 
@@ -626,7 +735,7 @@ fn leak_pct(leak_s: Option<f64>, host_total_s: f64) -> Option<f64> {
 }
 
 /// The meter's own figures: its tick rate, its own CPU (% of one core), its counters' notes.
-fn meter_info(d: &MeterData) -> MeterInfo {
+fn meter_info(d: &MeterData, softirq: Option<SoftirqSplit>) -> MeterInfo {
     let own = if d.own_wall_s > 0.0 {
         100.0 * d.own_cpu_s / d.own_wall_s
     } else {
@@ -638,7 +747,35 @@ fn meter_info(d: &MeterData) -> MeterInfo {
         counter_notes: d.counter_notes.clone(),
         reads_per_sample: Some(d.reads_per_sample),
         reads_per_edge: Some(d.reads_per_edge),
+        softirq,
     }
+}
+
+/// The host cores' softirq over the window, and what of it went to other devices' packets.
+fn softirq_split(d: &MeterData, w: &Window, other: &OtherSoftirq) -> Option<SoftirqSplit> {
+    if let Some(why) = &d.softirq_untraced {
+        return Some(SoftirqSplit {
+            untraced: Some(why.clone()),
+            ..Default::default()
+        });
+    }
+    let (x, y) = (w.a.softirq.as_ref()?, w.b.softirq.as_ref()?);
+    let cap = w.cap(Side::Host);
+    let ns = |pick: &dyn Fn(&[u64; softirq::VECTORS]) -> u64| -> f64 {
+        let on = |r: &softirq::Reading, c: usize| r.vectors_ns.get(c).map_or(0, pick);
+        w.host
+            .iter()
+            .map(|&c| on(y, c).saturating_sub(on(x, c)))
+            .sum::<u64>() as f64
+            / 1e9
+    };
+    Some(SoftirqSplit {
+        softirq_pct: 100.0 * ns(&|v| v.iter().sum()) / cap,
+        net_rx_pct: 100.0 * ns(&|v| v[softirq::NET_RX_VECTOR]) / cap,
+        other_devices_pct: 100.0 * other.taken_s() / cap,
+        other_devices_in_tasks_pct: 100.0 * other.in_tasks / cap,
+        untraced: None,
+    })
 }
 
 /// How the figures were cross-checked: what the host's parts explain of its busy time, the
@@ -678,7 +815,7 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, Error> {
     let fk_pct = 100.0 * sided.foreign_kernel_s[0] / w.cap(Side::Host);
     if host.why.is_none() && fk_pct > FOREIGN_KERNEL_MAX_PCT {
         host.why = Some(format!(
-            "other devices' kernel threads ran {fk_pct:.1} % of the host's cores (more than {FOREIGN_KERNEL_MAX_PCT} %): their work there costs the datapath cache and wake-ups the meter cannot separate; shield the host's cores (--shield) or measure when that traffic is gone"
+            "other devices' kernel work (their NAPI threads and softirq) ran {fk_pct:.1} % of the host's cores (more than {FOREIGN_KERNEL_MAX_PCT} %): their work there costs the datapath cache and wake-ups the meter cannot separate; shield the host's cores (--shield) or measure when that traffic is gone"
         ));
     }
     let ds = b.light.stat.total.delta(&a.light.stat.total);
@@ -716,7 +853,7 @@ pub fn build(d: &MeterData, t: &Traffic) -> Result<CpuReport, Error> {
         softirq_per_s: softirq_rates(a, b, window_s),
         interrupts_per_s: b.irq.interrupts.saturating_sub(a.irq.interrupts) as f64 / window_s,
         counters: hw_counters(d, a, b),
-        meter: meter_info(d),
+        meter: meter_info(d, softirq_split(d, &w, &sided.other_softirq[0])),
         check: check(d, &w, &host, irq_softirq_pct, sided.attribution),
         series: series(d, a, b, &w.host),
         parts,
@@ -838,6 +975,7 @@ mod tests {
             outside: Default::default(),
             irq,
             counters: None,
+            softirq: None,
         }
     }
 
@@ -866,6 +1004,7 @@ mod tests {
             edges,
             counters_unsupported: Some("perf_event_open(cycles): No such file or directory".into()),
             counter_notes: vec![],
+            softirq_untraced: None,
             own_cpu_s: 0.01,
             own_wall_s: 2.0,
             ticks_per_s: 100.0,
@@ -1071,6 +1210,7 @@ mod tests {
             outside: Default::default(),
             irq: Counts::default(),
             counters: None,
+            softirq: None,
         };
         let (a, b) = (edge(0), edge(200));
         let mut d = data(vec![], None, vec![]);
@@ -1087,5 +1227,77 @@ mod tests {
         // Without the nanoseconds the same sample is the ticks' 0 %.
         d.series = vec![sample(100, 10, None), sample(200, 20, None)];
         assert_eq!(series(&d, &a, &b, &[0])[0].1, 0.0);
+    }
+
+    /// Other devices' softirq is taken from where the kernel charged it: the idle task's from
+    /// the unattributed time, a core kernel thread's from those threads, a lab task's from its
+    /// part; another task's stays with that (foreign) task; the lab's own devices' never counts.
+    #[test]
+    fn other_devices_softirq_is_taken_from_where_the_kernel_charged_it() {
+        use crate::meter::kthreads::KThread;
+        use crate::meter::softirq::{DevTime, Reading};
+        let dev = |netns: u32, tgid: u32, ms: u64| DevTime {
+            name: format!("d{netns}"),
+            netns,
+            tgid,
+            per_cpu_ns: vec![ms * 1_000_000, 50_000_000],
+        };
+        let traced = |devices: Vec<DevTime>| Reading {
+            devices,
+            ..Default::default()
+        };
+        let g1 = Part {
+            pid: Some(100),
+            netns: Some(11),
+            ..part("g1", PartKind::Guest, Side::Host)
+        };
+        let at = Instant::now();
+        let mut a = full(at, ZERO, vec![total(0.0)], None, 0);
+        let mut b = full(
+            at + Duration::from_secs(2),
+            AFTER,
+            vec![total(0.5)],
+            None,
+            0,
+        );
+        a.softirq = Some(traced(vec![]));
+        b.softirq = Some(traced(vec![
+            dev(11, 0, 5),
+            dev(99, 0, 10),
+            dev(99, 100, 20),
+            dev(99, 7, 30),
+            dev(99, 555, 40),
+        ]));
+        let ksoftirqd = KThread {
+            comm: "ksoftirqd/0".into(),
+            cpus: vec![0],
+        };
+        a.outside.kthreads.insert(7, (ksoftirqd, 0.0));
+        let mut d = data(vec![g1], None, vec![]);
+        let kthread = |t: u32| t == 7;
+        let o = other_softirq(&d, (&a, &b), &[0], kthread);
+        assert!((o.on_idle - 0.010).abs() < 1e-12, "{o:?}");
+        assert!((o.on_kthreads - 0.030).abs() < 1e-12, "{o:?}");
+        assert!((o.in_lab[&0] - 0.020).abs() < 1e-12, "{o:?}");
+        assert!((o.in_tasks - 0.040).abs() < 1e-12, "{o:?}");
+        assert!((o.taken_s() - 0.060).abs() < 1e-12);
+        // Carved from g1's part, never below zero.
+        let mut parts = vec![("g1".to_string(), d.parts[0].id, 0.5)];
+        let mut ex = 0.0;
+        carve(&d, &mut parts, &o, &mut ex);
+        assert!((parts[0].2 - 0.48).abs() < 1e-12 && ex == 0.0);
+        // Where the kernel keeps interrupt time apart, all of it is time no task was charged.
+        d.acct.irq_time = Some(true);
+        let o = other_softirq(&d, (&a, &b), &[0], kthread);
+        assert!(
+            (o.on_idle - 0.100).abs() < 1e-12 && o.in_lab.is_empty(),
+            "{o:?}"
+        );
+        // Untraced edges: nothing.
+        b.softirq = None;
+        assert_eq!(
+            other_softirq(&d, (&a, &b), &[0], kthread),
+            OtherSoftirq::default()
+        );
     }
 }

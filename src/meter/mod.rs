@@ -11,6 +11,8 @@
 //! never labs or workloads.
 
 pub mod account;
+mod bpfasm;
+mod btf;
 pub mod busy;
 pub mod cgroupstat;
 pub mod counters;
@@ -24,6 +26,7 @@ pub mod procs;
 pub mod procstat;
 pub mod raw;
 pub mod sched;
+pub mod softirq;
 pub mod threads;
 
 pub use error::Error;
@@ -103,6 +106,8 @@ pub struct Full {
     pub outside: outside::Reading,
     pub irq: irqstat::Counts,
     pub counters: Option<crate::records::cpu::CounterReport>,
+    /// Softirq time per CPU and device, where the kernel could be traced.
+    pub softirq: Option<softirq::Reading>,
 }
 
 pub struct MeterData {
@@ -117,6 +122,8 @@ pub struct MeterData {
     pub edges: Vec<Full>,
     pub counters_unsupported: Option<String>,
     pub counter_notes: Vec<String>,
+    /// Why softirq time could not be traced per device, where it could not.
+    pub softirq_untraced: Option<String>,
     /// The sampler's own CPU seconds and the wall seconds it ran.
     pub own_cpu_s: f64,
     pub own_wall_s: f64,
@@ -155,6 +162,8 @@ struct Reader {
     cores: Vec<usize>,
     /// Each CPU's cpuidle states; where there are none, /proc/timer_list is read at the edges.
     idle: procstat::Cpuidle,
+    /// The softirq tracer (the real sampler's; none where the kernel is replayed).
+    softirq: Option<softirq::Tracer>,
 }
 
 impl Reader {
@@ -171,6 +180,7 @@ impl Reader {
             hz: ticks_per_s(),
             cores,
             fs,
+            softirq: None,
         }
     }
 
@@ -256,6 +266,7 @@ impl Reader {
             outside: self.outside.read(&self.fs, &setup.parts, self.hz),
             irq: irqstat::read(&self.fs),
             counters: counters.map(|c| c.read()),
+            softirq: self.softirq.as_ref().and_then(|t| t.read().ok()),
         };
         (full, raw)
     }
@@ -275,6 +286,12 @@ fn v2_folders(parts: &[Part]) -> Vec<(String, Option<PathBuf>)> {
 /// The sampler: 10 Hz light readings, full ones at the window's marks, until told to stop.
 fn sample(setup: Setup, rx: mpsc::Receiver<Msg>) -> MeterData {
     let mut rd = Reader::new(fs::Fs::real(), &setup);
+    let (tracer, untraced) = match softirq::Tracer::asked().then(softirq::Tracer::start) {
+        Some(Ok(t)) => (Some(t), None),
+        Some(Err(e)) => (None, Some(e.to_string())),
+        None => (None, None),
+    };
+    rd.softirq = tracer;
     let hz = rd.hz;
     let source = rd.source.clone();
     let ncpu = crate::sys::online_cpus().len().max(1);
@@ -296,6 +313,7 @@ fn sample(setup: Setup, rx: mpsc::Receiver<Msg>) -> MeterData {
         edges: Vec::new(),
         counters_unsupported: unsupported,
         counter_notes: Vec::new(),
+        softirq_untraced: untraced,
         own_cpu_s: 0.0,
         own_wall_s: 0.0,
         ticks_per_s: hz,

@@ -36,6 +36,8 @@ pub struct Reading {
     /// Each top-level cgroup that is not the lab's: its CPU seconds so far.
     pub tops: Vec<(String, PartTime)>,
     pub strays: Vec<Stray>,
+    /// Per part: the tasks seen in its accounting folders (the lab's own, by process id).
+    pub lab_tasks: Vec<HashSet<u32>>,
 }
 
 /// The meter's knowledge of the host beside the lab, kept between readings.
@@ -197,6 +199,7 @@ impl Tracker {
             kthreads,
             tops: self.tops(fs),
             strays,
+            lab_tasks: self.seen.clone(),
         }
     }
 

@@ -308,6 +308,7 @@ pub(super) fn window(
         edges: vec![a, b],
         counters_unsupported: None,
         counter_notes: vec![],
+        softirq_untraced: None,
         own_cpu_s: 0.0,
         own_wall_s: window_s,
         ticks_per_s: rd.hz,

@@ -49,6 +49,24 @@ pub struct MeterInfo {
     pub reads_per_sample: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reads_per_edge: Option<u64>,
+    /// Softirq time on the host's cores, traced per vector and per device (absent in runs
+    /// stored before vnetlab traced it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub softirq: Option<SoftirqSplit>,
+}
+
+/// Softirq time on the host's cores over the window (% of those cores), and what of its NET_RX
+/// time went to other devices' packets: taken out of the datapath's figure where it ran on the
+/// idle task or the cores' own kernel threads, left in the task's time where it ran on top of
+/// one. `untraced` says why there is no split (figures then 0).
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+pub struct SoftirqSplit {
+    pub softirq_pct: f64,
+    pub net_rx_pct: f64,
+    pub other_devices_pct: f64,
+    pub other_devices_in_tasks_pct: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untraced: Option<String>,
 }
 
 /// netperf's service demand, µs of CPU per unit moved.

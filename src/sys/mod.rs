@@ -3,6 +3,7 @@
 
 use std::io;
 
+pub mod bpf;
 pub mod file;
 pub mod ident;
 pub mod perf;
