@@ -476,3 +476,49 @@ fn inputs_outputs_and_the_store_are_checked_first() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("one"));
     assert_eq!(before, host_snapshot());
 }
+
+/// A bench's bad flag is refused at once (exit 2), even while another measurement holds the
+/// machine; a good one meets the lock (exit 6 when told not to wait).
+#[test]
+fn a_bench_checks_its_flags_before_it_waits_for_the_machine() {
+    let c = ctx("benchlock");
+    let mut holder = c
+        .cmd(&["meter", "--machine", "-l", "60"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        measuring(&mut holder, 3600),
+        "the holder ended before it held the machine"
+    );
+    let now = |args: &[&str]| {
+        let o = c.cmd(args).env("VNETLAB_LOCK_WAIT", "0").output().unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    for (args, says) in [
+        (&["bench", "meter", "--seconds", "0"][..], "--seconds"),
+        (
+            &["bench", "engine", "--paths", "nowhere"][..],
+            "unknown path",
+        ),
+        (&["bench", "store", "--points", "0"][..], "--points"),
+        (&["bench", "labs", "--modes", "nosuch"][..], "unknown mode"),
+    ] {
+        let (code, err) = now(args);
+        assert!(
+            code == Some(2) && err.contains(says) && one_line(&err),
+            "{args:?}: {code:?} {err}"
+        );
+    }
+    let (code, err) = now(&["bench", "store", "--points", "10"]);
+    assert!(
+        code == Some(6) && err.contains("holds this machine"),
+        "{code:?} {err}"
+    );
+    signal(holder.id() as i32, 2);
+    let _ = holder.wait();
+}

@@ -114,6 +114,11 @@ struct LabsArgs {
     json: bool,
 }
 
+/// The machine's lock, for a bench whose flags are checked.
+fn hold() -> Result<Option<crate::fleet::lock::HostLock>, Fail> {
+    super::shared::hold_machine("vnetlab bench", std::time::Duration::ZERO)
+}
+
 /// This build and, if named, the other one.
 fn builds(against: Option<std::path::PathBuf>) -> Result<Vec<crate::bench::labs::Build>, Fail> {
     use crate::bench::labs::Build;
@@ -155,7 +160,9 @@ fn bench_labs(a: LabsArgs) -> CmdResult {
         })
         .collect::<Result<Vec<_>, _>>()?;
     let cases: Vec<(Mode, u32)> = modes.into_iter().map(|m| (m, a.guests)).collect();
-    timed(builds(a.against)?, &cases, a.repeat, a.json)
+    let builds = builds(a.against)?;
+    let _machine = hold()?;
+    timed(builds, &cases, a.repeat, a.json)
 }
 
 fn timed(
@@ -187,12 +194,9 @@ fn bench_qemu(a: QemuArgs) -> CmdResult {
     if let Some(why) = crate::lab::vms::missing(Mode::QemuVirtio) {
         return Err(Fail::Skipped(why));
     }
-    timed(
-        builds(a.against)?,
-        &[(Mode::QemuVirtio, 1)],
-        a.v.repeat,
-        a.v.json,
-    )
+    let builds = builds(a.against)?;
+    let _machine = hold()?;
+    timed(builds, &[(Mode::QemuVirtio, 1)], a.v.repeat, a.v.json)
 }
 
 fn bench_vnic(a: VnicBenchArgs, qemu: bool) -> CmdResult {
@@ -200,6 +204,7 @@ fn bench_vnic(a: VnicBenchArgs, qemu: bool) -> CmdResult {
     if !(0.5..=600.0).contains(&a.seconds) || !(1..=50).contains(&a.repeat) {
         return Err(Fail::Input("--seconds 0.5…600 and --repeat 1…50".into()));
     }
+    let _machine = hold()?;
     let progress = |what: &str| crate::errln!("bench: {what}");
     let bench = if qemu {
         vnic::measure_qemu(a.seconds, a.repeat, &progress)?
@@ -232,6 +237,7 @@ fn bench_store(a: StoreArgs) -> CmdResult {
     if !(1..=100_000).contains(&a.points) {
         return Err(Fail::Input("--points 1…100000".into()));
     }
+    let _machine = hold()?;
     let b = crate::bench::store::measure(a.points)?;
     if a.json {
         print_json(&b);
@@ -280,11 +286,8 @@ struct EngineArgs {
 }
 
 pub fn bench(a: BenchArgs) -> CmdResult {
-    // A crowd measures nothing: it is what others measure beside.
-    let _machine = match &a.what {
-        BenchWhat::Crowd(_) => None,
-        _ => super::shared::hold_machine("vnetlab bench", std::time::Duration::ZERO)?,
-    };
+    // Each bench holds the machine once its flags are checked (a bad flag is refused at once,
+    // never after a wait); a crowd measures nothing: it is what others measure beside.
     match a.what {
         BenchWhat::Engine(e) => bench_engine(e),
         BenchWhat::Store(s) => bench_store(s),
@@ -301,6 +304,7 @@ fn bench_meter(a: MeterBenchArgs) -> CmdResult {
     if !(1.0..=600.0).contains(&a.seconds) || !(1..=50).contains(&a.repeat) {
         return Err(Fail::Input("--seconds 1…600 and --repeat 1…50".into()));
     }
+    let _machine = hold()?;
     let plan = crate::bench::meter::Plan {
         tasks: a.tasks,
         seconds: a.seconds,
@@ -376,6 +380,7 @@ fn bench_engine(a: EngineArgs) -> CmdResult {
             )));
         }
     }
+    let _machine = hold()?;
     let mut progress = |s: &str| crate::errln!("bench: {s}");
     let mut rows: Vec<Row> = Vec::new();
     if paths.contains(&"loopback") {
@@ -429,6 +434,7 @@ fn bench_paced(a: EngineArgs, repeat: u32) -> CmdResult {
         .map_err(|e| Fail::Input(e.to_string()))?;
     need_tool("iperf3")?;
     need_root("vnetlab bench engine --paced")?;
+    let _machine = hold()?;
     crate::sys::signals::install();
     let mut progress = |s: &str| crate::errln!("bench: {s}");
     let rows = paced::in_labs(&labs, &pacings, a.seconds, repeat, &mut progress)?;
