@@ -1203,3 +1203,116 @@ fn a_claim_naming_a_size_per_pair_checks_each_on_its_own_pair() {
     c.paper_ratio = Some(3.91);
     assert!(c.check().unwrap_err().to_string().contains("sizes"));
 }
+
+/// A throughput point in rounds of run 9, each repeat (one per round) with its figure and what
+/// bound it; stored as the measuring code stores it: the point bound by its first bound repeat.
+fn tp_rounds(mode: Mode, each: &[(f64, Option<Bound>)]) -> PointRecord {
+    let mut p = rounds(mode, &vec![1.0; each.len()], 9);
+    for (r, (g, b)) in p.repeats.iter_mut().zip(each) {
+        r.throughput_gbps = *g;
+        r.bound_by = *b;
+    }
+    let values: Vec<f64> = each.iter().map(|x| x.0).collect();
+    p.throughput_gbps = Some(crate::stats::spread(&values, 95).median);
+    p.bound_by = each.iter().find_map(|x| x.1);
+    p
+}
+
+#[test]
+fn one_bound_round_of_three_is_no_tie_and_a_majority_is() {
+    let c = claim(
+        Kind::Greater,
+        Metric::ThroughputGbps,
+        vec![sel("macvlan"), sel("bridge")],
+        None,
+    );
+    let w = Some(Bound::Wire);
+    // The wire bound both in round 1 only: that round is left out, the other two decide.
+    let one = [
+        tp_rounds(Mode::Macvlan, &[(0.956, w), (0.90, None), (0.91, None)]),
+        tp_rounds(Mode::Bridge, &[(0.956, w), (0.60, None), (0.62, None)]),
+    ];
+    let r = c.evaluate(&one);
+    assert_eq!(r.verdict, Verdict::Holds, "{}", r.why);
+    assert_eq!(r.size.tie, None);
+    // Bound on both sides in two rounds of three: the wire decided.
+    let two = [
+        tp_rounds(Mode::Macvlan, &[(0.956, w), (0.956, w), (0.91, None)]),
+        tp_rounds(Mode::Bridge, &[(0.956, w), (0.955, w), (0.62, None)]),
+    ];
+    let r = c.evaluate(&two);
+    assert_eq!(r.verdict, Verdict::Tie, "{}", r.why);
+    assert!(r.why.contains("in 2 of 3 rounds"), "{}", r.why);
+    assert_eq!(r.size.tie.as_deref(), Some("wire"));
+    // Two rounds bound, but by different limits on each side in one of them: no majority.
+    let mixed = [
+        tp_rounds(
+            Mode::Macvlan,
+            &[(0.956, w), (0.9, Some(Bound::Client)), (0.91, None)],
+        ),
+        tp_rounds(Mode::Bridge, &[(0.956, w), (0.6, None), (0.62, None)]),
+    ];
+    assert_ne!(c.evaluate(&mixed).verdict, Verdict::Tie);
+}
+
+#[test]
+fn stronger_than_the_paper_takes_as_many_rounds_as_a_hold() {
+    let mut c = claim(
+        Kind::Greater,
+        Metric::ThroughputGbps,
+        vec![sel("bridge"), sel("macvlan")],
+        None,
+    );
+    c.paper_ratio = Some(1.21);
+    let six = |first: [f64; 6]| {
+        [
+            tp_rounds(Mode::Bridge, &first.map(|g| (g, None))),
+            tp_rounds(Mode::Macvlan, &[(1.0, None); 6]),
+        ]
+    };
+    // Past 1.21² = 1.46 in five rounds of six (as many as a hold needs), one round short of it:
+    // stronger (the least round alone, the old rule, would have read a plain hold).
+    let r = c.evaluate(&six([3.0, 3.1, 2.9, 3.2, 3.0, 1.3]));
+    assert_eq!(r.verdict, Verdict::Stronger, "{}", r.why);
+    assert!(r.why.contains("in 5 of 6 rounds"), "{}", r.why);
+    // Past it in four of six: a hold, not stronger.
+    let r = c.evaluate(&six([3.0, 3.1, 2.9, 3.2, 1.3, 1.3]));
+    assert_eq!(r.verdict, Verdict::Holds, "{}", r.why);
+}
+
+#[test]
+fn an_above_claim_past_twice_the_papers_value_reads_stronger() {
+    let mut a = claim(
+        Kind::Above,
+        Metric::ThroughputGbps,
+        vec![sel("paravirt")],
+        Some(2.5),
+    );
+    a.common = Selector::default();
+    let at = |g: f64, each: [f64; 3]| {
+        [PointRecord {
+            key: PointKey {
+                mode: Mode::Paravirt,
+                ..Default::default()
+            },
+            ..with(Mode::Paravirt, g, each)
+        }]
+    };
+    // 17 Gb/s against "exceeds 2.5": stronger than the paper, both numbers said.
+    let r = a.evaluate(&at(17.0, [16.5, 17.0, 17.4]));
+    assert_eq!(r.verdict, Verdict::Stronger, "{}", r.why);
+    assert!(
+        r.why.contains("17.000 Gb/s vs the paper's 2.5 Gb/s"),
+        "{}",
+        r.why
+    );
+    // Past it at the median, not at the least repeat: a plain hold.
+    assert_eq!(
+        a.evaluate(&at(5.5, [4.0, 5.5, 6.0])).verdict,
+        Verdict::Holds
+    );
+    assert_eq!(
+        a.evaluate(&at(3.1, [3.0, 3.1, 3.2])).verdict,
+        Verdict::Holds
+    );
+}
