@@ -312,6 +312,11 @@ impl Claim {
                 "say in stand_in which stand-ins ran and how the setup differs from the paper's",
             );
         }
+        if self.note.trim().is_empty() {
+            return fail(
+                "say in note what a verdict here means on this host and what of it the stand-in decides",
+            );
+        }
         if self.kind == Kind::Near && self.by() >= 1.0 {
             return fail("a near check's by is a fraction below 1 (0.1 is 10 %)");
         }

@@ -1079,6 +1079,16 @@ fn claims_with_the_wrong_shape_or_values_are_refused() {
     )
     .check()
     .is_err());
+    // Every claim says what its verdict means: an empty note is refused by name.
+    let mut c = claim(
+        Kind::Greater,
+        Metric::ThroughputGbps,
+        vec![sel("bridge"), sel("macvlan")],
+        None,
+    );
+    assert!(c.check().is_ok());
+    c.note = " ".into();
+    assert!(c.check().unwrap_err().to_string().contains("say in note"));
 }
 
 #[test]
