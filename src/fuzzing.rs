@@ -98,9 +98,16 @@ fn control_protocol(s: &str) {
 }
 
 /// Runs arbitrary bytes through the device models' frame handling (the guest-frame checks and
-/// the LRO coalescer) and the netlink answers a lab build reads (the input is cut into frames
-/// by its own first bytes). Never panics.
+/// the LRO coalescer), the netlink answers a lab build reads (the input is cut into frames by
+/// its own first bytes) and the kernel's type description (BTF) the softirq tracer reads. Never
+/// panics.
 pub fn frames(data: &[u8]) {
+    let mut btf = vec![0x9f, 0xeb];
+    btf.extend_from_slice(data);
+    for b in [data, &btf[..]] {
+        let _ =
+            crate::meter::btf::Btf::parse(b).map(|t| t.offset("net_device", &["nd_net", "net"]));
+    }
     use crate::vnic::{backend, lro::Lro};
     let mut l = Lro::default();
     let mut out = Vec::new();

@@ -6,8 +6,7 @@
 
 mod common;
 use common::*;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Stdio};
+use std::process::Child;
 
 /// The crowd and the second lab's stream, stopped (SIGSTOP) for quiet rounds, ended when dropped.
 struct Crowd {
@@ -27,29 +26,7 @@ impl Crowd {
     }
     /// The second lab's iperf3 stream, g1 → its client, 300 Mb/s.
     fn stream(&mut self, c: &Ctx) {
-        let s = c
-            .cmd(&[
-                "exec",
-                "--lab",
-                "cwb",
-                "g1",
-                "--",
-                "iperf3",
-                "-c",
-                "10.213.0.2",
-                "-b",
-                "300M",
-                "-l",
-                "8K",
-                "-t",
-                "600",
-            ])
-            .process_group(0)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        self.stream = Some(s);
+        self.stream = Some(lab_stream(c, "cwb", "300M", 600));
     }
     /// Stops (quiet) or continues (crowded) every member.
     fn hold(&self, quiet: bool) {

@@ -380,30 +380,10 @@ fn another_labs_softirq_on_the_host_core_is_foreign_kernel_work() {
     );
     // The other lab streams on the same cores.
     must(&["ip", "netns", "exec", "vltsqb-client", "iperf3", "-s", "-D"]);
-    let mut stream = c
-        .cmd(&[
-            "exec",
-            "--lab",
-            "tsqb",
-            "g1",
-            "--",
-            "iperf3",
-            "-c",
-            "10.213.0.2",
-            "-b",
-            "300M",
-            "-l",
-            "8K",
-            "-t",
-            "60",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut stream = lab_stream(&c, "tsqb", "300M", 60);
     std::thread::sleep(std::time::Duration::from_secs(2));
     let cpu = point();
-    let _ = stream.kill();
+    signal(-(stream.id() as i32), 9);
     let _ = stream.wait();
     let (_, other, in_tasks, s) = split(&cpu);
     eprintln!(

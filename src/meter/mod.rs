@@ -12,7 +12,7 @@
 
 pub mod account;
 mod bpfasm;
-mod btf;
+pub mod btf;
 pub mod busy;
 pub mod cgroupstat;
 pub mod counters;

@@ -200,6 +200,36 @@ pub fn measuring(child: &mut std::process::Child, secs: u64) -> bool {
     }) && child.try_wait().unwrap().is_none()
 }
 
+/// Another lab's stream, not a measuring command: `vnetlab exec --lab LAB g1 -- iperf3` to that
+/// lab's client at `rate` (e.g. "300M") for `secs`, in a process group of its own (signal
+/// `-pid` to stop or end all of it). The lab's client must run `iperf3 -s`.
+#[allow(dead_code)]
+pub fn lab_stream(c: &Ctx, lab: &str, rate: &str, secs: u32) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    let t = secs.to_string();
+    c.cmd(&[
+        "exec",
+        "--lab",
+        lab,
+        "g1",
+        "--",
+        "iperf3",
+        "-c",
+        "10.213.0.2",
+        "-b",
+        rate,
+        "-l",
+        "8K",
+        "-t",
+        &t,
+    ])
+    .process_group(0)
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap()
+}
+
 /// A crowd of the test's own (`vnetlab bench crowd`: `tasks` light tasks, a hog at `hog_pct` on
 /// each of cores 0 and 1) in a process group of its own, once it runs; with the cgroup that
 /// `up --shield --shield-root` names to move it.
