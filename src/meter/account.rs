@@ -753,13 +753,20 @@ fn meter_info(d: &MeterData, softirq: Option<SoftirqSplit>) -> MeterInfo {
 
 /// The host cores' softirq over the window, and what of it went to other devices' packets.
 fn softirq_split(d: &MeterData, w: &Window, other: &OtherSoftirq) -> Option<SoftirqSplit> {
-    if let Some(why) = &d.softirq_untraced {
+    let (x, y) = (w.a.softirq.as_ref(), w.b.softirq.as_ref());
+    let why = match (&d.softirq_untraced, d.sides.is_some()) {
+        (Some(why), _) => why.clone(),
+        // Unplaced, the host has no cores of its own to take other devices' work out of.
+        (None, false) if x.is_some() => "the lab is not placed on cores of its own: other devices' softirq is told apart per side only".to_string(),
+        _ => String::new(),
+    };
+    if !why.is_empty() {
         return Some(SoftirqSplit {
-            untraced: Some(why.clone()),
+            untraced: Some(why),
             ..Default::default()
         });
     }
-    let (x, y) = (w.a.softirq.as_ref()?, w.b.softirq.as_ref()?);
+    let (x, y) = (x?, y?);
     let cap = w.cap(Side::Host);
     let ns = |pick: &dyn Fn(&[u64; softirq::VECTORS]) -> u64| -> f64 {
         let on = |r: &softirq::Reading, c: usize| r.vectors_ns.get(c).map_or(0, pick);
@@ -1299,5 +1306,78 @@ mod tests {
             other_softirq(&d, (&a, &b), &[0], kthread),
             OtherSoftirq::default()
         );
+    }
+
+    /// Traced, other devices' softirq on the idle task comes out of the unattributed time and
+    /// the datapath's figure, as a part of its own; unplaced, the split says why there is none.
+    #[test]
+    fn other_devices_softirq_is_a_foreign_part_of_the_host() {
+        use crate::meter::softirq::{DevTime, Reading};
+        let t0 = Instant::now();
+        let parts = || {
+            vec![
+                Part {
+                    netns: Some(11),
+                    ..part("g1", PartKind::Guest, Side::Host)
+                },
+                part("client", PartKind::Client, Side::Client),
+            ]
+        };
+        let mut a = full(
+            t0,
+            ZERO,
+            vec![percpu(&[0.0, 0.0]), percpu(&[0.0, 0.0])],
+            Some(vec![0.0, 0.0]),
+            0,
+        );
+        let mut b = full(
+            t0 + Duration::from_secs(2),
+            AFTER,
+            vec![percpu(&[1.0, 0.0]), percpu(&[0.1, 0.3])],
+            Some(vec![1.3, 0.35]),
+            2000,
+        );
+        let mut rx = [0u64; crate::meter::softirq::VECTORS];
+        rx[crate::meter::softirq::NET_RX_VECTOR] = 300_000_000;
+        a.softirq = Some(Reading {
+            vectors_ns: vec![[0; crate::meter::softirq::VECTORS]; 2],
+            ..Default::default()
+        });
+        let dev = |netns, ns| DevTime {
+            name: "x".into(),
+            netns,
+            tgid: 0,
+            per_cpu_ns: vec![ns, 0],
+        };
+        b.softirq = Some(Reading {
+            vectors_ns: vec![rx, [0; crate::meter::softirq::VECTORS]],
+            devices: vec![dev(99, 100_000_000), dev(11, 150_000_000)],
+            ..Default::default()
+        });
+        let sides = Sides {
+            host: vec![0],
+            client: vec![1],
+        };
+        let traffic = Traffic {
+            gbps: Some(2.0),
+            transactions_per_s: None,
+            send_parts: &[],
+            recv_parts: &[],
+        };
+        let d = data(parts(), Some(sides), vec![a.clone(), b.clone()]);
+        let r = build(&d, &traffic).unwrap();
+        let get = |n: &str| r.parts.iter().find(|p| p.name == n).map(|p| p.busy_pct);
+        // 0.1 s of the host core's 2 s: 5 points, out of the 10 the kernel left unattributed.
+        assert!((get("other devices' softirq").unwrap() - 5.0).abs() < 1e-9);
+        assert!((get("kernel (unattributed)").unwrap() - 5.0).abs() < 1e-9);
+        assert!((r.host_busy_pct - 60.0).abs() < 1e-9 && (r.foreign_pct - 15.0).abs() < 1e-9);
+        let s = r.meter.softirq.clone().unwrap();
+        assert!((s.net_rx_pct - 15.0).abs() < 1e-9 && (s.softirq_pct - 15.0).abs() < 1e-9);
+        assert!((s.other_devices_pct - 5.0).abs() < 1e-9 && s.untraced.is_none());
+        // Unplaced: no split, and it says why.
+        let d = data(parts(), None, vec![a, b]);
+        let r = build(&d, &traffic).unwrap();
+        let why = r.meter.softirq.unwrap().untraced.unwrap();
+        assert!(why.contains("not placed"), "{why}");
     }
 }
