@@ -41,11 +41,11 @@ impl Attr {
 
 /// bpf(cmd, attr): the call's non-negative result.
 fn call(cmd: i32, attr: &mut Attr) -> io::Result<i64> {
-    // SAFETY: `attr` is a 128-byte buffer that outlives the call and the size passed is its
-    // size. Every pointer the callers in this module store in it points at memory that outlives
+    // Every pointer the callers in this module store in `attr` points at memory that outlives
     // the call and is as large as the kernel will touch: `Map` checks each key and value buffer
     // against the sizes it created the map with; `prog_load` passes its instructions with their
     // count and its log buffer with its length; names are NUL-terminated.
+    // SAFETY: `attr` is a 128-byte buffer that outlives the call, its size passed; see above.
     let r = unsafe { libc::syscall(libc::SYS_bpf, cmd, attr.0.as_mut_ptr(), attr.0.len()) };
     if r < 0 {
         return Err(io::Error::last_os_error());
